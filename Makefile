@@ -1,0 +1,28 @@
+# ovnk developer entry points.  Both main targets install what they need first.
+VENV ?= .venv
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+
+.PHONY: bootstrap test lint typecheck pytest run clean
+
+bootstrap:
+	@VENV=$(VENV) scripts/bootstrap.sh
+
+## make test: lint, type-check and every test tier (unit, ovsdb, netns, e2e).
+test: bootstrap lint typecheck pytest
+
+lint:
+	$(BIN)/ruff check ovnk_core plugins tests bench
+
+typecheck:
+	$(BIN)/mypy
+
+pytest:
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+## make run: the main job (see README).
+run: bootstrap
+	@scripts/run-demo.sh
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

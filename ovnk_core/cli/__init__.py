@@ -1,0 +1,1 @@
+"""The ``ovnk`` command: one module per subcommand, wired together in ``main``."""

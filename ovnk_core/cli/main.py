@@ -1,0 +1,46 @@
+"""Entry point of the ``ovnk`` command.
+
+Each subcommand lives in its own module exposing ``register(subparsers)``,
+which adds its parser and sets ``func`` to a callable taking the parsed
+arguments and returning an exit code.  Errors meant for the operator
+(``OvnkError``) are printed as one clear line and exit 2; nothing else is
+caught, so a real bug still shows its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ovnk_core.cli import config_cmd, plugins_cmd, version_cmd
+from ovnk_core.errors import OvnkError
+from ovnk_core.logsetup import setup_logging
+
+SUBCOMMANDS = (plugins_cmd, config_cmd, version_cmd)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ovnk",
+        description="ovnk: the OVN-Kubernetes User Defined Networks control plane.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in SUBCOMMANDS:
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    setup_logging(getattr(args, "loglevel", "warning") or "warning")
+    try:
+        return int(args.func(args))
+    except OvnkError as exc:
+        print(f"ovnk {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,8 @@
+"""Configuration: one option table, three sources, one validated ``Config``."""
+
+from __future__ import annotations
+
+from ovnk_core.config.loader import add_config_arguments, load_config
+from ovnk_core.config.model import Config
+
+__all__ = ["Config", "add_config_arguments", "load_config"]

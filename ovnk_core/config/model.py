@@ -1,0 +1,88 @@
+"""The typed, validated configuration every component receives.
+
+``Config`` is immutable: it is built once by the loader (which also runs the
+consistency checks) and then passed explicitly to whatever needs it.  Derived
+facts (which features are on, which subnets are built in) are properties here
+so every component answers those questions the same way.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+
+from ovnk_core.config.values import ClusterSubnet, IPNetwork
+
+# Features that upstream switches with a flag of its own; third-party features
+# are named with --enable-feature.
+SEGMENTATION_FEATURES = ("isolation", "mirror")
+DYNAMIC_FEATURE = "dynamic"
+
+# Per-network masquerade IPs start after 10 reserved offsets and use two
+# addresses per network ID (gateway router, management port).
+MASQUERADE_RESERVED_OFFSETS = 10
+MAX_NETWORK_ID = 4095
+
+
+@dataclass(frozen=True)
+class Config:
+    enable_multi_network: bool = False
+    enable_network_segmentation: bool = False
+    enable_dynamic_udn_allocation: bool = False
+    udn_deletion_grace_period: float = 120.0
+    enable_persistent_ips: bool = False
+    enable_preconfigured_udn_addresses: bool = False
+    extra_features: tuple[str, ...] = ()
+    disabled_features: tuple[str, ...] = ()
+    topologies: tuple[str, ...] = ()
+    cluster_subnets: tuple[ClusterSubnet, ...] = ()
+    service_cidrs: tuple[IPNetwork, ...] = ()
+    v4_masquerade_subnet: IPNetwork = ipaddress.ip_network("169.254.169.0/29")
+    v6_masquerade_subnet: IPNetwork = ipaddress.ip_network("fd69::/125")
+    v4_join_subnet: IPNetwork = ipaddress.ip_network("100.64.0.0/16")
+    v6_join_subnet: IPNetwork = ipaddress.ip_network("fd98::/64")
+    v4_transit_subnet: IPNetwork = ipaddress.ip_network("100.88.0.0/16")
+    v6_transit_subnet: IPNetwork = ipaddress.ip_network("fd97::/64")
+    mtu: int = 1400
+    nb_address: tuple[str, ...] = ("unix:/var/run/ovn/ovnnb_db.sock",)
+    sb_address: tuple[str, ...] = ("unix:/var/run/ovn/ovnsb_db.sock",)
+    kubeconfig: str = ""
+    node_name: str = ""
+    metrics_bind_address: str = ""
+    loglevel: str = "info"
+    # Where each field's value came from ("default", "file", "env", "cli"), for `ovnk config`.
+    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def enabled_features(self) -> tuple[str, ...]:
+        """Feature plugins to load, in a stable order."""
+        wanted: list[str] = []
+        if self.enable_network_segmentation:
+            wanted.extend(SEGMENTATION_FEATURES)
+        if self.enable_dynamic_udn_allocation:
+            wanted.append(DYNAMIC_FEATURE)
+        wanted.extend(self.extra_features)
+        seen: list[str] = []
+        for name in wanted:
+            if name not in seen and name not in self.disabled_features:
+                seen.append(name)
+        return tuple(seen)
+
+    @property
+    def ip_families(self) -> frozenset[int]:
+        return frozenset(entry.cidr.version for entry in self.cluster_subnets)
+
+    def masquerade_subnet(self, version: int) -> IPNetwork:
+        return self.v4_masquerade_subnet if version == 4 else self.v6_masquerade_subnet
+
+    def join_subnet(self, version: int) -> IPNetwork:
+        return self.v4_join_subnet if version == 4 else self.v6_join_subnet
+
+    def transit_subnet(self, version: int) -> IPNetwork:
+        return self.v4_transit_subnet if version == 4 else self.v6_transit_subnet
+
+    def masquerade_network_capacity(self, version: int) -> int:
+        """How many user-defined networks the masquerade subnet of one family can serve."""
+        size = self.masquerade_subnet(version).num_addresses
+        # Network ID n uses offsets 10+2n-1 and 10+2n; the last usable offset is size-1.
+        return max(0, min(MAX_NETWORK_ID, (size - 1 - MASQUERADE_RESERVED_OFFSETS) // 2))

@@ -1,0 +1,101 @@
+"""The table of every configuration option ovnk understands.
+
+One row per option: its flag name (upstream's where one exists), the
+``Config`` field it fills, its parser and default, and its help text.  The
+command-line parser, the ``OVNK_*`` environment lookup and the TOML loader
+are all generated from this table, so an option is declared exactly once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ovnk_core.config import values
+
+
+@dataclass(frozen=True)
+class Option:
+    flag: str
+    field: str
+    parse: Callable[[Any], Any]
+    default: Any
+    help: str
+    is_bool: bool = False
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def env_var(self) -> str:
+        return "OVNK_" + self.flag.upper().replace("-", "_")
+
+
+def _bool(flag: str, field: str, help: str) -> Option:
+    return Option(flag, field, values.parse_bool, False, help, is_bool=True)
+
+
+OPTIONS: tuple[Option, ...] = (
+    # Features (upstream [ovnkubernetesfeature])
+    _bool("enable-multi-network", "enable_multi_network",
+          "Enable secondary networks through NetworkAttachmentDefinitions."),
+    _bool("enable-network-segmentation", "enable_network_segmentation",
+          "Enable user-defined networks (UDN/CUDN), primary networks, UDN isolation and the "
+          "EndpointSlice mirror. Requires --enable-multi-network."),
+    _bool("enable-dynamic-udn-allocation", "enable_dynamic_udn_allocation",
+          "Render a user-defined network only on nodes that have pods (or EgressIPs) using it. "
+          "Requires --enable-network-segmentation."),
+    Option("udn-deletion-grace-period", "udn_deletion_grace_period", values.parse_duration,
+           120.0, "How long a node keeps an unused network before dynamic allocation removes it "
+           "(Go duration, e.g. 120s, 2m)."),
+    _bool("enable-persistent-ips", "enable_persistent_ips",
+          "Allow ipam.lifecycle: Persistent (IPAMClaims) on Layer2 and Localnet networks."),
+    _bool("enable-preconfigured-udn-addresses", "enable_preconfigured_udn_addresses",
+          "Allow reservedSubnets, infrastructureSubnets and defaultGatewayIPs on Layer2 UDNs."),
+    Option("enable-feature", "extra_features", values.parse_str_list, (),
+           "Comma-separated extra feature plugins to enable (entry points in ovnk.features)."),
+    Option("disable-feature", "disabled_features", values.parse_str_list, (),
+           "Comma-separated feature plugins to keep off even when their flag enables them."),
+    Option("topologies", "topologies", values.parse_str_list, (),
+           "Comma-separated topology plugins to load (entry points in ovnk.topologies). "
+           "Empty: every installed topology."),
+    # Addressing
+    Option("cluster-subnets", "cluster_subnets", values.parse_cluster_subnets,
+           "10.244.0.0/16/24", "Default-network pod subnets, CIDR/HOSTPREFIX, comma-separated."),
+    Option("service-cluster-ip-range", "service_cidrs", values.parse_cidr_list, "10.96.0.0/16",
+           "Service CIDRs, comma-separated (one per IP family)."),
+    Option("gateway-v4-masquerade-subnet", "v4_masquerade_subnet", values.parse_cidr,
+           "169.254.169.0/29", "IPv4 masquerade subnet. User-defined networks need a large one "
+           "(169.254.0.0/17)."),
+    Option("gateway-v6-masquerade-subnet", "v6_masquerade_subnet", values.parse_cidr,
+           "fd69::/125", "IPv6 masquerade subnet. User-defined networks need a large one "
+           "(fd69::/112)."),
+    Option("gateway-v4-join-subnet", "v4_join_subnet", values.parse_cidr, "100.64.0.0/16",
+           "IPv4 join subnet of the default network."),
+    Option("gateway-v6-join-subnet", "v6_join_subnet", values.parse_cidr, "fd98::/64",
+           "IPv6 join subnet of the default network."),
+    Option("cluster-manager-v4-transit-subnet", "v4_transit_subnet", values.parse_cidr,
+           "100.88.0.0/16", "IPv4 transit switch subnet."),
+    Option("cluster-manager-v6-transit-subnet", "v6_transit_subnet", values.parse_cidr,
+           "fd97::/64", "IPv6 transit switch subnet."),
+    Option("mtu", "mtu", values.parse_int, 1400,
+           "MTU of the default network and default MTU of user-defined networks."),
+    # Endpoints
+    Option("nb-address", "nb_address", values.parse_ovsdb_remotes,
+           "unix:/var/run/ovn/ovnnb_db.sock",
+           "OVN Northbound remotes, comma-separated (several = RAFT cluster members)."),
+    Option("sb-address", "sb_address", values.parse_ovsdb_remotes,
+           "unix:/var/run/ovn/ovnsb_db.sock", "OVN Southbound remotes, comma-separated."),
+    Option("k8s-kubeconfig", "kubeconfig", str, "", "Path of the kubeconfig to use "
+           "(empty: in-cluster config, else ~/.kube/config).", aliases=("kubeconfig",)),
+    Option("node-name", "node_name", str, "", "Name of this node (node component)."),
+    Option("metrics-bind-address", "metrics_bind_address", str, "",
+           "HOST:PORT for the Prometheus endpoint (empty: off)."),
+    Option("loglevel", "loglevel", str, "info",
+           "Log level: debug, info, warning, error (or 0-5 as upstream's klog levels)."),
+)
+
+OPTIONS_BY_FIELD = {option.field: option for option in OPTIONS}
+OPTIONS_BY_FLAG = {option.flag: option for option in OPTIONS}
+for _option in OPTIONS:
+    for _alias in _option.aliases:
+        OPTIONS_BY_FLAG[_alias] = _option

@@ -1,0 +1,54 @@
+"""The core's own network checks, registered as an internal plugin.
+
+Written as a hook implementation rather than inline code so the core uses
+the same path a plugin would, and so the order "plugins first, core last" is
+the one pluggy gives by registration.
+"""
+
+from __future__ import annotations
+
+from ovnk_core.config import Config
+from ovnk_core.config.validation import builtin_subnets
+from ovnk_core.config.values import IPNetwork
+from ovnk_core.errors import NetworkConfigError
+from ovnk_core.hookspecs import hookimpl
+from ovnk_core.networks.netinfo import NetInfo
+
+
+class BuiltinNetworkChecks:
+    """Subnet-overlap rules every user-defined network must satisfy."""
+
+    @hookimpl
+    def ovnk_validate_network(self, netinfo: NetInfo, config: Config) -> None:
+        if netinfo.is_default:
+            return
+        overlaps = find_internal_overlaps(netinfo, config)
+        if overlaps:
+            raise NetworkConfigError(
+                "pod or join subnet overlaps with already configured internal subnets: "
+                + "; ".join(overlaps),
+                reason="SubnetOverlap",
+            )
+
+
+def find_internal_overlaps(netinfo: NetInfo, config: Config) -> list[str]:
+    """Pairs (network subnet, built-in subnet) that overlap, as readable phrases."""
+    own: list[tuple[str, IPNetwork]] = [("user defined subnet", s.cidr) for s in netinfo.subnets]
+    own += [("user defined join subnet", s) for s in netinfo.join_subnets]
+    reserved = [
+        (kind, subnet)
+        for kind, _flag, subnet in builtin_subnets(config)
+        if kind != "transit switch subnet" or netinfo.topology == "layer3"
+    ]
+    # A built-in subnet entirely excluded from the network's IPAM cannot clash.
+    reserved = [
+        (kind, subnet) for kind, subnet in reserved
+        if not any(subnet.version == ex.version and subnet.subnet_of(ex)  # type: ignore[arg-type]
+                   for ex in netinfo.exclude_subnets)
+    ]
+    phrases = []
+    for own_kind, own_subnet in own:
+        for kind, subnet in reserved:
+            if own_subnet.version == subnet.version and own_subnet.overlaps(subnet):
+                phrases.append(f"{own_kind} {own_subnet} overlaps {kind} {subnet}")
+    return phrases

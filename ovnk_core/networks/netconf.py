@@ -1,0 +1,114 @@
+"""Parsing a NAD's CNI config (``spec.config``) into a ``NetInfo``.
+
+The core reads the keys every OVN-Kubernetes netconf shares (``type``,
+``name``, ``topology``, ``role``, ``mtu``, ``netAttachDefName``), then hands
+the rest to the topology plugin named by ``topology``.  A topology that no
+enabled plugin provides is a ``TopologyNotSupported`` error on that network,
+never a crash.  Finally every plugin may veto the result through the
+``ovnk_validate_network`` hook.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ovnk_core.config.values import IPNetwork, parse_cidr, parse_str_list
+from ovnk_core.errors import NetworkConfigError
+from ovnk_core.networks.netinfo import NETWORK_ROLES, ROLE_SECONDARY
+
+if TYPE_CHECKING:
+    from ovnk_core.plugins import PluginHost
+
+CNI_TYPE = "ovn-k8s-cni-overlay"
+
+
+@dataclass(frozen=True)
+class NetConf:
+    """The common part of a netconf, plus the raw document for topology-specific keys."""
+
+    name: str
+    topology: str
+    role: str
+    mtu: int | None
+    nad_key: str
+    raw: Mapping[str, Any]
+
+    def get_str(self, key: str, default: str = "") -> str:
+        value = self.raw.get(key, default)
+        if not isinstance(value, str):
+            raise NetworkConfigError(f"netconf {key!r} must be a string, got {value!r}")
+        return value
+
+    def get_int(self, key: str) -> int | None:
+        value = self.raw.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise NetworkConfigError(f"netconf {key!r} must be an integer, got {value!r}")
+        return value
+
+    def get_bool(self, key: str) -> bool:
+        value = self.raw.get(key, False)
+        if not isinstance(value, bool):
+            raise NetworkConfigError(f"netconf {key!r} must be true or false, got {value!r}")
+        return value
+
+    def get_cidrs(self, key: str) -> tuple[IPNetwork, ...]:
+        """A comma-joined CIDR list such as ``"10.1.0.0/16,fd00::/64"``."""
+        result = []
+        for item in parse_str_list(self.get_str(key)):
+            try:
+                result.append(parse_cidr(item))
+            except ValueError as exc:
+                raise NetworkConfigError(f"netconf {key!r}: {exc}") from None
+        return tuple(result)
+
+
+def parse_common(document: str | Mapping[str, Any]) -> NetConf:
+    """Parse the keys every netconf shares; raise ``NetworkConfigError`` when malformed."""
+    if isinstance(document, str):
+        try:
+            raw = json.loads(document)
+        except json.JSONDecodeError as exc:
+            raise NetworkConfigError(f"netconf is not valid JSON: {exc}") from None
+    else:
+        raw = document
+    if not isinstance(raw, Mapping):
+        raise NetworkConfigError("netconf must be a JSON object")
+    if raw.get("type") != CNI_TYPE:
+        raise NetworkConfigError(
+            f"netconf type {raw.get('type')!r} is not {CNI_TYPE!r}", reason="NotOVNKubernetes"
+        )
+    if "ipam" in raw:
+        raise NetworkConfigError("IPAM key is not supported. Use OVN-K provided IPAM via the "
+                                 "subnets attribute")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise NetworkConfigError("netconf name is required")
+    topology = raw.get("topology")
+    if not isinstance(topology, str) or not topology:
+        raise NetworkConfigError(f"netconf of network {name!r} has no topology")
+    role = raw.get("role", ROLE_SECONDARY) or ROLE_SECONDARY
+    if role not in NETWORK_ROLES:
+        raise NetworkConfigError(f"invalid network role value {role!r}")
+    conf = NetConf(name=name, topology=topology.lower(), role=role, mtu=None,
+                   nad_key="", raw=raw)
+    mtu = conf.get_int("mtu")
+    if mtu is not None and mtu <= 0:
+        mtu = None
+    nad_key = conf.get_str("netAttachDefName")
+    return NetConf(name=name, topology=topology.lower(), role=role, mtu=mtu, nad_key=nad_key,
+                   raw=raw)
+
+
+def parse_netconf(document: str | Mapping[str, Any], host: PluginHost) -> Any:
+    """Full parse: common keys, the topology plugin's ``parse_netconf``, then every
+    plugin's ``ovnk_validate_network``.  Returns a ``NetInfo``."""
+    conf = parse_common(document)
+    topology = host.topology(conf.topology)
+    netinfo = topology.parse_netconf(conf)
+    host.hook.ovnk_validate_network(netinfo=netinfo, config=host.config)
+    return netinfo

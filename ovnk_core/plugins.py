@@ -1,0 +1,193 @@
+"""The plugin host: stevedore finds and loads plugins, pluggy dispatches hooks.
+
+Two entry-point groups exist.  ``ovnk.topologies`` holds ``Topology``
+classes, one per topology string; every installed topology is loaded unless
+``--topologies`` names a subset.  ``ovnk.features`` holds feature plugins,
+loaded only when the configuration enables them (``Config.enabled_features``)
+— an installed but disabled feature is never imported.
+
+Loading is explicit (``PluginHost.load(config)``), never a side effect of an
+import, so tests build as many independent hosts as they like.  Anything that
+would leave the process half-working fails here, at startup, with a message
+naming the entry point: an enabled plugin that is not installed, one whose
+import fails, two distributions claiming one name.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+import pluggy
+from stevedore import ExtensionManager, NamedExtensionManager
+
+from ovnk_core import hookspecs
+from ovnk_core.config import Config
+from ovnk_core.errors import ConfigError, PluginLoadError, TopologyNotSupported
+from ovnk_core.networks.builtin_checks import BuiltinNetworkChecks
+from ovnk_core.topology import Topology
+
+log = logging.getLogger(__name__)
+
+TOPOLOGY_GROUP = "ovnk.topologies"
+FEATURE_GROUP = "ovnk.features"
+GROUPS = (TOPOLOGY_GROUP, FEATURE_GROUP)
+TRACE_ENV = "OVNK_TRACE_HOOKS"
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """One discovered entry point, described without importing it."""
+
+    name: str
+    group: str
+    value: str
+    distribution: str
+    version: str
+    enabled: bool
+
+
+def discover(config: Config | None = None) -> list[PluginInfo]:
+    """Every plugin installed in either group, with whether ``config`` enables it."""
+    found = []
+    for group in GROUPS:
+        for ep in metadata.entry_points(group=group):
+            dist = ep.dist
+            found.append(PluginInfo(
+                name=ep.name, group=group, value=ep.value,
+                distribution=dist.name if dist else "?",
+                version=dist.version if dist else "?",
+                enabled=config is not None and _is_enabled(config, group, ep.name),
+            ))
+    return sorted(found, key=lambda info: (info.group, info.name, info.distribution))
+
+
+def _is_enabled(config: Config, group: str, name: str) -> bool:
+    if group == FEATURE_GROUP:
+        return name in config.enabled_features
+    return not config.topologies or name in config.topologies
+
+
+class PluginHost:
+    """The loaded plugins of one process and the pluggy manager that calls them."""
+
+    def __init__(self, config: Config, manager: pluggy.PluginManager,
+                 topologies: dict[str, Topology], features: dict[str, Any]) -> None:
+        self.config = config
+        self.manager = manager
+        self.topologies = topologies
+        self.features = features
+
+    @property
+    def hook(self) -> Any:
+        return self.manager.hook
+
+    @classmethod
+    def load(cls, config: Config) -> PluginHost:
+        """Load every enabled plugin, register it, and run ``ovnk_configure``.
+
+        :raises PluginLoadError: an enabled plugin is missing, broken or ambiguous.
+        :raises ConfigError: a plugin rejected the configuration.
+        """
+        manager = pluggy.PluginManager(hookspecs.PROJECT)
+        manager.add_hookspecs(hookspecs)
+        manager.register(BuiltinNetworkChecks(), name="core:network-checks")
+        if os.environ.get(TRACE_ENV):
+            manager.trace.root.setwriter(lambda text: log.debug("hook %s", text.rstrip()))
+            manager.enable_tracing()
+
+        topologies = _load_group(config, TOPOLOGY_GROUP, config.topologies or None)
+        features = _load_group(config, FEATURE_GROUP, config.enabled_features)
+        for name, obj in topologies.items():
+            if not isinstance(obj, Topology):
+                raise PluginLoadError(
+                    f"topology plugin {name!r} ({TOPOLOGY_GROUP}) is a {type(obj).__name__}, "
+                    "not an ovnk_core.Topology"
+                )
+            if getattr(obj, "name", None) != name:
+                raise PluginLoadError(
+                    f"topology plugin {name!r} ({TOPOLOGY_GROUP}) declares name "
+                    f"{getattr(obj, 'name', None)!r}; the entry-point name and Topology.name "
+                    "must be equal"
+                )
+            manager.register(obj, name=f"{TOPOLOGY_GROUP}:{name}")
+        for name, obj in features.items():
+            manager.register(obj, name=f"{FEATURE_GROUP}:{name}")
+        try:
+            manager.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise PluginLoadError(f"plugin implements an unknown hook: {exc}") from None
+
+        host = cls(config, manager, dict(topologies), features)
+        host._configure()
+        log.info("plugins loaded: topologies=%s features=%s",
+                 ",".join(topologies) or "-", ",".join(features) or "-")
+        return host
+
+    def _configure(self) -> None:
+        for impl in reversed(self.manager.hook.ovnk_configure.get_hookimpls()):
+            available = {"config": self.config}
+            try:
+                impl.function(**{arg: available[arg] for arg in impl.argnames})
+            except ConfigError as exc:
+                raise ConfigError(f"plugin {impl.plugin_name}: {exc}") from None
+
+    def topology(self, name: str) -> Topology:
+        """The enabled topology plugin for ``name``.
+
+        :raises TopologyNotSupported: no enabled plugin provides it (reported on the network).
+        """
+        try:
+            return self.topologies[name]
+        except KeyError:
+            raise TopologyNotSupported(name, list(self.topologies)) from None
+
+
+def _load_group(config: Config, group: str, names: Iterable[str] | None) -> dict[str, Any]:
+    """Load (and instantiate with ``config``) the named entry points of ``group``.
+
+    ``names=None`` loads every installed one.
+    """
+    installed: dict[str, list[str]] = {}
+    for ep in metadata.entry_points(group=group):
+        installed.setdefault(ep.name, []).append(ep.dist.name if ep.dist else "?")
+    wanted = list(installed) if names is None else list(names)
+    for name in wanted:
+        dists = sorted(set(installed.get(name, [])))
+        if len(dists) > 1:
+            raise PluginLoadError(
+                f"plugin {name!r} ({group}) is provided by several distributions: "
+                f"{', '.join(dists)}; uninstall all but one"
+            )
+    missing = [name for name in wanted if name not in installed]
+    if missing:
+        raise PluginLoadError(
+            f"enabled plugin(s) not installed: {', '.join(missing)} "
+            f"(no entry point of that name in group {group!r}; "
+            f"installed: {', '.join(sorted(installed)) or 'none'})"
+        )
+    if not wanted:
+        return {}
+    failures: list[str] = []
+
+    def on_failure(_manager: Any, ep: Any, exc: BaseException) -> None:
+        failures.append(f"{ep.name} = {ep.value}: {type(exc).__name__}: {exc}")
+
+    kwargs: dict[str, Any] = dict(
+        invoke_on_load=True, invoke_kwds={"config": config},
+        on_load_failure_callback=on_failure,
+    )
+    if names is None:
+        extensions: Any = ExtensionManager(group, **kwargs)
+    else:
+        extensions = NamedExtensionManager(group, names=wanted, name_order=True, **kwargs)
+    if failures:
+        raise PluginLoadError(
+            f"plugin(s) in group {group!r} failed to load: " + "; ".join(failures)
+        )
+    return {ext.name: ext.obj for ext in sorted(extensions, key=lambda e: e.name)} if names is None \
+        else {ext.name: ext.obj for ext in extensions}

@@ -1,0 +1,1 @@
+"""ovnk dynamic UDN allocation: networks rendered only where pods use them."""

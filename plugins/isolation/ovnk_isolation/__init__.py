@@ -1,0 +1,1 @@
+"""ovnk UDN isolation: primary-UDN pods cut off from the default network."""

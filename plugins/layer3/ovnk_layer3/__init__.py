@@ -1,0 +1,1 @@
+"""ovnk Layer3 topology: one logical router per network and one switch per node."""

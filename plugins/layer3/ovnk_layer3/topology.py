@@ -1,0 +1,49 @@
+"""The Layer3 topology: netconf rules now, NB rendering in its own issue.
+
+A Layer3 network's ``subnets`` entries are ``CIDR[/HOSTPREFIX]``: each node
+gets a slice of HOSTPREFIX length (default /24 for IPv4, /64 for IPv6).
+"""
+
+from __future__ import annotations
+
+from ovnk_core import NetworkConfigError, Topology
+from ovnk_core.config.values import ClusterSubnet, parse_cluster_subnet, parse_str_list
+from ovnk_core.networks.netconf import NetConf
+from ovnk_core.networks.netconf_fields import read_join_subnets, read_mtu
+from ovnk_core.networks.netinfo import NetInfo
+
+
+class Layer3Topology(Topology):
+    name = "layer3"
+
+    def parse_netconf(self, netconf: NetConf) -> NetInfo:
+        if netconf.get_bool("allowPersistentIPs"):
+            raise NetworkConfigError("layer3 topology does not allow persistent IPs")
+        subnets = parse_layer3_subnets(netconf.get_str("subnets"))
+        if not subnets:
+            raise NetworkConfigError(f"network {netconf.name}: layer3 topology requires subnets")
+        if netconf.get_str("excludeSubnets"):
+            raise NetworkConfigError("layer3 topology does not support excludeSubnets")
+        return NetInfo(
+            name=netconf.name, topology=self.name, role=netconf.role,
+            mtu=read_mtu(netconf, self.default_mtu(), subnets), subnets=subnets,
+            join_subnets=read_join_subnets(netconf), nad_key=netconf.nad_key,
+        )
+
+
+def parse_layer3_subnets(text: str) -> tuple[ClusterSubnet, ...]:
+    subnets = []
+    for item in parse_str_list(text):
+        try:
+            subnets.append(parse_cluster_subnet(item))
+        except ValueError as exc:
+            raise NetworkConfigError(f"invalid layer3 subnet: {exc}") from None
+    v4_prefixes = {s.host_prefix for s in subnets if s.cidr.version == 4}
+    if len(v4_prefixes) > 1:
+        raise NetworkConfigError("Subnets from the same IP family must use the same hostSubnet "
+                                 "value")
+    for i, a in enumerate(subnets):
+        for b in subnets[i + 1:]:
+            if a.cidr.version == b.cidr.version and a.cidr.overlaps(b.cidr):
+                raise NetworkConfigError("Subnets must not overlap or contain each other")
+    return tuple(subnets)

@@ -1,0 +1,1 @@
+"""ovnk Localnet topology: a logical switch bridged to a physical network."""

@@ -1,0 +1,51 @@
+"""The Localnet topology: netconf rules now, NB rendering in its own issue.
+
+A Localnet network bridges pods to a physical network named by
+``physicalNetworkName`` (an OVS bridge mapping on the nodes), optionally on
+an access VLAN.  It is secondary only, and its default MTU is the cluster
+MTU + 100 because it does not pay for the overlay encapsulation.
+"""
+
+from __future__ import annotations
+
+from ovnk_core import NetworkConfigError, Topology
+from ovnk_core.networks.netconf import NetConf
+from ovnk_core.networks.netconf_fields import (
+    read_exclude_subnets,
+    read_mtu,
+    read_persistent_ips,
+    read_plain_subnets,
+)
+from ovnk_core.networks.netinfo import NetInfo
+
+
+class LocalnetTopology(Topology):
+    name = "localnet"
+    supports_primary = False
+
+    def default_mtu(self) -> int:
+        return self.config.mtu + 100
+
+    def parse_netconf(self, netconf: NetConf) -> NetInfo:
+        if netconf.role != "secondary":
+            raise NetworkConfigError(
+                f"unexpected network field \"role\" {netconf.role!r} for \"localnet\" "
+                "topology, only \"secondary\" role is supported"
+            )
+        if netconf.get_str("joinSubnet"):
+            raise NetworkConfigError("localnet topology does not support joinSubnet")
+        physical = netconf.get_str("physicalNetworkName")
+        if any(ch in physical for ch in ",:"):
+            raise NetworkConfigError("physicalNetworkName cannot contain `,` or `:` characters")
+        vlan = netconf.get_int("vlanID")
+        if vlan is not None and not 1 <= vlan <= 4094:
+            raise NetworkConfigError(f"vlanID {vlan} is out of range (1..4094)")
+        subnets = read_plain_subnets(netconf)
+        return NetInfo(
+            name=netconf.name, topology=self.name, role=netconf.role,
+            mtu=read_mtu(netconf, self.default_mtu(), subnets), subnets=subnets,
+            exclude_subnets=read_exclude_subnets(netconf, subnets),
+            vlan_id=vlan, physical_network_name=physical or netconf.name,
+            allow_persistent_ips=read_persistent_ips(netconf, self.config),
+            nad_key=netconf.nad_key,
+        )

@@ -1,0 +1,1 @@
+"""ovnk EndpointSlice mirror: default slices mirrored with primary-UDN pod IPs."""

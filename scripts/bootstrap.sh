@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Install what ovnk needs, idempotently: Debian packages (OVN, OVS, nftables,
+# iproute2) and a virtualenv with ovnk-core and every bundled plugin in
+# development mode.  Safe to run again; it only does what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV=${VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+APT_PACKAGES=(ovn-central ovn-host openvswitch-switch nftables libnftables1 python3-nftables
+              iproute2 iputils-ping procps)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bootstrap: installing Debian packages: ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+  # The packages start system daemons we do not use; ovnk runs its own per test/cluster.
+  for unit in ovn-central ovn-host openvswitch-switch ovn-northd ovn-ovsdb-server-nb \
+              ovn-ovsdb-server-sb ovn-controller ovs-vswitchd ovsdb-server; do
+    $SUDO systemctl stop "$unit" >/dev/null 2>&1 || true
+  done
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "bootstrap: creating virtualenv $VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+
+# Reinstall only when a pyproject.toml changed since the last install.
+stamp="$VENV/.ovnk-installed"
+digest=$(cat pyproject.toml plugins/*/pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
+  echo "bootstrap: installing ovnk-core and plugins into $VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  editables=(-e ".[dev]")
+  for plugin in plugins/*/; do editables+=(-e "$plugin"); done
+  "$VENV/bin/python" -m pip install -q "${editables[@]}"
+  echo "$digest" > "$stamp"
+fi
+
+# The libnftables binding is Debian's python3-nftables (pure ctypes over
+# libnftables.so.1); expose it to the virtualenv's interpreter.
+if ! "$VENV/bin/python" -c "import nftables" 2>/dev/null; then
+  site=$("$VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+  ln -sfn /usr/lib/python3/dist-packages/nftables "$site/nftables"
+  "$VENV/bin/python" -c "import nftables" || {
+    echo "bootstrap: cannot import the nftables binding" >&2; exit 1; }
+fi
