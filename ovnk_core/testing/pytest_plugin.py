@@ -1,0 +1,51 @@
+"""The ``ovnk`` pytest plugin: tier markers, capability gating and shared fixtures.
+
+Tiers (``unit``, ``ovsdb``, ``netns``, ``e2e``) are pytest markers.  A test
+in ``tests/<tier>/`` gets its tier's marker automatically; plugin tests mark
+themselves (``pytestmark = pytest.mark.ovsdb``).  Before a tiered test runs
+its requirements are checked (``capabilities.missing_for``): missing means
+skip with the reason, or fail under CI where nothing may skip.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ovnk_core.testing import capabilities
+from ovnk_core.testing.netns_fixtures import netns, netns_pair  # noqa: F401
+from ovnk_core.testing.ovsdb_fixtures import (  # noqa: F401
+    nb_server,
+    ovn_nb,
+    ovn_stack,
+    ovsdb_workdir,
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for tier in capabilities.TIERS:
+        config.addinivalue_line("markers", f"{tier}: ovnk test tier {tier}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(str(item.fspath)).parts
+        for tier in capabilities.TIERS:
+            if tier in parts and "tests" in parts:
+                item.add_marker(getattr(pytest.mark, tier))
+        if not any(item.get_closest_marker(tier) for tier in capabilities.TIERS):
+            item.add_marker(pytest.mark.unit)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for tier in capabilities.TIERS:
+        if item.get_closest_marker(tier) is None:
+            continue
+        reason = capabilities.missing_for(tier)
+        if reason is None:
+            continue
+        if capabilities.in_ci():
+            pytest.fail(f"CI requires every tier to run: {reason}", pytrace=False)
+        pytest.skip(reason)

@@ -1,0 +1,126 @@
+"""The NB client against real ovsdb-servers: transports, indexes, reconnect, RAFT."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from ovnk_core.errors import OvnTransactionError
+from ovnk_core.ovn.declarative import DesiredRow, apply
+from ovnk_core.ovn.nb import NbClient, NbConnectError
+from ovnk_core.ovn.ownership import Owner
+from ovnk_core.ovn.processes import (
+    NB_SCHEMA,
+    OvsdbServer,
+    cluster_status,
+    start_raft_cluster,
+)
+
+OWNER = Owner("default-network-controller", "network")
+
+
+def switches(*names: str) -> list[DesiredRow]:
+    return [DesiredRow("Logical_Switch", OWNER.object_ids("LogicalSwitch", name),
+                       {"name": name}) for name in names]
+
+
+def wait_until(predicate, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def test_tcp_transport(nb_server: OvsdbServer, ovn_nb: NbClient) -> None:
+    with NbClient([nb_server.tcp_remote]).start() as tcp_client:
+        apply(tcp_client, OWNER, switches("a"))
+    wait_until(lambda: ovn_nb.find_by_id("Logical_Switch",
+                                         OWNER.object_ids("LogicalSwitch", "a").primary_id))
+
+
+def test_index_follows_external_ids_changes(ovn_nb: NbClient) -> None:
+    apply(ovn_nb, OWNER, switches("a", "b"))
+    assert {r.name for r in ovn_nb.find_owned("Logical_Switch",
+                                              owner_controller=OWNER.controller)} == {"a", "b"}
+    subprocess.run(["ovn-nbctl", f"--db={ovn_nb.remote}", "remove", "Logical_Switch", "b",
+                    "external_ids", "k8s.ovn.org/owner-controller"], check=True)
+    wait_until(lambda: {r.name for r in ovn_nb.find_owned(
+        "Logical_Switch", owner_controller=OWNER.controller)} == {"a"})
+    with pytest.raises(ValueError, match="indexed keys"):
+        ovn_nb.find_owned("Logical_Switch", topology="layer3")
+
+
+def test_transaction_errors_raise(ovn_nb: NbClient) -> None:
+    with pytest.raises(OvnTransactionError, match="transaction failed"):
+        with ovn_nb.transaction() as txn:
+            txn.add(ovn_nb.api.lsp_add("no-such-switch", "p1"))
+
+
+def test_unreachable_server_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(NbConnectError, match="cannot reach OVN Northbound"):
+        NbClient([f"unix:{tmp_path}/absent.sock"]).start(connect_timeout=0.5)
+
+
+def test_reconnect_after_restart_resyncs_indexes(tmp_path: Path) -> None:
+    server = OvsdbServer("nb", tmp_path, NB_SCHEMA).start()
+    try:
+        client = NbClient([server.remote]).start()
+        apply(client, OWNER, switches("a", "b"))
+        server.stop()
+        # While the client is away, "b" disappears from the database file.
+        subprocess.run(["ovsdb-tool", "transact", str(server.db_path), json.dumps(
+            ["OVN_Northbound", {"op": "delete", "table": "Logical_Switch",
+                                "where": [["name", "==", "b"]]}])], check=True)
+        server.start()
+        b_id = OWNER.object_ids("LogicalSwitch", "b").primary_id
+        wait_until(lambda: client.connected and client.find_by_id("Logical_Switch", b_id) is None)
+        assert client.find_by_id("Logical_Switch", OWNER.object_ids("LogicalSwitch",
+                                                                     "a").primary_id)
+        result = apply(client, OWNER, switches("a", "b"))
+        assert (result.created, result.updated) == (1, 0)
+        client.stop()
+    finally:
+        server.stop()
+
+
+def _leader(members: list[OvsdbServer]) -> OvsdbServer:
+    for member in members:
+        if re.search(r"^Role: leader", cluster_status(member), re.M):
+            return member
+    raise AssertionError("no leader")
+
+
+def test_raft_cluster_leader_only_and_failover(tmp_path: Path) -> None:
+    members = start_raft_cluster("nb", tmp_path, NB_SCHEMA, size=3)
+    try:
+        wait_until(lambda: any("Role: leader" in cluster_status(m) for m in members))
+        client = NbClient([m.remote for m in members], timeout=30).start()
+        apply(client, OWNER, switches("a"))
+        leader = _leader(members)
+        leader.stop()
+        survivors = [m for m in members if m is not leader]
+        wait_until(lambda: any("Role: leader" in cluster_status(m) for m in survivors))
+        # The client finds the new leader by itself and the write lands.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                apply(client, OWNER, switches("a", "b"))
+                break
+            except OvnTransactionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        out = subprocess.run(["ovn-nbctl", f"--db={_leader(survivors).remote}", "ls-list"],
+                             check=True, capture_output=True, text=True).stdout
+        assert "(a)" in out and "(b)" in out
+        client.stop()
+    finally:
+        for member in members:
+            member.stop()
