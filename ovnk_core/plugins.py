@@ -189,5 +189,7 @@ def _load_group(config: Config, group: str, names: Iterable[str] | None) -> dict
         raise PluginLoadError(
             f"plugin(s) in group {group!r} failed to load: " + "; ".join(failures)
         )
-    return {ext.name: ext.obj for ext in sorted(extensions, key=lambda e: e.name)} if names is None \
-        else {ext.name: ext.obj for ext in extensions}
+    loaded = list(extensions)
+    if names is None:
+        loaded.sort(key=lambda ext: ext.name)
+    return {ext.name: ext.obj for ext in loaded}

@@ -8,7 +8,6 @@ so every component answers those questions the same way.
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 
 from ovnk_core.config.values import ClusterSubnet, IPNetwork
@@ -26,30 +25,33 @@ MAX_NETWORK_ID = 4095
 
 @dataclass(frozen=True)
 class Config:
-    enable_multi_network: bool = False
-    enable_network_segmentation: bool = False
-    enable_dynamic_udn_allocation: bool = False
-    udn_deletion_grace_period: float = 120.0
-    enable_persistent_ips: bool = False
-    enable_preconfigured_udn_addresses: bool = False
-    extra_features: tuple[str, ...] = ()
-    disabled_features: tuple[str, ...] = ()
-    topologies: tuple[str, ...] = ()
-    cluster_subnets: tuple[ClusterSubnet, ...] = ()
-    service_cidrs: tuple[IPNetwork, ...] = ()
-    v4_masquerade_subnet: IPNetwork = ipaddress.ip_network("169.254.169.0/29")
-    v6_masquerade_subnet: IPNetwork = ipaddress.ip_network("fd69::/125")
-    v4_join_subnet: IPNetwork = ipaddress.ip_network("100.64.0.0/16")
-    v6_join_subnet: IPNetwork = ipaddress.ip_network("fd98::/64")
-    v4_transit_subnet: IPNetwork = ipaddress.ip_network("100.88.0.0/16")
-    v6_transit_subnet: IPNetwork = ipaddress.ip_network("fd97::/64")
-    mtu: int = 1400
-    nb_address: tuple[str, ...] = ("unix:/var/run/ovn/ovnnb_db.sock",)
-    sb_address: tuple[str, ...] = ("unix:/var/run/ovn/ovnsb_db.sock",)
-    kubeconfig: str = ""
-    node_name: str = ""
-    metrics_bind_address: str = ""
-    loglevel: str = "info"
+    """Every option's parsed value; build it with ``load_config`` (defaults live in the
+    option table, ``ovnk_core.config.options``)."""
+
+    enable_multi_network: bool
+    enable_network_segmentation: bool
+    enable_dynamic_udn_allocation: bool
+    udn_deletion_grace_period: float
+    enable_persistent_ips: bool
+    enable_preconfigured_udn_addresses: bool
+    extra_features: tuple[str, ...]
+    disabled_features: tuple[str, ...]
+    topologies: tuple[str, ...]
+    cluster_subnets: tuple[ClusterSubnet, ...]
+    service_cidrs: tuple[IPNetwork, ...]
+    v4_masquerade_subnet: IPNetwork
+    v6_masquerade_subnet: IPNetwork
+    v4_join_subnet: IPNetwork
+    v6_join_subnet: IPNetwork
+    v4_transit_subnet: IPNetwork
+    v6_transit_subnet: IPNetwork
+    mtu: int
+    nb_address: tuple[str, ...]
+    sb_address: tuple[str, ...]
+    kubeconfig: str
+    node_name: str
+    metrics_bind_address: str
+    loglevel: str
     # Where each field's value came from ("default", "file", "env", "cli"), for `ovnk config`.
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 

@@ -52,7 +52,7 @@ def check_scalars(config: Config) -> list[str]:
 def check_families(config: Config) -> list[str]:
     problems = []
     cluster = config.ip_families
-    service = {cidr.version for cidr in config.service_cidrs}
+    service: set[int] = {cidr.version for cidr in config.service_cidrs}
     if not config.service_cidrs:
         problems.append("--service-cluster-ip-range must name at least one CIDR")
     elif cluster and service != cluster:

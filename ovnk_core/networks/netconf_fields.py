@@ -35,7 +35,7 @@ def read_plain_subnets(conf: NetConf) -> tuple[ClusterSubnet, ...]:
 def read_join_subnets(conf: NetConf) -> tuple[IPNetwork, ...]:
     """``joinSubnet``: primary networks only; defaults to 100.65.0.0/16,fd99::/64."""
     cidrs = conf.get_cidrs("joinSubnet")
-    if not conf.role == "primary":
+    if conf.role != "primary":
         if cidrs:
             raise NetworkConfigError("JoinSubnets is only supported for Primary network")
         return ()

@@ -113,7 +113,7 @@ def _datum_uuids(datum: Any) -> set[uuid.UUID]:
     return found
 
 
-class IndexedIdl(connection.OvsdbIdl):
+class IndexedIdl(connection.OvsdbIdl):  # type: ignore[misc]
     """An ``OvsdbIdl`` that maintains ``ExternalIdsIndex`` and ``BackrefIndex``."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -43,7 +43,7 @@ def switch_rows(node: str = "node1", subnet: str = "10.1.1.0/24",
 
 
 def pod_rows(ip: str = "10.1.1.5") -> list[DesiredRow]:
-    switch = Ref(f"Logical_Switch", f"{CTRL}:LogicalSwitch:node1")
+    switch = Ref("Logical_Switch", f"{CTRL}:LogicalSwitch:node1")
     ids = POD_OWNER.object_ids("Pod", "ns1/pod1", network="blue")
     mac = "0a:58:0a:01:01:05"
     return [DesiredRow("Logical_Switch_Port", ids,
@@ -60,7 +60,6 @@ def nbctl(nb: NbClient, *args: str) -> str:
 
 
 def switch_port_names(nb: NbClient, switch: str) -> set[str]:
-    out = nbctl(nb, "--bare", "--columns=name", "list", "Logical_Switch_Port")
     ports = nbctl(nb, "lsp-list", switch)
     return {line.split("(")[1].rstrip(")") for line in ports.splitlines() if "(" in line}
 
