@@ -9,7 +9,10 @@ port is a member of its switch's ``ports``, an ACL of its port group's
 * inserts missing rows, and rewrites only the declared columns that differ
   (columns not declared — ``up``, ``dynamic_addresses`` — are never touched);
 * adds missing links with set mutations (so rows of other owners in the same
-  parent column are left alone) and removes links the row no longer declares;
+  parent column are left alone) and removes links the row no longer declares.
+  Reference sets (``ports``, ``acls``, ``nat``, ``static_routes``...) are built
+  only this way, from the members' side, never declared as a column — so one
+  owner's switch and another owner's pod ports never fight over ``ports``;
 * deletes rows of the owner that are no longer desired, unlinking them from
   their owned parents first.
 
@@ -158,12 +161,21 @@ def _validate(owner: Owner, rows: Sequence[DesiredRow], tables: Mapping[str, Any
             raise DesiredStateError(
                 f"row {row.table} {row.ids.primary_id}: {row.table} is not a root table, so "
                 "the row needs a link to a parent or OVSDB would delete it")
+        for name in row.columns:
+            if is_reference_set(table.columns[name]):
+                raise DesiredStateError(
+                    f"row {row.table} {row.ids.primary_id}: {row.table}.{name} is a reference "
+                    "set, maintained by links from its members; give each member a Link")
         for link in row.links:
             parent_table = tables.get(link.parent.table)
             if parent_table is None or link.column not in parent_table.columns:
                 raise DesiredStateError(
                     f"row {row.table} {row.ids.primary_id}: no column "
                     f"{link.parent.table}.{link.column} to link into")
+            if not is_reference_set(parent_table.columns[link.column]):
+                raise DesiredStateError(
+                    f"row {row.table} {row.ids.primary_id}: {link.parent.table}.{link.column} "
+                    "is not a reference set")
         if row.ids.owner != owner:
             raise DesiredStateError(
                 f"row {row.table} {row.ids.primary_id} belongs to {row.ids.owner}, "
@@ -196,7 +208,7 @@ class _Applier:
         self.txn = txn
         self.result = ApplyResult()
         self.resolved: dict[tuple[str, str], Any] = {}
-        self.new_rows: set[uuid.UUID] = set()
+        self.new_rows: dict[uuid.UUID, Any] = {}
         self.pending_new_sets: dict[tuple[uuid.UUID, str], set[uuid.UUID]] = {}
 
     # -- lookups ---------------------------------------------------------------------------
@@ -239,19 +251,12 @@ class _Applier:
     # -- the run ---------------------------------------------------------------------------
     def run(self, desired: Mapping[Owner, Sequence[DesiredRow]]) -> ApplyResult:
         all_rows = [row for rows in desired.values() for row in rows]
-        explicit = {(row.table, name) for row in all_rows for name in row.columns}
-        for row in all_rows:
-            for link in row.links:
-                if (link.parent.table, link.column) in explicit:
-                    raise DesiredStateError(
-                        f"{link.parent.table}.{link.column} is both declared as a column and "
-                        f"maintained by links (from {row.table} {row.ids.primary_id})")
         # 1. find or insert every desired row, so references can be resolved.
         for row in all_rows:
             existing = self._by_id(row.table, row.ids.primary_id)
             if existing is None:
                 existing = self.txn.insert(self.idl.tables[row.table])
-                self.new_rows.add(existing.uuid)
+                self.new_rows[existing.uuid] = existing
                 self.result.created += 1
             self.resolved[(row.table, row.ids.primary_id)] = existing
         # 2. columns
@@ -271,10 +276,9 @@ class _Applier:
                 wanted.add((link.parent.table, parent.uuid, link.column))
                 self._link(parent, link.column, target)
             if target.uuid not in self.new_rows:
-                self._unlink_unwanted(target, wanted, explicit)
+                self._unlink_unwanted(target, wanted)
         for (parent_uuid, column), members in self.pending_new_sets.items():
-            parent = next(r for r in self.resolved.values() if r.uuid == parent_uuid)
-            setattr(parent, column, sorted(members))
+            setattr(self.new_rows[parent_uuid], column, sorted(members))
         # 4. stale rows of every owner
         for owner, rows in desired.items():
             keep = {(row.table, row.ids.primary_id) for row in rows}
@@ -322,12 +326,13 @@ class _Applier:
         parent.addvalue(column, child.uuid)
         self.result.linked += 1
 
-    def _unlink_unwanted(self, target: Any, wanted: set[tuple[str, uuid.UUID, str]],
-                         explicit: set[tuple[str, str]]) -> None:
+    def _unlink_unwanted(self, target: Any, wanted: set[tuple[str, uuid.UUID, str]]) -> None:
         with self.idl.index_lock:
             referrers = self.idl.backrefs.referrers(target.uuid)
         for table, parent_uuid, column in referrers:
-            if (table, parent_uuid, column) in wanted or (table, column) in explicit:
+            if (table, parent_uuid, column) in wanted:
+                continue
+            if not is_reference_set(self.idl.tables[table].columns[column]):
                 continue
             parent = self._row(table, parent_uuid)
             if parent is None or not is_owned(parent.external_ids):
@@ -345,6 +350,12 @@ class _Applier:
             parent.delvalue(column, row.uuid)
         row.delete()
         self.result.deleted += 1
+
+
+def is_reference_set(column: Any) -> bool:
+    """A column holding a set of references (``ports``, ``acls``, ``nat`` ...)."""
+    ctype = column.type
+    return bool(ctype.key.ref_table_name) and ctype.value is None and ctype.n_max > 1
 
 
 def _uuid_of_row(row_uuid: uuid.UUID, _base: Any = None) -> uuid.UUID:

@@ -16,7 +16,10 @@ ROUTER_MAC = {"a": "0a:58:0a:00:01:01", "b": "0a:58:0a:00:02:01"}
 POD = {"a": ("0a:58:0a:00:01:0a", "10.0.1.10"), "b": ("0a:58:0a:00:02:0a", "10.0.2.10")}
 
 
-def topology() -> list[DesiredRow]:
+DENY_B = OWNER.object_ids("PortGroup", "deny-b")
+
+
+def topology(deny_b: bool = False) -> list[DesiredRow]:
     router = OWNER.object_ids("LogicalRouter", "lr0")
     rows = [DesiredRow("Logical_Router", router, {"name": "lr0"})]
     for side, third in (("a", 1), ("b", 2)):
@@ -34,22 +37,19 @@ def topology() -> list[DesiredRow]:
             DesiredRow("Logical_Switch_Port", OWNER.object_ids("Pod", side),
                        {"name": f"pod-{side}", "addresses": [" ".join(POD[side])],
                         "port_security": [" ".join(POD[side])]},
-                       links=(Link(Ref.to("Logical_Switch", switch), "ports"),)),
+                       links=(Link(Ref.to("Logical_Switch", switch), "ports"),
+                              *((Link(Ref.to("Port_Group", DENY_B), "ports"),)
+                                if deny_b and side == "b" else ()))),
+        ]
+    if deny_b:
+        rows += [
+            DesiredRow("Port_Group", DENY_B, {"name": "deny_b"}),
+            DesiredRow("ACL", OWNER.object_ids("ACL", "deny-b"),
+                       {"direction": "to-lport", "priority": 1001,
+                        "match": "outport == @deny_b && ip4", "action": "drop"},
+                       links=(Link(Ref.to("Port_Group", DENY_B), "acls"),)),
         ]
     return rows
-
-
-def deny_b() -> list[DesiredRow]:
-    group = OWNER.object_ids("PortGroup", "deny-b")
-    return [
-        DesiredRow("Port_Group", group, {"name": "deny_b",
-                                         "ports": [Ref("Logical_Switch_Port",
-                                                       OWNER.object_ids("Pod", "b").primary_id)]}),
-        DesiredRow("ACL", OWNER.object_ids("ACL", "deny-b"),
-                   {"direction": "to-lport", "priority": 1001,
-                    "match": "outport == @deny_b && ip4", "action": "drop"},
-                   links=(Link(Ref.to("Port_Group", group), "acls"),)),
-    ]
 
 
 def a_to_b() -> str:
@@ -62,7 +62,7 @@ def test_routed_packet_is_delivered_then_dropped_by_acl(ovn_stack: OvnStack) -> 
         wait_for_sb(nb.remote)
         assert trace(ovn_stack.sb.remote, "sw-a", a_to_b()).delivered_to("pod-b")
 
-        apply(nb, OWNER, topology() + deny_b())
+        apply(nb, OWNER, topology(deny_b=True))
         wait_for_sb(nb.remote)
         result = trace(ovn_stack.sb.remote, "sw-a", a_to_b())
         assert not result.delivered_to("pod-b")

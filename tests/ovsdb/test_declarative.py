@@ -219,3 +219,39 @@ def test_crash_between_owners_converges_on_restart(ovn_nb: NbClient, nb_server, 
     result = apply_many(ovn_nb, {NODE_OWNER: switch_rows(), POD_OWNER: pod_rows()})
     assert (result.created, result.updated, result.deleted) == (1, 0, 0)
     assert switch_port_names(ovn_nb, "blue_node1") == {"blue_k8s-node1", "blue_ns1_pod1"}
+
+
+def test_membership_in_another_owners_port_group_is_kept(ovn_nb: NbClient) -> None:
+    group_owner = Owner(CTRL, "network")
+    group = group_owner.object_ids("PortGroup", "isolation")
+    apply(ovn_nb, NODE_OWNER, switch_rows())
+    apply(ovn_nb, group_owner, [DesiredRow("Port_Group", group, {"name": "blue_isolation"})])
+    member = pod_rows()[0]
+    joined = DesiredRow(member.table, member.ids, member.columns,
+                        links=(*member.links, Link(Ref.to("Port_Group", group), "ports")),
+                        extra_external_ids=member.extra_external_ids)
+    apply(ovn_nb, POD_OWNER, [joined])
+    assert nbctl(ovn_nb, "--bare", "--columns=ports", "list", "Port_Group").strip()
+    # Re-applying either owner alone keeps the membership.
+    assert not apply(ovn_nb, POD_OWNER, [joined]).changed
+    assert not apply(ovn_nb, group_owner,
+                     [DesiredRow("Port_Group", group, {"name": "blue_isolation"})]).changed
+    assert nbctl(ovn_nb, "--bare", "--columns=ports", "list", "Port_Group").strip()
+    # Leaving the group is a link the member no longer declares.
+    assert apply(ovn_nb, POD_OWNER, pod_rows()).unlinked == 1
+    assert nbctl(ovn_nb, "--bare", "--columns=ports", "list", "Port_Group").strip() == ""
+
+
+def test_reference_sets_cannot_be_declared_as_columns(ovn_nb: NbClient) -> None:
+    owner = Owner(CTRL, "network")
+    row = DesiredRow("Port_Group", owner.object_ids("PortGroup", "x"),
+                     {"name": "x", "ports": []})
+    with pytest.raises(DesiredStateError, match="reference set, maintained by links"):
+        apply(ovn_nb, owner, [row])
+    bad_link = DesiredRow("Logical_Switch_Port", owner.object_ids("Pod", "y"), {"name": "y"},
+                          links=(Link(Ref("Logical_Switch", "z"), "name"),))
+    with pytest.raises(DesiredStateError, match="not a reference set"):
+        apply(ovn_nb, owner, [bad_link])
+    orphan = DesiredRow("Logical_Switch_Port", owner.object_ids("Pod", "y"), {"name": "y"})
+    with pytest.raises(DesiredStateError, match="not a root table"):
+        apply(ovn_nb, owner, [orphan])
