@@ -64,3 +64,35 @@ class CapabilityError(OvnkError):
 
 class OvnTransactionError(OvnkError):
     """An OVSDB transaction failed; the database was left unchanged."""
+
+
+class NotReady(OvnkError):
+    """A dependency is not there yet (a node subnet, a NAD, a parent row).
+
+    The reconcile is retried after a short fixed delay and does not spend the
+    key's failure budget: waiting is not failing.
+    """
+
+    def __init__(self, message: str, delay: float | None = None) -> None:
+        super().__init__(message)
+        self.delay = delay
+
+
+class TemporaryError(OvnkError):
+    """A failure that may go away (API or OVSDB hiccup): retried with backoff."""
+
+    def __init__(self, message: str, delay: float | None = None) -> None:
+        super().__init__(message)
+        self.delay = delay
+
+
+class PermanentError(OvnkError):
+    """The object itself is wrong; retrying cannot help until it (or its inputs) change.
+
+    Controllers report it (status condition + event) and do not requeue; the
+    next change of the object, or the periodic resync, reconciles it again.
+    """
+
+    def __init__(self, message: str, reason: str = "ReconcileFailed") -> None:
+        super().__init__(message)
+        self.reason = reason

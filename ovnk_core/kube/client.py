@@ -1,0 +1,156 @@
+"""A generic client over the official ``kubernetes`` client's HTTP machinery.
+
+The generated typed APIs return pydantic models and differ per kind; ovnk
+works on plain JSON objects for every kind, CRDs included.  ``KubeClient``
+serialises requests through ``kubernetes.client.ApiClient`` (so kubeconfig,
+auth, TLS and proxies behave exactly as with the typed APIs) and turns error
+replies into the exception classes of ``ovnk_core.kube.errors``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+from ovnk_core.kube.errors import ApiError, error_from_response
+from ovnk_core.kube.resources import Resource
+
+log = logging.getLogger(__name__)
+
+JSON = dict[str, Any]
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+
+def api_client_from_kubeconfig(kubeconfig: str = "") -> k8s_client.ApiClient:
+    """An ``ApiClient`` from a kubeconfig path, else in-cluster config, else ~/.kube/config."""
+    configuration = k8s_client.Configuration()
+    if kubeconfig:
+        k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    else:
+        try:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        except k8s_config.ConfigException:
+            k8s_config.load_kube_config(client_configuration=configuration)
+    return k8s_client.ApiClient(configuration)
+
+
+class KubeClient:
+    """CRUD, patch, status and watch on any ``Resource``, with JSON dicts."""
+
+    def __init__(self, api_client: k8s_client.ApiClient) -> None:
+        self.api_client = api_client
+
+    def request(self, method: str, path: str, query: Mapping[str, Any] | None = None,
+                body: Any = None, content_type: str = "application/json",
+                timeout: float | tuple[float, float] | None = 30.0) -> Any:
+        """Send one request; returns the raw ``RESTResponse`` (already checked for errors)."""
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        params = [(key, _query_value(value)) for key, value in (query or {}).items()
+                  if value is not None]
+        serialized = self.api_client.param_serialize(
+            method=method, resource_path=path, query_params=params, header_params=headers,
+            body=body, auth_settings=["BearerToken"])
+        response = self.api_client.call_api(*serialized, _request_timeout=timeout)
+        if response.status >= 400:
+            data = response.read()
+            raise error_from_response(method, path, response.status, data)
+        return response
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> JSON:
+        response = self.request(method, path, **kwargs)
+        data = response.read()
+        result: JSON = json.loads(data) if data else {}
+        return result
+
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> JSON:
+        return self._json("GET", resource.path(namespace, name))
+
+    def list(self, resource: Resource, namespace: str | None = None,
+             label_selector: str | None = None, field_selector: str | None = None,
+             resource_version: str | None = None, limit: int | None = None,
+             continue_token: str | None = None) -> JSON:
+        return self._json("GET", resource.path(namespace), query={
+            "labelSelector": label_selector, "fieldSelector": field_selector,
+            "resourceVersion": resource_version, "limit": limit, "continue": continue_token})
+
+    def create(self, resource: Resource, obj: JSON, namespace: str | None = None) -> JSON:
+        namespace = namespace or obj.get("metadata", {}).get("namespace")
+        body = {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
+        return self._json("POST", resource.path(namespace), body=body)
+
+    def update(self, resource: Resource, obj: JSON) -> JSON:
+        meta = obj["metadata"]
+        body = {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
+        return self._json("PUT", resource.path(meta.get("namespace"), meta["name"]), body=body)
+
+    def update_status(self, resource: Resource, obj: JSON) -> JSON:
+        meta = obj["metadata"]
+        body = {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
+        return self._json("PUT", resource.path(meta.get("namespace"), meta["name"], "status"),
+                          body=body)
+
+    def patch(self, resource: Resource, name: str, patch: Any, namespace: str | None = None,
+              content_type: str = MERGE_PATCH, subresource: str | None = None) -> JSON:
+        return self._json("PATCH", resource.path(namespace, name, subresource), body=patch,
+                          content_type=content_type)
+
+    def patch_status(self, resource: Resource, name: str, patch: Any,
+                     namespace: str | None = None) -> JSON:
+        return self.patch(resource, name, patch, namespace, subresource="status")
+
+    def delete(self, resource: Resource, name: str, namespace: str | None = None,
+               propagation_policy: str | None = None,
+               preconditions: Mapping[str, str] | None = None) -> JSON:
+        body: JSON = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation_policy:
+            body["propagationPolicy"] = propagation_policy
+        if preconditions:
+            body["preconditions"] = dict(preconditions)
+        return self._json("DELETE", resource.path(namespace, name), body=body)
+
+    def watch(self, resource: Resource, namespace: str | None = None,
+              resource_version: str | None = None, label_selector: str | None = None,
+              field_selector: str | None = None, timeout_seconds: int | None = None,
+              allow_bookmarks: bool = True,
+              read_timeout: float | None = None) -> Iterator[JSON]:
+        """Stream watch events (``{"type": ..., "object": {...}}``) until the server ends it.
+
+        ``read_timeout`` bounds the silence between two chunks, so a dead connection is
+        noticed (bookmarks keep a healthy one busy).
+        """
+        query = {"watch": "true", "resourceVersion": resource_version,
+                 "labelSelector": label_selector, "fieldSelector": field_selector,
+                 "timeoutSeconds": timeout_seconds,
+                 "allowWatchBookmarks": "true" if allow_bookmarks else None}
+        timeout = (10.0, read_timeout) if read_timeout else None
+        response = self.request("GET", resource.path(namespace), query=query, timeout=timeout)
+        raw = response.response
+        try:
+            buffer = b""
+            for chunk in raw.stream(amt=None, decode_content=False):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield json.loads(line)
+            if buffer.strip():
+                yield json.loads(buffer)
+        finally:
+            raw.release_conn()
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+__all__ = ["JSON", "JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "ApiError",
+           "KubeClient", "api_client_from_kubeconfig"]
