@@ -66,7 +66,7 @@ class Backoff:
         if failures <= 0:
             return 0.0
         raw = min(self.cap, self.base * (2 ** min(failures - 1, 62)))
-        spread = (rng or random).uniform(-self.jitter, self.jitter)
+        spread = float((rng or random).uniform(-self.jitter, self.jitter))
         return max(0.0, min(self.cap, raw * (1 + spread)))
 
 

@@ -94,7 +94,7 @@ class Controller:
         keys_of = key_func or (lambda obj: [object_key(obj)])
 
         def on_change(_event: str, old: JSON | None, new: JSON | None) -> None:
-            keys = set()
+            keys: set[str] = set()
             for obj in (old, new):
                 if obj is not None:
                     keys.update(keys_of(obj))

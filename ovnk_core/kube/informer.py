@@ -31,7 +31,6 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.errors import ApiError, Gone, error_from_status
@@ -136,7 +135,7 @@ class Informer:
             obj = self._items.get(key)
             return copy.deepcopy(obj) if obj is not None else None
 
-    def list(self) -> list[JSON]:
+    def items(self) -> list[JSON]:
         with self._lock:
             return [copy.deepcopy(obj) for obj in self._items.values()]
 
@@ -187,16 +186,16 @@ class Informer:
         self._resource_version = result.get("metadata", {}).get("resourceVersion", "")
         notifications: list[tuple[str, JSON | None, JSON | None]] = []
         with self._lock:
-            for key, old in list(self._items.items()):
+            for key, gone in list(self._items.items()):
                 if key not in fresh:
                     self._remove(key)
-                    notifications.append((DELETED, old, None))
+                    notifications.append((DELETED, gone, None))
             for key, obj in fresh.items():
-                old = self._items.get(key)
-                if old is None:
+                previous = self._items.get(key)
+                if previous is None:
                     notifications.append((ADDED, None, obj))
-                elif _rv(old) != _rv(obj):
-                    notifications.append((MODIFIED, old, obj))
+                elif _rv(previous) != _rv(obj):
+                    notifications.append((MODIFIED, previous, obj))
                 self._put(key, obj)
         for event, old, new in notifications:
             self._dispatch(event, old, new)
@@ -246,7 +245,7 @@ class Informer:
         if now - self._last_resync < self.resync_period:
             return
         self._last_resync = now
-        for obj in self.list():
+        for obj in self.items():
             self._dispatch(MODIFIED, obj, obj)
 
     def _dispatch(self, event: str, old: JSON | None, new: JSON | None) -> None:
