@@ -65,7 +65,7 @@ class Backoff:
     def delay(self, failures: int, rng: random.Random | None = None) -> float:
         if failures <= 0:
             return 0.0
-        raw = min(self.cap, self.base * (2 ** min(failures - 1, 62)))
+        raw = min(self.cap, self.base * float(1 << min(failures - 1, 62)))
         spread = float((rng or random).uniform(-self.jitter, self.jitter))
         return max(0.0, min(self.cap, raw * (1 + spread)))
 
