@@ -1,0 +1,160 @@
+"""A kubelet stand-in: reports pods bound to its nodes as running, with their IPs.
+
+A real kubelet starts containers and asks the CNI plugin for the pod's
+network; here the network is whatever ovnk wrote into the pod's
+``k8s.ovn.org/pod-networks`` annotation — its ``default`` entry, the
+network of eth0; pods of a primary UDN still report their default-network
+IPs, as upstream does — so a pod becomes Running
+with ``status.podIPs`` exactly when ovnk has allocated its addresses — as
+upstream's CNI would.  Host-network pods get their node's address at once.
+Pods marked for deletion are removed (there are no containers to stop).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+from typing import Any
+
+from ovnk_core.kube.client import JSON, KubeClient
+from ovnk_core.kube.conditions import now_rfc3339
+from ovnk_core.kube.controller import Controller
+from ovnk_core.kube.errors import Conflict, NotFound
+from ovnk_core.kube.informer import Informer
+from ovnk_core.kube.resources import NODES, PODS, split_key
+
+log = logging.getLogger(__name__)
+
+POD_NETWORKS_ANNOTATION = "k8s.ovn.org/pod-networks"
+
+
+def node_address(node: JSON) -> str | None:
+    for address in (node.get("status") or {}).get("addresses") or []:
+        if address.get("type") == "InternalIP":
+            return str(address.get("address"))
+    return None
+
+
+def pod_ips_from_annotation(pod: JSON) -> list[str] | None:
+    """IPs the pod's interface (eth0) carries, from ``k8s.ovn.org/pod-networks``.
+
+    ``None`` when the annotation is missing or unreadable (the pod is not wired yet).
+    """
+    raw = (pod.get("metadata", {}).get("annotations") or {}).get(POD_NETWORKS_ANNOTATION)
+    if not raw:
+        return None
+    try:
+        networks = json.loads(raw)
+    except ValueError:
+        log.warning("kubelet: pod %s/%s has an unreadable %s annotation",
+                    pod["metadata"].get("namespace"), pod["metadata"]["name"],
+                    POD_NETWORKS_ANNOTATION)
+        return None
+    if not isinstance(networks, dict):
+        return None
+    entry = networks.get("default")
+    if not isinstance(entry, dict):
+        return None
+    addresses = entry.get("ip_addresses") or ([entry["ip_address"]]
+                                              if entry.get("ip_address") else [])
+    try:
+        return [str(ipaddress.ip_interface(address).ip) for address in addresses]
+    except ValueError:
+        return None
+
+
+def build_running_status(pod: JSON, ips: list[str], host_ip: str | None, now: str) -> JSON:
+    """The status a kubelet reports for a pod whose containers all run."""
+    previous = pod.get("status") or {}
+    started = previous.get("startTime") or now
+    conditions = [{"type": kind, "status": "True", "lastTransitionTime": now}
+                  for kind in ("PodScheduled", "Initialized", "ContainersReady", "Ready")]
+    old = {c.get("type"): c for c in previous.get("conditions") or []}
+    for condition in conditions:
+        if old.get(condition["type"], {}).get("status") == "True":
+            condition["lastTransitionTime"] = old[condition["type"]].get(
+                "lastTransitionTime", now)
+    containers = [{"name": c.get("name", "main"), "ready": True, "restartCount": 0,
+                   "image": c.get("image", ""), "started": True,
+                   "state": {"running": {"startedAt": started}}}
+                  for c in (pod.get("spec") or {}).get("containers") or []]
+    status: dict[str, Any] = {"phase": "Running", "conditions": conditions,
+                              "startTime": started, "containerStatuses": containers}
+    if ips:
+        status["podIP"] = ips[0]
+        status["podIPs"] = [{"ip": ip} for ip in ips]
+    if host_ip:
+        status["hostIP"] = host_ip
+        status["hostIPs"] = [{"ip": host_ip}]
+    return status
+
+
+def _same_status(a: JSON, b: JSON) -> bool:
+    def strip(status: JSON) -> JSON:
+        return {k: v for k, v in status.items() if k != "conditions"} | {
+            "conditions": [(c.get("type"), c.get("status")) for c in status.get("conditions")
+                           or []]}
+    return strip(a) == strip(b)
+
+
+class Kubelet:
+    """Serves the pods of ``nodes`` (all nodes when empty)."""
+
+    def __init__(self, client: KubeClient, nodes: tuple[str, ...] = (),
+                 resync_period: float = 30.0) -> None:
+        self.client = client
+        self.node_names = nodes
+        self.pods = Informer(client, PODS, resync_period=resync_period)
+        self.nodes = Informer(client, NODES, resync_period=resync_period)
+        self.controller = Controller("kubelet", self.reconcile, workers=2)
+        self.controller.watch(self.pods, primary=True)
+
+    def serves(self, node: str | None) -> bool:
+        return bool(node) and (not self.node_names or node in self.node_names)
+
+    def reconcile(self, key: str) -> None:
+        pod = self.pods.get(key)
+        if pod is None:
+            return
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if not self.serves(node_name):
+            return
+        namespace, name = split_key(key)
+        if pod["metadata"].get("deletionTimestamp"):
+            try:
+                self.client.delete(PODS, name, namespace, preconditions={
+                    "uid": pod["metadata"]["uid"]})
+            except (NotFound, Conflict):
+                pass
+            return
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return
+        node = self.nodes.get(str(node_name))
+        host_ip = node_address(node) if node else None
+        if (pod.get("spec") or {}).get("hostNetwork"):
+            ips: list[str] | None = [host_ip] if host_ip else []
+        else:
+            ips = pod_ips_from_annotation(pod)
+        if ips is None:
+            return  # not wired yet; the annotation update wakes us
+        status = build_running_status(pod, ips, host_ip, now_rfc3339())
+        if _same_status(pod.get("status") or {}, status):
+            return
+        try:
+            self.client.patch_status(PODS, name, {
+                "metadata": {"resourceVersion": pod["metadata"]["resourceVersion"]},
+                "status": status}, namespace=namespace)
+        except (Conflict, NotFound):
+            return
+        log.info("kubelet: pod %s running on %s with IPs %s", key, node_name, ",".join(ips))
+
+    def start(self) -> None:
+        self.pods.start()
+        self.nodes.start()
+        self.controller.start()
+
+    def stop(self) -> None:
+        self.controller.stop()
+        self.pods.stop()
+        self.nodes.stop()

@@ -1,0 +1,88 @@
+"""A minimal scheduler: binds each pending pod to the Ready node with the fewest pods.
+
+Enough for a local cluster: it honours ``spec.nodeName`` already set,
+``spec.nodeSelector`` (exact label match) and skips unschedulable or
+not-Ready nodes; a pod no node fits stays pending and is retried when nodes
+change.  Binding writes ``spec.nodeName`` (the ``binding`` subresource's
+effect).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ovnk_core.errors import NotReady
+from ovnk_core.kube.client import JSON, KubeClient
+from ovnk_core.kube.controller import Controller
+from ovnk_core.kube.errors import Conflict, NotFound
+from ovnk_core.kube.informer import Informer, index_by_node
+from ovnk_core.kube.resources import NODES, PODS, object_key, split_key
+
+log = logging.getLogger(__name__)
+
+
+def node_is_schedulable(node: JSON) -> bool:
+    if (node.get("spec") or {}).get("unschedulable"):
+        return False
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return bool(condition.get("status") == "True")
+    return False
+
+
+def choose_node(pod: JSON, nodes: list[JSON], pods_per_node: dict[str, int]) -> str | None:
+    """The schedulable node matching the pod's nodeSelector with the fewest pods."""
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    fits = []
+    for node in nodes:
+        labels = node.get("metadata", {}).get("labels") or {}
+        if node_is_schedulable(node) and all(labels.get(k) == v for k, v in selector.items()):
+            name = node["metadata"]["name"]
+            fits.append((pods_per_node.get(name, 0), name))
+    return min(fits)[1] if fits else None
+
+
+class Scheduler:
+    def __init__(self, client: KubeClient, resync_period: float = 30.0) -> None:
+        self.client = client
+        self.pods = Informer(client, PODS, resync_period=resync_period,
+                             indexers={"node": index_by_node})
+        self.nodes = Informer(client, NODES, resync_period=resync_period)
+        self.controller = Controller("scheduler", self.reconcile)
+        self.controller.watch(self.pods, primary=True)
+        self.controller.watch(self.nodes, key_func=lambda _node: self._pending_keys())
+
+    def _pending_keys(self) -> list[str]:
+        return [object_key(pod) for pod in self.pods.items()
+                if not (pod.get("spec") or {}).get("nodeName")]
+
+    def reconcile(self, key: str) -> None:
+        pod = self.pods.get(key)
+        if pod is None or (pod.get("spec") or {}).get("nodeName"):
+            return
+        if pod["metadata"].get("deletionTimestamp"):
+            return
+        counts = {node["metadata"]["name"]: len(self.pods.by_index("node",
+                                                                     node["metadata"]["name"]))
+                  for node in self.nodes.items()}
+        node = choose_node(pod, self.nodes.items(), counts)
+        if node is None:
+            raise NotReady(f"pod {key}: no schedulable node fits", delay=5.0)
+        namespace, name = split_key(key)
+        try:
+            self.client.patch(PODS, name, {
+                "metadata": {"resourceVersion": pod["metadata"]["resourceVersion"]},
+                "spec": {"nodeName": node}}, namespace=namespace)
+        except (Conflict, NotFound):
+            return  # changed or gone meanwhile; the informer brings the new state
+        log.info("scheduler: bound pod %s to node %s", key, node)
+
+    def start(self) -> None:
+        self.pods.start()
+        self.nodes.start()
+        self.controller.start()
+
+    def stop(self) -> None:
+        self.controller.stop()
+        self.pods.stop()
+        self.nodes.stop()
