@@ -21,7 +21,7 @@ from typing import Any
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.errors import AlreadyExists, Conflict, NotFound
-from ovnk_core.kube.informer import Informer, index_by_label, index_by_namespace
+from ovnk_core.kube.informer import Informer, index_by_namespace
 from ovnk_core.kube.resources import ENDPOINTSLICES, PODS, SERVICES, object_key, split_key
 
 log = logging.getLogger(__name__)
