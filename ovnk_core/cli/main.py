@@ -13,11 +13,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ovnk_core.cli import config_cmd, plugins_cmd, version_cmd
+from ovnk_core.cli import config_cmd, local_cmd, plugins_cmd, version_cmd
 from ovnk_core.errors import OvnkError
 from ovnk_core.logsetup import setup_logging
 
-SUBCOMMANDS = (plugins_cmd, config_cmd, version_cmd)
+SUBCOMMANDS = (plugins_cmd, config_cmd, local_cmd, version_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

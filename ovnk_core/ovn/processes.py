@@ -63,6 +63,7 @@ class OvsdbServer:
     tcp: bool = False
     raft_local: str = ""  # tcp:IP:PORT of this member when the database is a RAFT cluster
     raft_join: tuple[str, ...] = ()  # members to join; empty with raft_local = create it
+    new_session: bool = False  # outlive the parent (local cluster), instead of dying with it
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     tcp_port: int | None = None
 
@@ -117,7 +118,8 @@ class OvsdbServer:
             args.append("--remote=ptcp:0:127.0.0.1")
         self.log.write_text("")
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+                                     stderr=subprocess.DEVNULL,
+                                     start_new_session=self.new_session)
         _wait_for(self.socket.exists, timeout, f"ovsdb-server {self.name}", self.proc, self.log)
         if self.tcp:
             _wait_for(lambda: _PORT_LINE.search(self.log.read_text()) is not None, timeout,
@@ -186,6 +188,7 @@ class Northd:
     workdir: Path
     nb_remote: str
     sb_remote: str
+    new_session: bool = False
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
@@ -202,7 +205,7 @@ class Northd:
             ["ovn-northd", f"--ovnnb-db={self.nb_remote}", f"--ovnsb-db={self.sb_remote}",
              f"--unixctl={ctl}", f"--log-file={self.log}", "--no-chdir", "-vconsole:off"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            env=env,
+            env=env, start_new_session=self.new_session,
         )
         _wait_for(ctl.exists, timeout, "ovn-northd", self.proc, self.log)
         return self

@@ -1,0 +1,91 @@
+"""``ovnk local``: bring a whole local cluster up, inspect it, restart parts, take it down."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+from typing import Any
+
+from ovnk_core.local.cluster import LocalCluster
+from ovnk_core.local.components import COMPONENTS, run_component
+from ovnk_core.logsetup import setup_logging
+
+DEFAULT_DIR = ".ovnk"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "local", help="run a local cluster (API server, OVN, stand-ins, ovnk components)",
+        description="A whole cluster on this machine, each part its own process, all state "
+                    "under --dir (default .ovnk/).")
+    commands = parser.add_subparsers(dest="local_command", metavar="ACTION", required=True)
+
+    up = commands.add_parser("up", help="start everything and wait until it is ready")
+    up.add_argument("--dir", default=DEFAULT_DIR, help="state directory (default .ovnk)")
+    up.add_argument("--nodes", type=int, default=2, help="number of Node objects (default 2)")
+    up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for readiness")
+    up.set_defaults(func=run_up)
+
+    status = commands.add_parser("status", help="each process, its pid, health and log")
+    status.add_argument("--dir", default=DEFAULT_DIR)
+    status.set_defaults(func=run_status)
+
+    restart = commands.add_parser(
+        "restart", help="restart the components (all, or one) keeping API and OVN state")
+    restart.add_argument("component", nargs="?", choices=sorted(COMPONENTS),
+                         help="one component (default: all)")
+    restart.add_argument("--dir", default=DEFAULT_DIR)
+    restart.set_defaults(func=run_restart)
+
+    down = commands.add_parser("down", help="stop every process the cluster started")
+    down.add_argument("--dir", default=DEFAULT_DIR)
+    down.set_defaults(func=run_down)
+
+    component = commands.add_parser("component", help="(internal) run one component")
+    component.add_argument("name", choices=sorted(COMPONENTS))
+    component.add_argument("--dir", default=DEFAULT_DIR)
+    component.add_argument("--loglevel", default="info")
+    component.set_defaults(func=run_one_component)
+
+
+def run_up(args: argparse.Namespace) -> int:
+    cluster = LocalCluster(args.dir)
+    state = cluster.up(nodes=args.nodes, timeout=args.timeout)
+    print(f"local cluster up in {cluster.dir}: API server http://127.0.0.1:{state.api_port}, "
+          f"nodes {', '.join(state.nodes)}")
+    print(f"  OVN NB: unix:{cluster.nb_socket}  SB: unix:{cluster.sb_socket}")
+    print(f"  kubectl --kubeconfig {cluster.kubeconfig} get nodes")
+    print(f"  ovnk local status --dir {args.dir}   |   ovnk local down --dir {args.dir}")
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    rows = LocalCluster(args.dir).status()
+    if not rows:
+        print(f"no local cluster in {Path(args.dir).resolve()}")
+        return 1
+    print(f"{'NAME':<26}{'ROLE':<11}{'PID':<9}{'STATE':<10}LOG")
+    for row in rows:
+        state = "ready" if row.ready else ("running" if row.running else "DOWN")
+        print(f"{row.name:<26}{row.role:<11}{row.pid:<9}{state:<10}{row.log}")
+    return 0 if all(row.ready for row in rows) else 1
+
+
+def run_restart(args: argparse.Namespace) -> int:
+    names = LocalCluster(args.dir).restart(args.component)
+    print(f"restarted: {', '.join(names)}")
+    return 0
+
+
+def run_down(args: argparse.Namespace) -> int:
+    stopped = LocalCluster(args.dir).down()
+    print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+    return 0
+
+
+def run_one_component(args: argparse.Namespace) -> int:
+    setup_logging(args.loglevel)
+    logging.getLogger(__name__).info("starting component %s", args.name)
+    cluster = LocalCluster(args.dir)
+    return run_component(args.name, str(cluster.kubeconfig), cluster.ready_file(args.name))

@@ -1,0 +1,278 @@
+"""``ovnk local``: one command for a whole local cluster.
+
+``up`` starts, as separate processes, the local API server, the OVN NB and
+SB databases and ovn-northd (the infrastructure, which keeps state across
+restarts), then the components (scheduler, kubelet stand-in, EndpointSlice
+controller, and the ovnk components as they arrive); it creates the Node
+objects, applies the project's CRDs, writes ``DIR/kubeconfig`` and waits
+until every component reports ready.  ``restart`` restarts components only,
+the way an operator restarts ovnkube pods; ``down`` stops everything by pid.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
+from ovnk_core.kube.errors import AlreadyExists
+from ovnk_core.kube.resources import CRDS, NODES
+from ovnk_core.local.components import COMPONENTS
+from ovnk_core.local.supervisor import (
+    ClusterState,
+    LocalClusterError,
+    ProcessRecord,
+    pid_running,
+    spawn,
+    terminate,
+    wait_until,
+)
+from ovnk_core.ovn.processes import NB_SCHEMA, SB_SCHEMA
+
+CRD_DIR = Path(__file__).resolve().parent.parent / "manifests" / "crds"
+INFRA = ("apiserver", "nb-ovsdb", "sb-ovsdb", "northd")
+
+
+def node_names(count: int) -> list[str]:
+    """kind's naming, as in the upstream docs: ovn-worker, ovn-worker2, ..."""
+    return ["ovn-worker" if i == 0 else f"ovn-worker{i + 1}" for i in range(count)]
+
+
+def build_node(name: str, index: int) -> dict[str, object]:
+    return {
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
+                                              "kubernetes.io/os": "linux"}},
+        "spec": {},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                            "message": "ovnk local kubelet stand-in is posting ready status"}],
+            "addresses": [{"type": "InternalIP", "address": f"172.18.0.{index + 2}"},
+                          {"type": "Hostname", "address": name}],
+        },
+    }
+
+
+def write_kubeconfig(path: Path, server: str) -> None:
+    config = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "ovnk-local",
+        "clusters": [{"name": "ovnk-local", "cluster": {"server": server}}],
+        "users": [{"name": "ovnk-local", "user": {}}],
+        "contexts": [{"name": "ovnk-local",
+                      "context": {"cluster": "ovnk-local", "user": "ovnk-local"}}],
+    }
+    path.write_text(yaml.safe_dump(config))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class ProcessStatus:
+    name: str
+    role: str
+    pid: int
+    running: bool
+    ready: bool
+    log: str
+
+
+class LocalCluster:
+    def __init__(self, directory: Path | str) -> None:
+        self.dir = Path(directory).resolve()
+        self.state_file = self.dir / "cluster.json"
+        self.kubeconfig = self.dir / "kubeconfig"
+        self.ovn_dir = self.dir / "ovn"
+        self.run_dir = self.dir / "run"
+        self.log_dir = self.dir / "logs"
+
+    @property
+    def nb_socket(self) -> Path:
+        return self.ovn_dir / "nb.sock"
+
+    @property
+    def sb_socket(self) -> Path:
+        return self.ovn_dir / "sb.sock"
+
+    def state(self) -> ClusterState:
+        return ClusterState.load(self.state_file)
+
+    # -- records ---------------------------------------------------------------------------
+    def _infra_records(self, port: int) -> list[ProcessRecord]:
+        ovn = self.ovn_dir
+        records = [ProcessRecord(
+            "apiserver", "infra",
+            [sys.executable, "-m", "ovnk_core.apiserver", "--host", "127.0.0.1", "--port",
+             str(port), "--data", str(self.dir / "apiserver-data.json")],
+            str(self.log_dir / "apiserver.log"))]
+        for name in ("nb", "sb"):
+            records.append(ProcessRecord(
+                f"{name}-ovsdb", "infra",
+                ["ovsdb-server", str(ovn / f"{name}.db"), f"--remote=punix:{ovn}/{name}.sock",
+                 f"--unixctl={ovn}/{name}.ctl", f"--log-file={self.log_dir}/{name}-ovsdb.log",
+                 f"--pidfile={self.run_dir}/{name}-ovsdb.pid", "--no-chdir", "-vconsole:off"],
+                str(self.log_dir / f"{name}-ovsdb.out")))
+        records.append(ProcessRecord(
+            "northd", "infra",
+            ["ovn-northd", f"--ovnnb-db=unix:{ovn}/nb.sock", f"--ovnsb-db=unix:{ovn}/sb.sock",
+             f"--unixctl={ovn}/northd.ctl", f"--log-file={self.log_dir}/northd.log",
+             "--no-chdir", "-vconsole:off", f"--pidfile={self.run_dir}/northd.pid"],
+            str(self.log_dir / "northd.out")))
+        return records
+
+    def _component_record(self, name: str) -> ProcessRecord:
+        return ProcessRecord(
+            name, "component",
+            [sys.executable, "-m", "ovnk_core.cli.main", "local", "component", name,
+             "--dir", str(self.dir)],
+            str(self.log_dir / f"{name}.log"))
+
+    def ready_file(self, name: str) -> Path:
+        return self.run_dir / f"{name}.ready"
+
+    # -- up --------------------------------------------------------------------------------
+    def up(self, nodes: int = 2, timeout: float = 60.0) -> ClusterState:
+        if nodes < 1:
+            raise LocalClusterError("--nodes must be at least 1")
+        state = self.state()
+        running = [r.name for r in state.processes.values() if pid_running(r.pid, r.args)]
+        if running:
+            raise LocalClusterError(
+                f"a local cluster is already running in {self.dir} ({', '.join(running)}); "
+                "see 'ovnk local status' or stop it with 'ovnk local down'")
+        for directory in (self.ovn_dir, self.run_dir, self.log_dir):
+            directory.mkdir(parents=True, exist_ok=True)
+        for stale in self.run_dir.glob("*.ready"):
+            stale.unlink()
+        self._create_databases()
+        port = state.api_port or _free_port()
+        state = ClusterState(api_port=port, nodes=node_names(nodes))
+        try:
+            for record in self._infra_records(port):
+                state.processes[record.name] = spawn(record)
+                state.save(self.state_file)
+            self._wait_infra(state, timeout)
+            write_kubeconfig(self.kubeconfig, f"http://127.0.0.1:{port}")
+            client = KubeClient(api_client_from_kubeconfig(str(self.kubeconfig)))
+            self._apply_crds(client)
+            for index, name in enumerate(state.nodes):
+                try:
+                    client.create(NODES, build_node(name, index))
+                except AlreadyExists:
+                    pass
+            for name in COMPONENTS:
+                state.processes[name] = spawn(self._component_record(name))
+                state.save(self.state_file)
+            self._wait_components(state, list(COMPONENTS), timeout)
+        except BaseException:
+            self.down()
+            raise
+        return state
+
+    def _create_databases(self) -> None:
+        for name, schema in (("nb", NB_SCHEMA), ("sb", SB_SCHEMA)):
+            db = self.ovn_dir / f"{name}.db"
+            if not db.exists():
+                subprocess.run(["ovsdb-tool", "create", str(db), str(schema)], check=True,
+                               capture_output=True)
+
+    def _wait_infra(self, state: ClusterState, timeout: float) -> None:
+        api = state.processes["apiserver"]
+        wait_until(lambda: self._healthz(state.api_port) or not pid_running(api.pid, api.args),
+                   timeout, "API server", api.log)
+        if not pid_running(api.pid, api.args):
+            raise LocalClusterError(f"API server exited; see {api.log}")
+        for name, sock in (("nb-ovsdb", self.nb_socket), ("sb-ovsdb", self.sb_socket)):
+            record = state.processes[name]
+            wait_until(sock.exists, timeout, f"{name} socket", record.log)
+        northd = state.processes["northd"]
+        wait_until((self.ovn_dir / "northd.ctl").exists, timeout, "ovn-northd", northd.log)
+
+    def _wait_components(self, state: ClusterState, names: list[str], timeout: float) -> None:
+        for name in names:
+            record = state.processes[name]
+            wait_until(lambda r=record: self.ready_file(r.name).exists()  # type: ignore[misc]
+                       or not pid_running(r.pid, r.args), timeout, f"component {name}",
+                       record.log)
+            if not pid_running(record.pid, record.args):
+                raise LocalClusterError(f"component {name} exited; see {record.log}")
+
+    @staticmethod
+    def _healthz(port: int) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as rsp:
+                return bool(rsp.status == 200)
+        except OSError:
+            return False
+
+    def _apply_crds(self, client: KubeClient) -> None:
+        for path in sorted(CRD_DIR.glob("*.yaml")):
+            for document in yaml.safe_load_all(path.read_text()):
+                if not document:
+                    continue
+                try:
+                    client.create(CRDS, document)
+                except AlreadyExists:
+                    current = client.get(CRDS, document["metadata"]["name"])
+                    document["metadata"]["resourceVersion"] = \
+                        current["metadata"]["resourceVersion"]
+                    client.update(CRDS, document)
+
+    # -- status / restart / down -----------------------------------------------------------
+    def status(self) -> list[ProcessStatus]:
+        state = self.state()
+        result = []
+        for record in state.processes.values():
+            running = pid_running(record.pid, record.args)
+            if record.name == "apiserver":
+                ready = running and self._healthz(state.api_port)
+            elif record.role == "component":
+                ready = running and self.ready_file(record.name).exists()
+            else:
+                ready = running
+            result.append(ProcessStatus(record.name, record.role, record.pid, running, ready,
+                                        record.log))
+        return result
+
+    def restart(self, component: str | None = None, timeout: float = 60.0) -> list[str]:
+        state = self.state()
+        if not state.processes:
+            raise LocalClusterError(f"no local cluster in {self.dir}; run 'ovnk local up'")
+        names = [component] if component else list(COMPONENTS)
+        for name in names:
+            if name not in COMPONENTS:
+                raise LocalClusterError(
+                    f"{name!r} is not a restartable component (components: "
+                    f"{', '.join(COMPONENTS)}; the API server and OVN databases keep running)")
+        for name in names:
+            record = state.processes.get(name) or self._component_record(name)
+            terminate(record)
+            self.ready_file(name).unlink(missing_ok=True)
+            state.processes[name] = spawn(self._component_record(name))
+            state.save(self.state_file)
+        self._wait_components(state, names, timeout)
+        return names
+
+    def down(self) -> list[str]:
+        state = self.state()
+        stopped = []
+        order = [n for n in state.processes if n not in INFRA] + \
+                [n for n in reversed(INFRA) if n in state.processes]
+        for name in order:
+            if terminate(state.processes[name]):
+                stopped.append(name)
+        for ready in self.run_dir.glob("*.ready") if self.run_dir.exists() else ():
+            ready.unlink()
+        state.processes = {}
+        if self.dir.exists():
+            state.save(self.state_file)
+        return stopped

@@ -1,0 +1,57 @@
+"""The restartable components of the local cluster and how each one runs.
+
+``ovnk local component NAME`` runs one of them in the foreground until
+SIGTERM.  It writes ``DIR/run/NAME.ready`` once its informers have synced
+and it has started working, which is what ``ovnk local up`` waits for.
+Later work adds the ovnk control-plane components to ``COMPONENTS``.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
+from ovnk_core.local.endpointslices import EndpointSliceController
+from ovnk_core.local.kubelet import Kubelet
+from ovnk_core.local.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+
+class Runnable(Protocol):
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+COMPONENTS: dict[str, Callable[[KubeClient], Runnable]] = {
+    "scheduler": Scheduler,
+    "kubelet": Kubelet,
+    "endpointslice-controller": EndpointSliceController,
+}
+
+
+def run_component(name: str, kubeconfig: str, ready_file: Path | None) -> int:
+    factory = COMPONENTS.get(name)
+    if factory is None:
+        raise KeyError(f"unknown component {name!r} (known: {', '.join(COMPONENTS)})")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    component = factory(KubeClient(api_client_from_kubeconfig(kubeconfig)))
+    component.start()
+    log.info("component %s: running", name)
+    if ready_file is not None:
+        ready_file.parent.mkdir(parents=True, exist_ok=True)
+        ready_file.write_text("ready\n")
+    stop.wait()
+    log.info("component %s: stopping", name)
+    if ready_file is not None:
+        ready_file.unlink(missing_ok=True)
+    component.stop()
+    return 0
