@@ -1,0 +1,131 @@
+"""The CustomResourceDefinitions ovnk needs, as objects and as shipped YAML files.
+
+``build_crds()`` is the single source; ``ovnk_core/manifests/crds/*.yaml``
+are its output (``python -m ovnk_core.manifests.crds`` rewrites them, and a
+test fails when they drift).  UDN and CUDN are ovnk's own API;
+NetworkAttachmentDefinition, EgressIP and IPAMClaim are the upstream kinds
+ovnk reads and writes, included so a cluster has everything it needs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ovnk_core.manifests.crd_schemas import conditions_status, cudn_spec, udn_spec
+
+JSON = dict[str, Any]
+CRD_DIR = Path(__file__).resolve().parent / "crds"
+
+
+def crd(group: str, kind: str, plural: str, singular: str, scope: str, version: str,
+        schema: JSON, short_names: list[str] | None = None, status: bool = True,
+        printer_columns: list[JSON] | None = None) -> JSON:
+    version_entry: JSON = {"name": version, "served": True, "storage": True,
+                           "schema": {"openAPIV3Schema": schema}}
+    if status:
+        version_entry["subresources"] = {"status": {}}
+    if printer_columns:
+        version_entry["additionalPrinterColumns"] = printer_columns
+    names: JSON = {"kind": kind, "listKind": f"{kind}List", "plural": plural,
+                   "singular": singular}
+    if short_names:
+        names["shortNames"] = short_names
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "names": names, "scope": scope,
+                     "versions": [version_entry]}}
+
+
+def root(spec: JSON | None, status: JSON | None = None, required: list[str] | None = None,
+         description: str = "") -> JSON:
+    properties: JSON = {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                        "metadata": {"type": "object"}}
+    if spec is not None:
+        properties["spec"] = spec
+    if status is not None:
+        properties["status"] = status
+    schema: JSON = {"type": "object", "properties": properties}
+    if description:
+        schema["description"] = description
+    if required:
+        schema["required"] = required
+    return schema
+
+
+AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+
+
+def build_crds() -> list[JSON]:
+    egress_ip_spec = {"type": "object", "required": ["egressIPs", "namespaceSelector"],
+                      "properties": {
+                          "egressIPs": {"type": "array", "items": {"type": "string"}},
+                          "namespaceSelector": {"type": "object",
+                                                "x-kubernetes-preserve-unknown-fields": True},
+                          "podSelector": {"type": "object",
+                                          "x-kubernetes-preserve-unknown-fields": True}}}
+    egress_ip_status = {"type": "object", "properties": {"items": {
+        "type": "array", "items": {"type": "object", "required": ["node", "egressIP"],
+                                   "properties": {"node": {"type": "string"},
+                                                  "egressIP": {"type": "string"}}}}}}
+    return [
+        crd("k8s.ovn.org", "UserDefinedNetwork", "userdefinednetworks", "userdefinednetwork",
+            "Namespaced", "v1",
+            root(udn_spec(), conditions_status(), ["spec"],
+                 "UserDefinedNetwork describe network request for a Namespace."),
+            short_names=["udn"],
+            printer_columns=[AGE]),
+        crd("k8s.ovn.org", "ClusterUserDefinedNetwork", "clusteruserdefinednetworks",
+            "clusteruserdefinednetwork", "Cluster", "v1",
+            root(cudn_spec(), conditions_status(), ["spec"],
+                 "ClusterUserDefinedNetwork describe network request for a shared network "
+                 "across namespaces."),
+            short_names=["cudn"], printer_columns=[AGE]),
+        crd("k8s.cni.cncf.io", "NetworkAttachmentDefinition", "network-attachment-definitions",
+            "network-attachment-definition", "Namespaced", "v1",
+            root({"type": "object", "properties": {"config": {"type": "string"}}}),
+            short_names=["net-attach-def"], status=False),
+        crd("k8s.ovn.org", "EgressIP", "egressips", "egressip", "Cluster", "v1",
+            root(egress_ip_spec, egress_ip_status, ["spec"]), short_names=["eip"],
+            printer_columns=[
+                {"name": "EgressIPs", "type": "string", "jsonPath": ".spec.egressIPs[*]"},
+                {"name": "Assigned Node", "type": "string",
+                 "jsonPath": ".status.items[*].node"},
+                {"name": "Assigned EgressIPs", "type": "string",
+                 "jsonPath": ".status.items[*].egressIP"}]),
+        crd("k8s.cni.cncf.io", "IPAMClaim", "ipamclaims", "ipamclaim", "Namespaced", "v1alpha1",
+            root({"type": "object", "required": ["network", "interface"], "properties": {
+                "network": {"type": "string"}, "interface": {"type": "string"}}},
+                {"type": "object", "properties": {
+                    "ips": {"type": "array", "items": {"type": "string"}},
+                    "ownerPod": {"type": "object", "properties": {"name": {"type": "string"}}},
+                    "conditions": conditions_status()["properties"]["conditions"]}},
+                ["spec"])),
+    ]
+
+
+def crd_file_name(obj: JSON) -> str:
+    return f"{obj['spec']['group']}_{obj['spec']['names']['plural']}.yaml"
+
+
+def render(obj: JSON) -> str:
+    return yaml.safe_dump(obj, sort_keys=False, width=100)
+
+
+def write_crd_files(directory: Path = CRD_DIR) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for obj in build_crds():
+        path = directory / crd_file_name(obj)
+        path.write_text(render(obj))
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for written_path in write_crd_files():
+        print(written_path)
+    sys.exit(0)
