@@ -262,7 +262,8 @@ def vrf() -> JSON:
 
 
 def network_spec() -> JSON:
-    rules = topology_rules(["Layer3", "Layer2", "Localnet"]) + [
+    rules = [
+        *topology_rules(["Layer3", "Layer2", "Localnet"]),
         cel("!has(self.transport) || self.transport != 'NoOverlay' || "
             "(self.topology == 'Layer3' && self.layer3.role == 'Primary')",
             "transport 'NoOverlay' is only supported for Layer3 primary networks"),
