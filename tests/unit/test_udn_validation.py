@@ -1,0 +1,276 @@
+"""Table-driven tests of every UDN/CUDN rule, valid and invalid, with upstream's messages."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from ovnk_core.udn.validation import FieldError, invalid_message, validate_cudn, validate_udn
+
+L3 = {"role": "Primary", "subnets": [{"cidr": "10.100.0.0/16", "hostSubnet": 24}]}
+L2 = {"role": "Primary", "subnets": ["10.200.0.0/16"]}
+LOCALNET = {"role": "Secondary", "physicalNetworkName": "physnet", "subnets": ["192.168.0.0/24"]}
+
+
+def udn(**spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "blue", "namespace": "blue"}, "spec": spec}
+
+
+def cudn(network: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "red"},
+            "spec": {"namespaceSelector": {"matchLabels": {"x": "y"}}, "network": network,
+                     **extra}}
+
+
+def l3(**changes: Any) -> dict[str, Any]:
+    config = copy.deepcopy(L3)
+    config.update(changes)
+    return config
+
+
+def l2(**changes: Any) -> dict[str, Any]:
+    config = copy.deepcopy(L2)
+    config.update(changes)
+    return {k: v for k, v in config.items() if v is not None}
+
+
+def localnet(**changes: Any) -> dict[str, Any]:
+    config = copy.deepcopy(LOCALNET)
+    config.update(changes)
+    return {k: v for k, v in config.items() if v is not None}
+
+
+VALID_UDNS = {
+    "layer3 primary": udn(topology="Layer3", layer3=L3),
+    "layer3 dual stack": udn(topology="Layer3", layer3=l3(subnets=[
+        {"cidr": "10.100.0.0/16"}, {"cidr": "2001:db8::/60", "hostSubnet": 64}])),
+    "layer3 join subnets": udn(topology="Layer3", layer3=l3(joinSubnets=["100.70.0.0/16"])),
+    "layer3 secondary two families": udn(topology="Layer3", layer3=l3(
+        role="Secondary", subnets=[{"cidr": "10.1.0.0/16"}, {"cidr": "fd00::/48"}])),
+    "layer2 primary": udn(topology="Layer2", layer2=L2),
+    "layer2 persistent": udn(topology="Layer2", layer2=l2(ipam={"lifecycle": "Persistent"})),
+    "layer2 secondary no ipam": udn(topology="Layer2", layer2={
+        "role": "Secondary", "ipam": {"mode": "Disabled"}}),
+    "layer2 preconfigured": udn(topology="Layer2", layer2=l2(
+        subnets=["10.200.0.0/16"], infrastructureSubnets=["10.200.0.0/30"],
+        reservedSubnets=["10.200.1.0/24"], defaultGatewayIPs=["10.200.0.1"])),
+}
+
+INVALID_UDNS = {
+    "no topology": (udn(layer3=L3), "spec.topology: Invalid value: \"null\": Required value"),
+    "localnet on udn": (udn(topology="Localnet", localnet=LOCALNET),
+                        'Unsupported value: "Localnet": supported values: "Layer2", "Layer3"'),
+    "layer3 missing": (udn(topology="Layer3"),
+                       "spec.layer3 is required when topology is Layer3 and forbidden otherwise"),
+    "layer2 with layer3": (udn(topology="Layer3", layer3=L3, layer2=L2),
+                           "spec.layer2 is required when topology is Layer2 and forbidden "
+                           "otherwise"),
+    "bad role": (udn(topology="Layer3", layer3=l3(role="Tertiary")),
+                 'Unsupported value: "Tertiary": supported values: "Primary", "Secondary"'),
+    "bad cidr": (udn(topology="Layer3", layer3=l3(subnets=[{"cidr": "10.0.0.300/16"}])),
+                 "CIDR is invalid"),
+    "host subnet not smaller": (udn(topology="Layer3", layer3=l3(subnets=[
+        {"cidr": "10.0.0.0/24", "hostSubnet": 16}])), "HostSubnet must be smaller than CIDR "
+                                                      "subnet"),
+    "host subnet 32": (udn(topology="Layer3", layer3=l3(subnets=[
+        {"cidr": "10.0.0.0/16", "hostSubnet": 32}])), "HostSubnet must < 32 for ipv4 CIDR"),
+    "secondary three subnets": (udn(topology="Layer3", layer3=l3(role="Secondary", subnets=[
+        {"cidr": "10.1.0.0/16"}, {"cidr": "10.2.0.0/16"}, {"cidr": "fd00::/48"}])),
+        "Secondary networks may define at most 2 subnets"),
+    "secondary same family": (udn(topology="Layer3", layer3=l3(role="Secondary", subnets=[
+        {"cidr": "10.1.0.0/16"}, {"cidr": "10.2.0.0/16"}])),
+        "When 2 CIDRs are set for Secondary networks, they must be from different IP families"),
+    "join on secondary": (udn(topology="Layer3", layer3=l3(role="Secondary",
+                                                            joinSubnets=["100.70.0.0/16"])),
+                          "JoinSubnets is only supported for Primary network"),
+    "ipv6 low mtu": (udn(topology="Layer3", layer3=l3(mtu=1000, subnets=[
+        {"cidr": "fd00::/48"}])), "MTU should be greater than or equal to 1280 when IPv6 "
+                                  "subnet is used"),
+    "mtu out of range": (udn(topology="Layer3", layer3=l3(mtu=100)),
+                         "must be between 576 and 65536"),
+    "overlapping subnets": (udn(topology="Layer3", layer3=l3(subnets=[
+        {"cidr": "10.0.0.0/16"}, {"cidr": "10.0.1.0/24"}])),
+        "Subnets must not overlap or contain each other"),
+    "duplicate subnets": (udn(topology="Layer3", layer3=l3(subnets=[
+        {"cidr": "10.0.0.0/16"}, {"cidr": "10.0.0.0/16"}])),
+        "Subnets with same CIDR are not allowed"),
+    "mixed host subnets": (udn(topology="Layer3", layer3=l3(subnets=[
+        {"cidr": "10.0.0.0/16", "hostSubnet": 24}, {"cidr": "10.1.0.0/16", "hostSubnet": 25}])),
+        "Subnets from the same IP family must use the same hostSubnet value"),
+    "layer2 no subnets": (udn(topology="Layer2", layer2={"role": "Primary"}),
+                          "Subnets is required with ipam.mode is Enabled or unset"),
+    "layer2 disabled with subnets": (udn(topology="Layer2", layer2=l2(
+        role="Secondary", ipam={"mode": "Disabled"})),
+        "Subnets must be unset when ipam.mode is Disabled"),
+    "layer2 disabled primary": (udn(topology="Layer2", layer2={
+        "role": "Primary", "ipam": {"mode": "Disabled"}}),
+        "Disabled ipam.mode is only supported for Secondary network"),
+    "persistent with disabled": (udn(topology="Layer2", layer2={
+        "role": "Secondary", "ipam": {"mode": "Disabled", "lifecycle": "Persistent"}}),
+        "lifecycle Persistent is only supported when ipam.mode is Enabled"),
+    "layer2 same family": (udn(topology="Layer2", layer2=l2(subnets=["10.0.0.0/16",
+                                                                      "10.1.0.0/16"])),
+                           "When 2 CIDRs are set, they must be from different IP families"),
+    "gateway outside": (udn(topology="Layer2", layer2=l2(defaultGatewayIPs=["10.9.0.1"])),
+                        "defaultGatewayIPs must belong to one of the subnets specified in the "
+                        "subnets field"),
+    "gateway on secondary": (udn(topology="Layer2", layer2=l2(
+        role="Secondary", defaultGatewayIPs=["10.200.0.1"])),
+        "defaultGatewayIPs is only supported for Primary network"),
+    "gateway families": (udn(topology="Layer2", layer2=l2(
+        subnets=["10.200.0.0/16", "fd00::/64"], defaultGatewayIPs=["10.200.0.1"])),
+        "defaultGatewayIPs must be specified for all IP families"),
+    "reserved outside": (udn(topology="Layer2", layer2=l2(reservedSubnets=["10.9.0.0/24"])),
+                         "reservedSubnets must be subnetworks of the networks specified in the "
+                         "subnets field"),
+    "reserved on secondary": (udn(topology="Layer2", layer2=l2(
+        role="Secondary", reservedSubnets=["10.200.1.0/24"])),
+        "reservedSubnets is only supported for Primary network"),
+    "infra host bits": (udn(topology="Layer2", layer2=l2(infrastructureSubnets=["10.200.0.1/30"])),
+                        "infrastructureSubnets must be a masked network address (no host bits "
+                        "set)"),
+    "infra reserved overlap": (udn(topology="Layer2", layer2=l2(
+        infrastructureSubnets=["10.200.0.0/24"], reservedSubnets=["10.200.0.0/25"])),
+        "infrastructureSubnets and reservedSubnets must not overlap"),
+    "gateway not in infra": (udn(topology="Layer2", layer2=l2(
+        infrastructureSubnets=["10.200.0.0/30"], defaultGatewayIPs=["10.200.5.1"])),
+        "defaultGatewayIPs have to belong to infrastructureSubnets"),
+}
+
+
+@pytest.mark.parametrize("obj", VALID_UDNS.values(), ids=VALID_UDNS.keys())
+def test_valid_udns(obj: dict[str, Any]) -> None:
+    assert validate_udn(obj) == []
+
+
+@pytest.mark.parametrize(("obj", "message"), INVALID_UDNS.values(), ids=INVALID_UDNS.keys())
+def test_invalid_udns(obj: dict[str, Any], message: str) -> None:
+    errors = validate_udn(obj)
+    assert any(message in str(error) for error in errors), [str(e) for e in errors]
+
+
+UPDATES = {
+    "topology": (udn(topology="Layer3", layer3=L3), udn(topology="Layer2", layer2=L2),
+                 "Topology is immutable"),
+    "layer2": (udn(topology="Layer2", layer2=L2), udn(topology="Layer2", layer2=l2(mtu=1300)),
+               "Layer2 is immutable"),
+    "role": (udn(topology="Layer3", layer3=L3), udn(topology="Layer3", layer3=l3(
+        role="Secondary")), "role is immutable"),
+    "mtu": (udn(topology="Layer3", layer3=L3), udn(topology="Layer3", layer3=l3(mtu=1300)),
+            "mtu is immutable"),
+    "join": (udn(topology="Layer3", layer3=L3), udn(topology="Layer3", layer3=l3(
+        joinSubnets=["100.70.0.0/16"])), "joinSubnets is immutable"),
+    "remove subnet": (udn(topology="Layer3", layer3=l3(subnets=[
+        {"cidr": "10.100.0.0/16", "hostSubnet": 24}, {"cidr": "10.101.0.0/16",
+                                                      "hostSubnet": 24}])),
+        udn(topology="Layer3", layer3=L3), "Removing existing subnets is not allowed"),
+    "host subnet": (udn(topology="Layer3", layer3=L3), udn(topology="Layer3", layer3=l3(
+        subnets=[{"cidr": "10.100.0.0/16", "hostSubnet": 25}])), "hostSubnet is immutable"),
+    "secondary subnets": (udn(topology="Layer3", layer3=l3(role="Secondary")),
+                          udn(topology="Layer3", layer3=l3(role="Secondary", subnets=[
+                              {"cidr": "10.100.0.0/16", "hostSubnet": 24},
+                              {"cidr": "fd00::/48"}])), "Subnets is immutable for Secondary role"),
+}
+
+
+@pytest.mark.parametrize(("old", "new", "message"), UPDATES.values(), ids=UPDATES.keys())
+def test_immutable_fields(old: dict[str, Any], new: dict[str, Any], message: str) -> None:
+    assert validate_udn(old) == []
+    errors = validate_udn(new, old)
+    assert any(message in str(error) for error in errors), [str(e) for e in errors]
+
+
+def test_primary_layer3_may_append_subnets() -> None:
+    old = udn(topology="Layer3", layer3=L3)
+    new = udn(topology="Layer3", layer3=l3(subnets=[*L3["subnets"], {"cidr": "10.101.0.0/16",
+                                                                     "hostSubnet": 24}]))
+    assert validate_udn(new, old) == []
+
+
+VALID_CUDNS = {
+    "localnet": cudn({"topology": "Localnet", "localnet": localnet(
+        excludeSubnets=["192.168.0.1/32"], vlan={"mode": "Access", "access": {"id": 200}})}),
+    "localnet no ipam": cudn({"topology": "Localnet", "localnet": localnet(
+        subnets=None, ipam={"mode": "Disabled"})}),
+    "layer3": cudn({"topology": "Layer3", "layer3": L3}),
+    "evpn layer2": cudn({"topology": "Layer2", "layer2": L2, "transport": "EVPN",
+                         "evpn": {"vtep": "v", "macVRF": {"vni": 10}}}),
+    "no overlay": cudn({"topology": "Layer3", "layer3": L3, "transport": "NoOverlay",
+                        "noOverlay": {"outboundSNAT": "Enabled", "routing": "Managed"}}),
+}
+
+INVALID_CUDNS = {
+    "no selector": ({"metadata": {"name": "x"}, "spec": {"network": {
+        "topology": "Layer3", "layer3": L3}}}, "spec.namespaceSelector"),
+    "localnet missing": (cudn({"topology": "Localnet"}),
+                         "spec.localnet is required when topology is Localnet and forbidden "
+                         "otherwise"),
+    "localnet primary": (cudn({"topology": "Localnet", "localnet": localnet(role="Primary")}),
+                         'Unsupported value: "Primary": supported values: "Secondary"'),
+    "physnet comma": (cudn({"topology": "Localnet", "localnet": localnet(
+        physicalNetworkName="a,b")}), "physicalNetworkName cannot contain `,` or `:` characters"),
+    "localnet no subnets": (cudn({"topology": "Localnet", "localnet": localnet(subnets=None)}),
+                            "Subnets is required with ipam.mode is Enabled or unset, and "
+                            "forbidden otherwise"),
+    "exclude without subnets": (cudn({"topology": "Localnet", "localnet": localnet(
+        subnets=None, ipam={"mode": "Disabled"}, excludeSubnets=["10.0.0.0/24"])}),
+        "excludeSubnets must be unset when subnets is unset"),
+    "vlan without access": (cudn({"topology": "Localnet", "localnet": localnet(
+        vlan={"mode": "Access"})}), "vlan access config is required when vlan mode is 'Access'"),
+    "no overlay on layer2": (cudn({"topology": "Layer2", "layer2": L2,
+                                   "transport": "NoOverlay", "noOverlay": {}}),
+                             "transport 'NoOverlay' is only supported for Layer3 primary "
+                             "networks"),
+    "no overlay config missing": (cudn({"topology": "Layer3", "layer3": L3,
+                                        "transport": "NoOverlay"}),
+                                  "spec.noOverlay is required when type transport is "
+                                  "'NoOverlay'"),
+    "no overlay config without transport": (cudn({"topology": "Layer3", "layer3": L3,
+                                                  "noOverlay": {}}),
+                                            "spec.noOverlay is forbidden when transport type is "
+                                            "not 'NoOverlay'"),
+    "evpn secondary": (cudn({"topology": "Layer3", "layer3": l3(role="Secondary"),
+                             "transport": "EVPN", "evpn": {"vtep": "v", "ipVRF": {"vni": 1}}}),
+                       "transport 'EVPN' is only supported for Layer2 or Layer3 primary networks"),
+    "evpn missing": (cudn({"topology": "Layer3", "layer3": L3, "transport": "EVPN"}),
+                     "spec.evpn field is required when transport is 'EVPN'"),
+    "evpn forbidden": (cudn({"topology": "Layer3", "layer3": L3, "evpn": {"vtep": "v"}}),
+                       "spec.evpn field is forbidden when transport is not 'EVPN'"),
+    "evpn l2 macvrf": (cudn({"topology": "Layer2", "layer2": L2, "transport": "EVPN",
+                             "evpn": {"vtep": "v", "ipVRF": {"vni": 1}}}),
+                       "spec.evpn.macVRF field is required for Layer2 topology"),
+    "evpn l3 ipvrf": (cudn({"topology": "Layer3", "layer3": L3, "transport": "EVPN",
+                            "evpn": {"vtep": "v", "macVRF": {"vni": 1}}}),
+                      "spec.evpn.ipVRF field is required for Layer3 topology"),
+}
+
+
+@pytest.mark.parametrize("obj", VALID_CUDNS.values(), ids=VALID_CUDNS.keys())
+def test_valid_cudns(obj: dict[str, Any]) -> None:
+    assert validate_cudn(obj) == []
+
+
+@pytest.mark.parametrize(("obj", "message"), INVALID_CUDNS.values(), ids=INVALID_CUDNS.keys())
+def test_invalid_cudns(obj: dict[str, Any], message: str) -> None:
+    errors = validate_cudn(obj)
+    assert any(message in str(error) for error in errors), [str(e) for e in errors]
+
+
+def test_localnet_is_immutable() -> None:
+    old = cudn({"topology": "Localnet", "localnet": LOCALNET})
+    new = cudn({"topology": "Localnet", "localnet": localnet(mtu=1600)})
+    assert any("Localnet is immutable" in str(e) for e in validate_cudn(new, old))
+
+
+def test_invalid_message_matches_api_server_format() -> None:
+    one = [FieldError("spec", "spec.layer3 is required when topology is Layer3 and forbidden "
+                              "otherwise")]
+    assert invalid_message("UserDefinedNetwork", "k8s.ovn.org", "blue", one) == (
+        'UserDefinedNetwork.k8s.ovn.org "blue" is invalid: spec: Invalid value: "object": '
+        "spec.layer3 is required when topology is Layer3 and forbidden otherwise")
+    two = one + [FieldError("spec.topology", "Topology is immutable", "string")]
+    assert invalid_message("UserDefinedNetwork", "k8s.ovn.org", "blue", two).endswith(
+        '[spec: Invalid value: "object": spec.layer3 is required when topology is Layer3 and '
+        'forbidden otherwise, spec.topology: Invalid value: "string": Topology is immutable]')
