@@ -270,7 +270,7 @@ def test_invalid_message_matches_api_server_format() -> None:
     assert invalid_message("UserDefinedNetwork", "k8s.ovn.org", "blue", one) == (
         'UserDefinedNetwork.k8s.ovn.org "blue" is invalid: spec: Invalid value: "object": '
         "spec.layer3 is required when topology is Layer3 and forbidden otherwise")
-    two = one + [FieldError("spec.topology", "Topology is immutable", "string")]
+    two = [*one, FieldError("spec.topology", "Topology is immutable", "string")]
     assert invalid_message("UserDefinedNetwork", "k8s.ovn.org", "blue", two).endswith(
         '[spec: Invalid value: "object": spec.layer3 is required when topology is Layer3 and '
         'forbidden otherwise, spec.topology: Invalid value: "string": Topology is immutable]')
