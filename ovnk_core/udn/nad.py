@@ -1,0 +1,203 @@
+"""Rendering a UDN or CUDN into the NetworkAttachmentDefinition upstream would create.
+
+Pure functions only: given the custom resource, the target namespace and the
+configuration, build the NAD object — name, namespace, owner reference,
+labels, annotations, finalizer and the CNI config JSON with exactly
+upstream's keys and defaults.  The controller compares this with what exists
+and writes only differences.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from typing import Any
+
+from ovnk_core.config import Config
+from ovnk_core.errors import NetworkConfigError
+
+JSON = dict[str, Any]
+
+UDN_KIND = "UserDefinedNetwork"
+CUDN_KIND = "ClusterUserDefinedNetwork"
+API_VERSION = "k8s.ovn.org/v1"
+CNI_VERSION = "1.1.0"
+CNI_TYPE = "ovn-k8s-cni-overlay"
+CUDN_PREFIX = "cluster_udn_"
+NAD_LABEL = "k8s.ovn.org/user-defined-network"
+FINALIZER = "k8s.ovn.org/user-defined-network-protection"
+OVN_ANNOTATION_PREFIX = "k8s.ovn.org"
+DEFAULT_JOIN_SUBNETS = "100.65.0.0/16,fd99::/64"
+DEFAULT_TRANSIT = {4: ipaddress.ip_network("100.88.0.0/16"),
+                   6: ipaddress.ip_network("fd97::/64")}
+
+
+def udn_network_name(namespace: str, name: str) -> str:
+    return f"{namespace}_{name}"
+
+
+def cudn_network_name(name: str) -> str:
+    return f"{CUDN_PREFIX}{name}"
+
+
+def network_name_of(obj: JSON) -> str:
+    meta = obj["metadata"]
+    if obj.get("kind") == CUDN_KIND or "namespace" not in meta:
+        return cudn_network_name(meta["name"])
+    return udn_network_name(meta["namespace"], meta["name"])
+
+
+def network_spec_of(obj: JSON) -> JSON:
+    """The topology part: ``spec`` of a UDN, ``spec.network`` of a CUDN."""
+    spec: JSON = obj.get("spec") or {}
+    if obj.get("kind") == CUDN_KIND or "namespace" not in obj["metadata"]:
+        network: JSON = spec.get("network") or {}
+        return network
+    return spec
+
+
+def topology_config(spec: JSON) -> JSON:
+    topology = str(spec.get("topology", ""))
+    config: JSON = spec.get(topology.lower()) or {}
+    return config
+
+
+def is_primary(obj: JSON) -> bool:
+    return topology_config(network_spec_of(obj)).get("role") == "Primary"
+
+
+def transit_subnets(subnets: list[str]) -> str:
+    """One transit subnet per family of ``subnets``, moved off any overlapping subnet."""
+    nets = [ipaddress.ip_network(s, strict=False) for s in subnets]
+    chosen = []
+    for version in sorted({n.version for n in nets}):
+        candidate = DEFAULT_TRANSIT[version]
+        for _ in range(10):
+            if not any(n.version == version and n.overlaps(candidate) for n in nets):
+                break
+            step = candidate.num_addresses
+            candidate = ipaddress.ip_network(
+                f"{candidate.network_address + step}/{candidate.prefixlen}")
+        else:
+            raise NetworkConfigError(
+                f"failed to find a transit subnet that does not overlap {','.join(subnets)}")
+        chosen.append(str(candidate))
+    return ",".join(chosen)
+
+
+def build_cni_config(obj: JSON, namespace: str, config: Config) -> JSON:
+    """The CNI JSON of the NAD (as a dict with upstream's keys)."""
+    spec = network_spec_of(obj)
+    topology = str(spec.get("topology", ""))
+    topo = topology_config(spec)
+    role = str(topo.get("role", "")).lower()
+    name = obj["metadata"]["name"]
+    cni: JSON = {"cniVersion": CNI_VERSION, "type": CNI_TYPE, "name": network_name_of(obj),
+                 "netAttachDefName": f"{namespace}/{name}", "topology": topology.lower(),
+                 "role": role}
+    if topology == "Localnet":
+        cni["mtu"] = int(topo.get("mtu") or config.mtu + 100)
+    elif topo.get("mtu"):
+        cni["mtu"] = int(topo["mtu"])
+    if role == "primary":
+        join = topo.get("joinSubnets")
+        cni["joinSubnet"] = ",".join(join) if join else DEFAULT_JOIN_SUBNETS
+    if topology == "Layer3":
+        cni["subnets"] = ",".join(
+            f"{s['cidr']}/{s['hostSubnet']}" if s.get("hostSubnet") else str(s["cidr"])
+            for s in topo.get("subnets") or [])
+    elif topo.get("subnets"):
+        cni["subnets"] = ",".join(topo["subnets"])
+    if topology == "Layer2" and role == "primary":
+        cni["transitSubnet"] = transit_subnets(list(topo.get("subnets") or []))
+    ipam = topo.get("ipam") or {}
+    if topology in ("Layer2", "Localnet") and ipam.get("lifecycle") == "Persistent":
+        if not config.enable_persistent_ips:
+            raise NetworkConfigError("allowPersistentIPs is set but persistentIPs is Disabled")
+        cni["allowPersistentIPs"] = True
+    if topology == "Localnet":
+        cni["physicalNetworkName"] = topo.get("physicalNetworkName", "")
+        if topo.get("excludeSubnets"):
+            cni["excludeSubnets"] = ",".join(topo["excludeSubnets"])
+        vlan = topo.get("vlan") or {}
+        if vlan.get("mode") == "Access":
+            cni["vlanID"] = int((vlan.get("access") or {}).get("id", 0))
+    if topology == "Layer2" and config.enable_preconfigured_udn_addresses:
+        for key in ("reservedSubnets", "infrastructureSubnets", "defaultGatewayIPs"):
+            if topo.get(key):
+                cni[key] = ",".join(topo[key])
+    transport = spec.get("transport")
+    if transport == "NoOverlay":
+        cni["transport"] = "no-overlay"
+        snat = (spec.get("noOverlay") or {}).get("outboundSNAT")
+        if snat:
+            cni["outboundSNAT"] = snat.lower()
+    elif transport == "EVPN":
+        raise NetworkConfigError("transport 'EVPN' is not supported by this control plane")
+    uplinks = (obj.get("spec") or {}).get("uplinks")
+    if uplinks:
+        raise NetworkConfigError("spec.uplinks is set but the Uplink feature is disabled, "
+                                 "ignoring this CUDN")
+    return cni
+
+
+def owner_reference(obj: JSON) -> JSON:
+    meta = obj["metadata"]
+    kind = CUDN_KIND if obj.get("kind") == CUDN_KIND or "namespace" not in meta else UDN_KIND
+    return {"apiVersion": API_VERSION, "kind": kind, "name": meta["name"],
+            "uid": meta.get("uid", ""), "controller": True, "blockOwnerDeletion": True}
+
+
+def build_nad(obj: JSON, namespace: str, config: Config) -> JSON:
+    """The complete NAD for ``obj`` in ``namespace``.
+
+    :raises NetworkConfigError: the CR cannot be rendered (message for the condition).
+    """
+    meta = obj["metadata"]
+    labels = {**(meta.get("labels") or {}), NAD_LABEL: ""}
+    annotations = {key: value for key, value in (meta.get("annotations") or {}).items()
+                   if not key.startswith(OVN_ANNOTATION_PREFIX)}
+    nad_meta: JSON = {"name": meta["name"], "namespace": namespace, "labels": labels,
+                      "ownerReferences": [owner_reference(obj)], "finalizers": [FINALIZER]}
+    if annotations:
+        nad_meta["annotations"] = annotations
+    cni = build_cni_config(obj, namespace, config)
+    return {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+            "metadata": nad_meta, "spec": {"config": json.dumps(cni, separators=(",", ":"))}}
+
+
+def is_controlled_by(nad: JSON, obj: JSON) -> bool:
+    uid = obj["metadata"].get("uid")
+    return any(ref.get("controller") and ref.get("uid") == uid
+               for ref in nad.get("metadata", {}).get("ownerReferences") or [])
+
+
+def nad_needs_update(existing: JSON, desired: JSON) -> bool:
+    """Config, labels and non-ovn annotations, as upstream compares them."""
+    def ours(annotations: dict[str, str] | None) -> dict[str, str]:
+        return {k: v for k, v in (annotations or {}).items()
+                if not k.startswith(OVN_ANNOTATION_PREFIX)}
+    old_meta, new_meta = existing.get("metadata") or {}, desired["metadata"]
+    old_config = json.loads((existing.get("spec") or {}).get("config") or "{}")
+    new_config = json.loads(desired["spec"]["config"])
+    return (old_config != new_config or (old_meta.get("labels") or {}) != new_meta["labels"]
+            or ours(old_meta.get("annotations")) != ours(new_meta.get("annotations"))
+            or FINALIZER not in (old_meta.get("finalizers") or []))
+
+
+def merge_for_update(existing: JSON, desired: JSON) -> JSON:
+    """``desired`` keeping the existing NAD's identity and its k8s.ovn.org annotations."""
+    merged = json.loads(json.dumps(desired))
+    old_meta = existing["metadata"]
+    keep = {k: v for k, v in (old_meta.get("annotations") or {}).items()
+            if k.startswith(OVN_ANNOTATION_PREFIX)}
+    annotations = {**merged["metadata"].get("annotations", {}), **keep}
+    if annotations:
+        merged["metadata"]["annotations"] = annotations
+    finalizers = list(old_meta.get("finalizers") or [])
+    if FINALIZER not in finalizers:
+        finalizers.append(FINALIZER)
+    merged["metadata"]["finalizers"] = finalizers
+    merged["metadata"]["resourceVersion"] = old_meta.get("resourceVersion")
+    merged["metadata"]["uid"] = old_meta.get("uid")
+    return merged
