@@ -73,9 +73,10 @@ class NotReady(OvnkError):
     key's failure budget: waiting is not failing.
     """
 
-    def __init__(self, message: str, delay: float | None = None) -> None:
+    def __init__(self, message: str, delay: float | None = None, backoff: bool = False) -> None:
         super().__init__(message)
         self.delay = delay
+        self.backoff = backoff  # wait longer each time (still outside the failure budget)
 
 
 class TemporaryError(OvnkError):

@@ -5,7 +5,8 @@ converges the world to it; it never sees the event that woke it.  What it
 raises decides what happens next:
 
 * nothing: success; the key's failure count is reset;
-* ``NotReady``: requeue after a short fixed delay, failure budget untouched;
+* ``NotReady``: requeue after a short fixed delay (or a growing one with
+  ``backoff=True``), failure budget untouched;
 * ``PermanentError``: reported through ``on_error`` (status condition and
   event), not requeued — the next change of the object or the resync retries;
 * anything else (``TemporaryError`` included): requeue with per-key
@@ -79,6 +80,7 @@ class Controller:
         self.queue = WorkQueue(self.clock)
         self.stats = ControllerStats()
         self._failures: dict[str, int] = {}
+        self._waits: dict[str, int] = {}
         self._lock = threading.Lock()
         self._informers: list[Informer] = []
         self._threads: list[threading.Thread] = []
@@ -162,9 +164,17 @@ class Controller:
             self.reconcile(key)
         except NotReady as exc:
             self.stats.not_ready += 1
-            log.debug("controller %s: %s not ready: %s", self.name, key, exc)
-            self.queue.add_after(key, exc.delay if exc.delay is not None
-                                 else self.not_ready_delay)
+            with self._lock:
+                waits = self._waits[key] = self._waits.get(key, 0) + 1
+            if exc.delay is not None:
+                delay = exc.delay
+            elif exc.backoff:
+                delay = max(self.not_ready_delay, self.backoff.delay(waits))
+            else:
+                delay = self.not_ready_delay
+            log.debug("controller %s: %s not ready (retry in %.2fs): %s", self.name, key,
+                      delay, exc)
+            self.queue.add_after(key, delay)
             return
         except PermanentError as exc:
             self.stats.permanent += 1
@@ -200,6 +210,7 @@ class Controller:
     def _forget(self, key: str) -> None:
         with self._lock:
             self._failures.pop(key, None)
+            self._waits.pop(key, None)
         self.stats.slow_lane.discard(key)
 
     def _report(self, key: str, exc: BaseException, kind: str) -> None:

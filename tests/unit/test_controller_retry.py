@@ -105,3 +105,17 @@ def test_after_the_budget_the_key_moves_to_the_slow_lane_and_is_never_dropped() 
     clock.advance(300)
     assert step(controller) == "k"  # success finally
     assert not controller.stats.slow_lane and controller.failures("k") == 0
+
+
+def test_not_ready_with_backoff_waits_longer_without_spending_budget() -> None:
+    script = Script(*[NotReady("network in use", backoff=True)] * 5)
+    controller, clock, reports = make(script, max_failures=2, not_ready_delay=0.5)
+    controller.queue.add("k")
+    delays = []
+    for _ in range(5):
+        assert step(controller) == "k"
+        due = controller.queue.pending_delayed()["k"]
+        delays.append(due - clock.now())
+        clock.advance(due - clock.now())
+    assert delays == [1.0, 2.0, 4.0, 8.0, 8.0]
+    assert controller.failures("k") == 0 and not controller.stats.slow_lane and not reports
