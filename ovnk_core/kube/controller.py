@@ -106,7 +106,7 @@ class Controller:
         informer.add_handler(on_change)
         self._informers.append(informer)
         if primary:
-            self._all_keys = informer.keys
+            self._all_keys = informer.list_keys
 
     def reconcile_after(self, key: str, delay: float) -> None:
         self.queue.add_after(key, delay)

@@ -114,6 +114,9 @@ class Informer:
                     self._indexes[name][value].add(key)
 
     def start(self) -> Informer:
+        """Start the list/watch thread (a second call does nothing)."""
+        if self._thread is not None:
+            return self
         self._thread = threading.Thread(target=self._run, name=f"informer-{self.resource}",
                                         daemon=True)
         self._thread.start()
@@ -139,7 +142,7 @@ class Informer:
         with self._lock:
             return [copy.deepcopy(obj) for obj in self._items.values()]
 
-    def keys(self) -> list[str]:
+    def list_keys(self) -> list[str]:
         with self._lock:
             return list(self._items)
 

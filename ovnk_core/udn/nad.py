@@ -187,7 +187,7 @@ def nad_needs_update(existing: JSON, desired: JSON) -> bool:
 
 def merge_for_update(existing: JSON, desired: JSON) -> JSON:
     """``desired`` keeping the existing NAD's identity and its k8s.ovn.org annotations."""
-    merged = json.loads(json.dumps(desired))
+    merged: JSON = json.loads(json.dumps(desired))
     old_meta = existing["metadata"]
     keep = {k: v for k, v in (old_meta.get("annotations") or {}).items()
             if k.startswith(OVN_ANNOTATION_PREFIX)}
