@@ -7,8 +7,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ovnk_core.local.cluster import LocalCluster
-from ovnk_core.local.components import COMPONENTS, run_component
+from ovnk_core.local.cluster import COMPONENTS, LocalCluster
+from ovnk_core.local.components import COMPONENTS as STAND_INS
+from ovnk_core.local.components import run_component
 from ovnk_core.logsetup import setup_logging
 
 DEFAULT_DIR = ".ovnk"
@@ -43,7 +44,7 @@ def register(subparsers: Any) -> None:
     down.set_defaults(func=run_down)
 
     component = commands.add_parser("component", help="(internal) run one component")
-    component.add_argument("name", choices=sorted(COMPONENTS))
+    component.add_argument("name", choices=sorted(STAND_INS))
     component.add_argument("--dir", default=DEFAULT_DIR)
     component.add_argument("--loglevel", default="info")
     component.set_defaults(func=run_one_component)

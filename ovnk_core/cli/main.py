@@ -13,11 +13,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ovnk_core.cli import config_cmd, local_cmd, plugins_cmd, version_cmd
+from ovnk_core.cli import (
+    cluster_manager_cmd,
+    config_cmd,
+    local_cmd,
+    plugins_cmd,
+    version_cmd,
+)
 from ovnk_core.errors import OvnkError
 from ovnk_core.logsetup import setup_logging
 
-SUBCOMMANDS = (plugins_cmd, config_cmd, local_cmd, version_cmd)
+SUBCOMMANDS = (plugins_cmd, config_cmd, cluster_manager_cmd, local_cmd, version_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    setup_logging(getattr(args, "loglevel", "warning") or "warning")
+    try:
+        setup_logging(getattr(args, "loglevel", "warning") or "warning")
+    except ValueError:
+        setup_logging("warning")  # the configuration check reports the bad --loglevel
     try:
         return int(args.func(args))
     except OvnkError as exc:

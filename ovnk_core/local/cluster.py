@@ -22,8 +22,8 @@ import yaml
 
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.errors import AlreadyExists
-from ovnk_core.kube.resources import CRDS, NODES
-from ovnk_core.local.components import COMPONENTS
+from ovnk_core.kube.resources import CRDS, NAMESPACES, NODES
+from ovnk_core.local.components import COMPONENTS as STAND_INS
 from ovnk_core.local.supervisor import (
     ClusterState,
     LocalClusterError,
@@ -37,6 +37,9 @@ from ovnk_core.ovn.processes import NB_SCHEMA, SB_SCHEMA
 
 CRD_DIR = Path(__file__).resolve().parent.parent / "manifests" / "crds"
 INFRA = ("apiserver", "nb-ovsdb", "sb-ovsdb", "northd")
+OVNK_COMPONENTS = ("cluster-manager",)
+COMPONENTS = (*STAND_INS, *OVNK_COMPONENTS)
+SYSTEM_NAMESPACES = ("default", "kube-system", "ovn-kubernetes")
 
 
 def node_names(count: int) -> list[str]:
@@ -129,12 +132,29 @@ class LocalCluster:
             str(self.log_dir / "northd.out")))
         return records
 
+    @property
+    def config_file(self) -> Path:
+        return self.dir / "ovnk.toml"
+
+    def write_config(self) -> None:
+        """The configuration every ovnk component of this cluster runs with."""
+        self.config_file.write_text(
+            "# written by ovnk local up: the local cluster's ovnk configuration\n"
+            "enable-multi-network = true\n"
+            "enable-network-segmentation = true\n"
+            'gateway-v4-masquerade-subnet = "169.254.0.0/17"\n'
+            f'nb-address = "unix:{self.nb_socket}"\n'
+            f'sb-address = "unix:{self.sb_socket}"\n'
+            f'k8s-kubeconfig = "{self.kubeconfig}"\n')
+
     def _component_record(self, name: str) -> ProcessRecord:
-        return ProcessRecord(
-            name, "component",
-            [sys.executable, "-m", "ovnk_core.cli.main", "local", "component", name,
-             "--dir", str(self.dir)],
-            str(self.log_dir / f"{name}.log"))
+        if name in OVNK_COMPONENTS:
+            args = [sys.executable, "-m", "ovnk_core.cli.main", name, "--config",
+                    str(self.config_file), "--ready-file", str(self.ready_file(name))]
+        else:
+            args = [sys.executable, "-m", "ovnk_core.cli.main", "local", "component", name,
+                    "--dir", str(self.dir)]
+        return ProcessRecord(name, "component", args, str(self.log_dir / f"{name}.log"))
 
     def ready_file(self, name: str) -> Path:
         return self.run_dir / f"{name}.ready"
@@ -162,8 +182,14 @@ class LocalCluster:
                 state.save(self.state_file)
             self._wait_infra(state, timeout)
             write_kubeconfig(self.kubeconfig, f"http://127.0.0.1:{port}")
+            self.write_config()
             client = KubeClient(api_client_from_kubeconfig(str(self.kubeconfig)))
             self._apply_crds(client)
+            for namespace in SYSTEM_NAMESPACES:
+                try:
+                    client.create(NAMESPACES, {"metadata": {"name": namespace}})
+                except AlreadyExists:
+                    pass
             for index, name in enumerate(state.nodes):
                 try:
                     client.create(NODES, build_node(name, index))

@@ -1,0 +1,111 @@
+"""Wiring of the cluster-manager process.
+
+Builds, from the configuration, everything the cluster manager runs: the
+plugin host, the Kubernetes client and shared informers, the event recorder,
+the UDN/CUDN controllers (with network segmentation) and the metrics; then
+runs them behind leader election so that only one replica acts at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from ovnk_core.config import Config
+from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
+from ovnk_core.kube.events import EventRecorder
+from ovnk_core.kube.factory import InformerFactory
+from ovnk_core.kube.leader import LeaderElector
+from ovnk_core.metrics import GaugeFromCache, serve_metrics
+from ovnk_core.plugins import PluginHost
+from ovnk_core.udn import nad as nadlib
+from ovnk_core.udn.controller import UdnControllers
+
+log = logging.getLogger(__name__)
+
+COMPONENT = "ovnkube-cluster-manager"
+LEASE_NAMESPACE = "ovn-kubernetes"
+
+
+class ClusterManager:
+    def __init__(self, config: Config, client: KubeClient, host: PluginHost,
+                 identity: str | None = None) -> None:
+        self.config = config
+        self.client = client
+        self.host = host
+        self.identity = identity or socket.gethostname()
+        self.informers = InformerFactory(client)
+        self.recorder = EventRecorder(client, COMPONENT, self.identity)
+        self.registry = CollectorRegistry()
+        self.udn: UdnControllers | None = None
+        if config.enable_network_segmentation:
+            udn = self.udn = UdnControllers(client, self.informers, config, host, self.recorder)
+            self.registry.register(GaugeFromCache(
+                "ovnkube_clustermanager_user_defined_networks",
+                "The total number of UserDefinedNetworks in the cluster",
+                ["role", "topology"], lambda: self._count(udn.udns.items())))
+            self.registry.register(GaugeFromCache(
+                "ovnkube_clustermanager_cluster_user_defined_networks",
+                "The total number of ClusterUserDefinedNetworks in the cluster",
+                ["role", "topology"], lambda: self._count(udn.cudns.items())))
+        self._metrics_server: object | None = None
+        self._running = threading.Event()
+
+    @staticmethod
+    def _count(objects: Iterable[JSON]) -> list[tuple[tuple[str, ...], float]]:
+        counts: Counter[tuple[str, str]] = Counter()
+        for obj in objects:
+            if obj["metadata"].get("deletionTimestamp"):
+                continue
+            spec = nadlib.network_spec_of(obj)
+            topology = str(spec.get("topology", ""))
+            role = str(nadlib.topology_config(spec).get("role", ""))
+            counts[(role, topology)] += 1
+        return [((role, topology), float(n)) for (role, topology), n in sorted(counts.items())]
+
+    def start_controllers(self) -> None:
+        self.informers.start()
+        if self.udn is not None:
+            self.udn.start()
+        self._running.set()
+        log.info("cluster manager %s: controllers running", self.identity)
+
+    def stop_controllers(self) -> None:
+        if self.udn is not None:
+            self.udn.stop()
+        self.informers.stop()
+        self._running.clear()
+
+    def run(self, stop: threading.Event, ready_file: Path | None = None) -> None:
+        """Serve metrics, campaign for the lease, run controllers while leading."""
+        if self.config.metrics_bind_address:
+            self._metrics_server = serve_metrics(self.registry, self.config.metrics_bind_address)
+        lost = threading.Event()
+        elector = LeaderElector(self.client, COMPONENT, LEASE_NAMESPACE, self.identity,
+                                on_started=self.start_controllers, on_stopped=lost.set)
+        elector.start()
+        while not stop.is_set():
+            if self._running.is_set() and ready_file is not None and not ready_file.exists():
+                ready_file.parent.mkdir(parents=True, exist_ok=True)
+                ready_file.write_text("leader\n")
+            if lost.is_set():
+                log.error("cluster manager %s lost its lease; exiting so a fresh process can "
+                          "campaign again", self.identity)
+                break
+            stop.wait(0.2)
+        elector.stop()
+        self.stop_controllers()
+        if ready_file is not None:
+            ready_file.unlink(missing_ok=True)
+
+
+def build_cluster_manager(config: Config) -> ClusterManager:
+    host = PluginHost.load(config)
+    client = KubeClient(api_client_from_kubeconfig(config.kubeconfig))
+    return ClusterManager(config, client, host)
