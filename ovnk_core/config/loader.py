@@ -70,12 +70,19 @@ def load_config(
             continue
         sources[option.field] = source.split(" ")[0]
     if problems:
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+        raise ConfigError(_report("invalid configuration", problems))
     config = Config(**kwargs, sources=sources)
     problems = validate(config)
     if problems:
-        raise ConfigError("inconsistent configuration:\n  " + "\n  ".join(problems))
+        raise ConfigError(_report("inconsistent configuration", problems))
     return config
+
+
+def _report(title: str, problems: list[str]) -> str:
+    """One line for a single problem (the CLI shows errors as one line), else one per problem."""
+    if len(problems) == 1:
+        return f"{title}: {problems[0]}"
+    return f"{title}:\n  " + "\n  ".join(problems)
 
 
 def _pick(option: Option, given: Mapping[str, Any], environ: Mapping[str, str],
@@ -97,6 +104,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path} does not exist") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc.strerror}") from None
     values: dict[str, Any] = {}
     unknown: list[str] = []
     _flatten(document, values, unknown, prefix="")

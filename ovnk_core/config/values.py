@@ -78,10 +78,12 @@ def parse_str_list(raw: Any) -> tuple[str, ...]:
     return tuple(item for item in items if item)
 
 
-def parse_cidr(raw: Any) -> IPNetwork:
+def parse_cidr(raw: Any, *, strict: bool = True) -> IPNetwork:
+    """A CIDR; with ``strict=False`` host bits are masked off as Go's ``net.ParseCIDR`` does
+    (``192.168.100.0/16`` is ``192.168.0.0/16``), which upstream uses for network subnets."""
     text = str(raw).strip()
     try:
-        return ipaddress.ip_network(text, strict=True)
+        return ipaddress.ip_network(text, strict=strict)
     except ValueError as exc:
         raise ValueError(f"{text!r} is not a valid CIDR ({exc})") from None
 
@@ -111,7 +113,7 @@ def parse_cluster_subnet(text: str, v4_default: int = 24, v6_default: int = 64) 
         cidr_text, host_text = text, ""
     else:
         raise ValueError(f"{text!r} is not of the form CIDR or CIDR/HOSTPREFIX")
-    cidr = parse_cidr(cidr_text)
+    cidr = parse_cidr(cidr_text, strict=False)
     if host_text:
         try:
             host_prefix = int(host_text)

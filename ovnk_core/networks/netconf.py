@@ -57,11 +57,12 @@ class NetConf:
         return value
 
     def get_cidrs(self, key: str) -> tuple[IPNetwork, ...]:
-        """A comma-joined CIDR list such as ``"10.1.0.0/16,fd00::/64"``."""
+        """A comma-joined CIDR list such as ``"10.1.0.0/16,fd00::/64"`` (host bits are
+        masked off, as upstream's netconf parsing does)."""
         result = []
         for item in parse_str_list(self.get_str(key)):
             try:
-                result.append(parse_cidr(item))
+                result.append(parse_cidr(item, strict=False))
             except ValueError as exc:
                 raise NetworkConfigError(f"netconf {key!r}: {exc}") from None
         return tuple(result)

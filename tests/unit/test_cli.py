@@ -1,0 +1,359 @@
+"""The ``ovnk`` command, run in-process through ``ovnk_core.cli.main.main``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import tomllib
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from ovnk_core.cli.main import build_parser, main
+from ovnk_core.config.options import OPTIONS
+
+ROOT = Path(__file__).resolve().parents[2]
+BUNDLED = {"dynamic": "ovnk.features", "isolation": "ovnk.features", "mirror": "ovnk.features",
+           "layer2": "ovnk.topologies", "layer3": "ovnk.topologies",
+           "localnet": "ovnk.topologies"}
+UDN_FLAGS = ["--enable-multi-network", "--enable-network-segmentation",
+             "--gateway-v4-masquerade-subnet", "169.254.0.0/17"]
+
+
+@pytest.fixture(autouse=True)
+def isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No OVNK_* variable from the real environment; root logging restored after ``main``."""
+    for name in list(os.environ):
+        if name.startswith("OVNK_"):
+            monkeypatch.delenv(name)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        if handler not in handlers:
+            root.removeHandler(handler)
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(level)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def version_of(directory: str) -> str:
+    with (ROOT / directory / "pyproject.toml").open("rb") as handle:
+        return str(tomllib.load(handle)["project"]["version"])
+
+
+def table(out: str) -> tuple[list[str], dict[str, list[str]]]:
+    lines = out.splitlines()
+    return lines[0].split(), {line.split()[0]: line.split() for line in lines[1:]}
+
+
+# --------------------------------------------------------------------------- plugins
+
+def test_plugins_table_columns_and_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "plugins")
+    assert (code, err) == (0, "")
+    header, rows = table(out)
+    assert header == ["NAME", "GROUP", "DISTRIBUTION", "VERSION", "ENABLED"]
+    for name, group in BUNDLED.items():
+        enabled = "yes" if group == "ovnk.topologies" else "no"
+        assert rows[name] == [name, group, f"ovnk-{name}",
+                              version_of(f"plugins/{name}"), enabled]
+    # Columns are aligned: every cell starts where its header starts.
+    lines = out.splitlines()
+    starts = [lines[0].index(title) for title in header]
+    for line in lines[1:]:
+        cells = line.split()
+        assert [line.index(cell, start) for cell, start in zip(cells, starts, strict=True)] == (
+            starts)
+
+
+@pytest.mark.parametrize(
+    ("flags", "enabled"),
+    [([], {"layer2", "layer3", "localnet"}),
+     (["--topologies", "layer3"], {"layer3"}),
+     (UDN_FLAGS, {"isolation", "mirror", "layer2", "layer3", "localnet"}),
+     ([*UDN_FLAGS, "--enable-dynamic-udn-allocation", "--disable-feature", "mirror",
+       "--topologies", "layer2,localnet"], {"isolation", "dynamic", "layer2", "localnet"})],
+    ids=["defaults", "topologies", "segmentation", "dynamic-without-mirror"],
+)
+def test_plugins_enabled_column_follows_the_flags(capsys: pytest.CaptureFixture[str],
+                                                  flags: list[str], enabled: set[str]) -> None:
+    code, out, _err = run(capsys, "plugins", *flags)
+    assert code == 0
+    _header, rows = table(out)
+    assert {name for name in BUNDLED if rows[name][-1] == "yes"} == enabled
+
+
+def test_plugins_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "plugins", "-o", "json", *UDN_FLAGS)
+    assert (code, err) == (0, "")
+    rows = {row["name"]: row for row in json.loads(out)}
+    assert rows["layer3"] == {"name": "layer3", "group": "ovnk.topologies",
+                              "value": "ovnk_layer3.topology:Layer3Topology",
+                              "distribution": "ovnk-layer3",
+                              "version": version_of("plugins/layer3"), "enabled": True}
+    assert rows["mirror"]["enabled"] is True
+    assert rows["dynamic"]["enabled"] is False
+    assert set(BUNDLED) <= set(rows)
+
+
+def test_plugins_check_loads_the_enabled_plugins(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "plugins", "--check", *UDN_FLAGS)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-1] == (
+        "loaded: topologies=layer2,layer3,localnet features=isolation,mirror")
+
+
+def test_plugins_check_with_too_small_masquerade_subnet_fails_before_listing(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "plugins", "--check", "--enable-multi-network",
+                         "--enable-network-segmentation")
+    assert code == 2
+    assert out == ""
+    assert err == (
+        "ovnk plugins: inconsistent configuration: --gateway-v4-masquerade-subnet "
+        "169.254.169.0/29 is too small for network segmentation: it holds 8 addresses and "
+        "user-defined networks need 10 reserved plus 2 per network; use a larger subnet such "
+        "as 169.254.0.0/17\n")
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [(["--enable-feature", "nope"],
+      "ovnk plugins: enabled plugin(s) not installed: nope (no entry point of that name in "
+      "group 'ovnk.features'; installed: dynamic, isolation, mirror)\n"),
+     (["--enable-feature", "dynamic"],
+      "ovnk plugins: plugin ovnk.features:dynamic: feature 'dynamic' requires "
+      "--enable-multi-network, --enable-network-segmentation, "
+      "--enable-dynamic-udn-allocation\n")],
+    ids=["missing-feature", "feature-without-flags"],
+)
+def test_plugins_check_reports_load_errors(capsys: pytest.CaptureFixture[str],
+                                           flags: list[str], message: str) -> None:
+    code, out, err = run(capsys, "plugins", "--check", *flags)
+    assert code == 2
+    assert err == message
+    assert out.startswith("NAME")  # the listing itself does not import anything
+    assert "loaded:" not in out
+
+
+def test_plugins_without_check_does_not_load(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _err = run(capsys, "plugins", "--enable-feature", "nope")
+    assert code == 0
+    assert "loaded:" not in out
+
+
+# --------------------------------------------------------------------------- config
+
+def config_lines(out: str) -> dict[str, tuple[str, str]]:
+    """flag -> (value, source) from ``ovnk config``; an empty value shows as ''."""
+    result = {}
+    for line in out.splitlines():
+        flag, _, rest = line.partition(" ")
+        rest = rest.strip()
+        if rest.endswith(")") and "(" in rest:
+            value, _, source = rest.rpartition("(")
+            result[flag] = (value.strip(), source.rstrip(")"))
+        else:
+            result[flag] = (rest, "")
+    return result
+
+
+def test_config_shows_every_option_with_its_source(capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    path = tmp_path / "ovnk.toml"
+    path.write_text('[ovnnorth]\nnb-address = ["tcp:10.0.0.1:6641", "tcp:10.0.0.2:6641"]\n'
+                    "mtu = 1300\n")
+    monkeypatch.setenv("OVNK_MTU", "1500")
+    monkeypatch.setenv("OVNK_UDN_DELETION_GRACE_PERIOD", "2m")
+    code, out, err = run(capsys, "config", "--config", str(path), *UDN_FLAGS,
+                         "--enable-feature", "audit")
+    assert (code, err) == (0, "")
+    lines = config_lines(out)
+    assert list(lines) == [option.flag for option in OPTIONS] + ["features"]
+    assert lines["enable-multi-network"] == ("True", "cli")
+    assert lines["gateway-v4-masquerade-subnet"] == ("169.254.0.0/17", "cli")
+    assert lines["mtu"] == ("1500", "env")
+    assert lines["udn-deletion-grace-period"] == ("120.0", "env")
+    assert lines["nb-address"] == ("tcp:10.0.0.1:6641,tcp:10.0.0.2:6641", "file")
+    assert lines["service-cluster-ip-range"] == ("10.96.0.0/16", "default")
+    assert lines["cluster-subnets"] == ("10.244.0.0/16/24", "default")
+    assert lines["enable-dynamic-udn-allocation"] == ("False", "default")
+    assert lines["topologies"] == ("", "default")
+    assert lines["features"] == ("isolation,mirror,audit", "")
+
+
+def test_config_file_from_ovnk_config_env(capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch,
+                                          tmp_path: Path) -> None:
+    path = tmp_path / "ovnk.toml"
+    path.write_text("loglevel = 'debug'\n")
+    monkeypatch.setenv("OVNK_CONFIG", str(path))
+    code, out, _err = run(capsys, "config")
+    assert code == 0
+    assert config_lines(out)["loglevel"] == ("debug", "file")
+    assert config_lines(out)["features"] == ("-", "")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["config", "--mtu", "abc"],
+      "ovnk config: invalid configuration: cli --mtu: invalid value for --mtu: expected an "
+      "integer, got 'abc'"),
+     (["config", "--enable-multi-network", "maybe"],
+      "ovnk config: invalid configuration: cli --enable-multi-network: invalid value for "
+      "--enable-multi-network: expected a boolean (true/false), got 'maybe'"),
+     (["config", "--udn-deletion-grace-period=-1s"],
+      "ovnk config: invalid configuration: cli --udn-deletion-grace-period: invalid value "
+      "for --udn-deletion-grace-period: expected a duration such as 120s, 2m or 1h30m, "
+      "got '-1s'"),
+     (["config", "--cluster-subnets", "fd00::/48/60"],
+      "ovnk config: invalid configuration: cli --cluster-subnets: invalid value for "
+      "--cluster-subnets: 'fd00::/48/60': IPv6 only supports /64 host subnets"),
+     (["config", "--nb-address", "tcp:10.0.0.1"],
+      "ovnk config: invalid configuration: cli --nb-address: invalid value for --nb-address: "
+      "'tcp:10.0.0.1' is not an OVSDB remote (unix:PATH, tcp:HOST:PORT or ssl:HOST:PORT)"),
+     (["config", "--loglevel", "bogus"],
+      "ovnk config: inconsistent configuration: --loglevel 'bogus' is not one of debug, "
+      "info, warning, error or 0-5"),
+     (["config", "--enable-network-segmentation"],
+      "ovnk config: inconsistent configuration:\n"
+      "  the Network Segmentation feature cannot be enabled without also enabling Multi "
+      "Network (--enable-network-segmentation requires --enable-multi-network)\n"
+      "  --gateway-v4-masquerade-subnet 169.254.169.0/29 is too small for network "
+      "segmentation: it holds 8 addresses and user-defined networks need 10 reserved plus 2 "
+      "per network; use a larger subnet such as 169.254.0.0/17"),
+     (["config", "--config", "/nonexistent/ovnk.toml"],
+      "ovnk config: config file /nonexistent/ovnk.toml does not exist"),
+     (["plugins", "--mtu", "abc"],
+      "ovnk plugins: invalid configuration: cli --mtu: invalid value for --mtu: expected an "
+      "integer, got 'abc'"),
+     (["cluster-manager", "--mtu", "abc"],
+      "ovnk cluster-manager: invalid configuration: cli --mtu: invalid value for --mtu: "
+      "expected an integer, got 'abc'")],
+    ids=["int", "bool", "negative-duration", "ipv6-host-prefix", "ovsdb-remote", "loglevel",
+         "two-problems", "missing-file", "plugins-int", "cluster-manager-int"],
+)
+def test_invalid_values_exit_2_with_a_message_and_no_traceback(
+        capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert err == message + "\n"
+    assert "Traceback" not in err
+
+
+def test_a_single_problem_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    _code, _out, err = run(capsys, "config", "--mtu", "abc")
+    assert err.count("\n") == 1
+    assert err.startswith("ovnk config: ")
+
+
+def test_invalid_env_value_is_reported_like_a_flag(capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OVNK_MTU", "abc")
+    code, _out, err = run(capsys, "config")
+    assert code == 2
+    assert err == ("ovnk config: invalid configuration: env OVNK_MTU: invalid value for "
+                   "--mtu: expected an integer, got 'abc'\n")
+
+
+def test_bool_flags_take_an_optional_value(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _err = run(capsys, "config", "--enable-multi-network=false",
+                          "--enable-persistent-ips")
+    assert code == 0
+    lines = config_lines(out)
+    assert lines["enable-multi-network"] == ("False", "cli")
+    assert lines["enable-persistent-ips"] == ("True", "cli")
+
+
+def test_kubeconfig_alias(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _err = run(capsys, "config", "--kubeconfig", "/etc/kube.conf")
+    assert code == 0
+    assert config_lines(out)["k8s-kubeconfig"] == ("/etc/kube.conf", "cli")
+
+
+# --------------------------------------------------------------------------- version and help
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "version")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == f"ovnk-core {version_of('.')}"
+    assert lines[0] == f"ovnk-core {metadata.version('ovnk-core')}"
+    for name in BUNDLED:
+        assert lines.count(f"ovnk-{name} {version_of(f'plugins/{name}')}") == 1
+    assert len(lines) == len(set(lines))
+
+
+@pytest.mark.parametrize(
+    ("argv", "mentions"),
+    [([], ["plugins", "config", "local", "version"]),
+     (["plugins"], ["--check", "--output", "--config", "--enable-multi-network",
+                    "--topologies", "--enable-feature", "--disable-feature",
+                    "OVNK_ENABLE_MULTI_NETWORK"]),
+     (["config"], ["--config", "--cluster-subnets", "--gateway-v4-masquerade-subnet",
+                   "--udn-deletion-grace-period", "--k8s-kubeconfig", "--kubeconfig",
+                   "--nb-address", "OVNK_CLUSTER_SUBNETS", "OVNK_CONFIG"]),
+     (["version"], ["usage: ovnk version"]),
+     (["local"], ["up", "status", "restart", "down"]),
+     (["cluster-manager"], ["--ready-file", "--config", "--enable-network-segmentation",
+                            "OVNK_MTU"])],
+    ids=["ovnk", "plugins", "config", "version", "local", "cluster-manager"],
+)
+def test_help_exits_0_and_mentions_the_flags(capsys: pytest.CaptureFixture[str],
+                                             argv: list[str], mentions: list[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    for text in mentions:
+        assert text in out, text
+
+
+def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = build_parser()
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert {"plugins", "config", "version", "local"} <= set(subparsers.choices)
+    for name in subparsers.choices:
+        with pytest.raises(SystemExit) as info:
+            main([name, "--help"])
+        assert info.value.code == 0, name
+        assert capsys.readouterr().out.startswith(f"usage: ovnk {name}"), name
+
+
+def test_config_help_lists_every_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["config", "--help"])
+    out = capsys.readouterr().out
+    for option in OPTIONS:
+        assert f"--{option.flag}" in out
+        assert option.env_var in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [([], "the following arguments are required: COMMAND"),
+     (["config", "--bogus"], "unrecognized arguments: --bogus"),
+     (["plugins", "-o", "yaml"], "argument -o/--output: invalid choice: 'yaml'"),
+     (["frobnicate"], "invalid choice: 'frobnicate'")],
+    ids=["no-command", "unknown-flag", "bad-output", "unknown-command"],
+)
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str],
+                             error: str) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    assert error in capsys.readouterr().err
