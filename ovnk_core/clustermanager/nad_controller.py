@@ -1,0 +1,203 @@
+"""The cluster manager's NAD controller: networks from NADs, and their network IDs.
+
+Keys are network names.  For one network the controller parses every NAD
+that names it (through the topology plugins, so third-party topologies work
+the same way), keeps the agreeing ones in the registry, and writes the
+network's identity onto each of them: ``k8s.ovn.org/network-id``,
+``k8s.ovn.org/network-name`` and ``k8s.ovn.org/tunnel-keys``.
+
+IDs are never recomputed: before the workers start, every ID already
+annotated on a NAD is reserved again (the initial sync), so a restart gives
+each network the ID it had.  A NAD that cannot be parsed, or that disagrees
+with the network's other NADs, gets a Warning event and is left out; it never
+blocks other NADs, other networks or startup.  An ID is released when no NAD
+names its network any more.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from ovnk_core.errors import NetworkConfigError, NotReady, PermanentError
+from ovnk_core.kube.client import JSON, KubeClient
+from ovnk_core.kube.controller import Controller
+from ovnk_core.kube.errors import Conflict, NotFound
+from ovnk_core.kube.events import WARNING, EventRecorder
+from ovnk_core.kube.factory import InformerFactory
+from ovnk_core.kube.resources import NADS, object_key
+from ovnk_core.networks.netconf import CNI_TYPE, parse_netconf
+from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.networks.registry import ConflictingNetworkError, NetworkRegistry
+from ovnk_core.plugins import PluginHost
+
+log = logging.getLogger(__name__)
+
+NETWORK_ID_ANNOTATION = "k8s.ovn.org/network-id"
+NETWORK_NAME_ANNOTATION = "k8s.ovn.org/network-name"
+TUNNEL_KEYS_ANNOTATION = "k8s.ovn.org/tunnel-keys"
+
+
+class NetworkIds(Protocol):
+    """The allocator interface this controller needs (``ovnk_core.allocators.ids``)."""
+
+    def allocate(self, owner: str) -> int: ...
+
+    def reserve(self, owner: str, value: int) -> None: ...
+
+    def release(self, owner: str) -> None: ...
+
+    def get(self, owner: str) -> int | None: ...
+
+
+def nad_network_name(nad: JSON) -> list[str]:
+    """The network name a NAD's config declares (for OVN-Kubernetes NADs only)."""
+    try:
+        config = json.loads((nad.get("spec") or {}).get("config") or "")
+    except ValueError:
+        return []
+    if not isinstance(config, dict) or config.get("type") != CNI_TYPE:
+        return []
+    name = config.get("name")
+    return [name] if isinstance(name, str) and name else []
+
+
+def annotated_id(nad: JSON) -> int | None:
+    raw = (nad["metadata"].get("annotations") or {}).get(NETWORK_ID_ANNOTATION)
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+class NadController:
+    def __init__(self, client: KubeClient, informers: InformerFactory, host: PluginHost,
+                 recorder: EventRecorder, registry: NetworkRegistry, ids: NetworkIds,
+                 tunnel_keys: Callable[[NetInfo, int], list[int]]) -> None:
+        self.client = client
+        self.host = host
+        self.recorder = recorder
+        self.registry = registry
+        self.ids = ids
+        self.tunnel_keys = tunnel_keys
+        self.nads = informers.get(NADS, indexers={"network": nad_network_name})
+        self.controller = Controller("cluster-manager-nad-controller", self.reconcile,
+                                     initial_sync=self.sync)
+        self.controller.watch(self.nads, key_func=nad_network_name)
+        self._reported: dict[str, str] = {}
+
+    def sync(self) -> None:
+        """Reserve every network ID already written on NADs (before any allocation)."""
+        for nad in self.nads.items():
+            names = nad_network_name(nad)
+            network_id = annotated_id(nad)
+            if not names or network_id is None or self.ids.get(names[0]) is not None:
+                continue
+            try:
+                self.ids.reserve(names[0], network_id)
+            except ValueError as exc:
+                log.warning("NAD %s: annotated network ID %d not reused: %s",
+                            object_key(nad), network_id, exc)
+        for name in {n for nad in self.nads.items() for n in nad_network_name(nad)}:
+            self.controller.queue.add(name)
+
+    def _parse(self, nad: JSON) -> NetInfo | None:
+        key = object_key(nad)
+        try:
+            netinfo: NetInfo = parse_netconf(nad["spec"]["config"], self.host)
+        except NetworkConfigError as exc:
+            self._report(nad, exc.reason, f"NAD {key} is invalid: {exc}")
+            return None
+        if netinfo.nad_key and netinfo.nad_key != key:
+            self._report(nad, "InvalidNetworkConfig", f"NAD {key}: netAttachDefName "
+                                                      f"{netinfo.nad_key} does not match")
+            return None
+        return netinfo
+
+    def _report(self, nad: JSON, reason: str, message: str) -> None:
+        key = object_key(nad)
+        if self._reported.get(key) == message:
+            return
+        self._reported[key] = message
+        log.warning("%s", message)
+        self.recorder.event(nad, WARNING, reason, message)
+
+    def reconcile(self, network: str) -> None:
+        nads = sorted(self.nads.by_index("network", network), key=object_key)
+        previous = self.registry.get(network)
+        for key in (previous.nads if previous else set()) - {object_key(n) for n in nads}:
+            self.registry.remove_nad(key)
+        accepted: list[tuple[JSON, NetInfo]] = []
+        for nad in nads:
+            if nad["metadata"].get("deletionTimestamp"):
+                self.registry.remove_nad(object_key(nad))
+                continue
+            netinfo = self._parse(nad)
+            if netinfo is None:
+                self.registry.remove_nad(object_key(nad))
+                continue
+            try:
+                self.registry.set_nad(object_key(nad), netinfo)
+            except ConflictingNetworkError as exc:
+                self._report(nad, "ConflictingNetworkConfig", str(exc))
+                continue
+            self._reported.pop(object_key(nad), None)
+            accepted.append((nad, netinfo))
+        if not accepted:
+            if self.ids.get(network) is not None:
+                self.ids.release(network)
+                log.info("network %s: no NAD left, network ID released", network)
+            return
+        network_id = self._network_id(network, [nad for nad, _ in accepted])
+        entry = self.registry.get(network)
+        if entry is not None:
+            entry.network_id = network_id
+        keys = self.tunnel_keys(accepted[0][1], network_id)
+        wanted = {NETWORK_ID_ANNOTATION: str(network_id), NETWORK_NAME_ANNOTATION: network,
+                  TUNNEL_KEYS_ANNOTATION: json.dumps(keys, separators=(",", ":"))}
+        for nad, _ in accepted:
+            self._annotate(nad, wanted)
+
+    def _network_id(self, network: str, nads: list[JSON]) -> int:
+        current = self.ids.get(network)
+        if current is not None:
+            return current
+        for nad in nads:
+            candidate = annotated_id(nad)
+            if candidate is None:
+                continue
+            try:
+                self.ids.reserve(network, candidate)
+                return candidate
+            except ValueError:
+                continue  # taken by another network meanwhile: allocate a fresh one
+        try:
+            return self.ids.allocate(network)
+        except ValueError as exc:
+            for nad in nads:
+                self._report(nad, "NetworkIDAllocationFailed", str(exc))
+            raise PermanentError(f"network {network}: {exc}") from None
+
+    def _annotate(self, nad: JSON, wanted: dict[str, str]) -> None:
+        meta = nad["metadata"]
+        current = meta.get("annotations") or {}
+        if all(current.get(k) == v for k, v in wanted.items()):
+            return
+        patch = {"metadata": {"annotations": wanted,
+                              "resourceVersion": meta.get("resourceVersion")}}
+        try:
+            self.client.patch(NADS, meta["name"], patch, meta["namespace"])
+        except NotFound:
+            return
+        except Conflict:
+            raise NotReady(f"NAD {object_key(nad)} changed meanwhile", delay=0.1) from None
+        log.info("NAD %s: network %s has ID %s", object_key(nad), wanted[NETWORK_NAME_ANNOTATION],
+                 wanted[NETWORK_ID_ANNOTATION])
+
+    def start(self) -> None:
+        self.controller.start()
+
+    def stop(self) -> None:
+        self.controller.stop()
