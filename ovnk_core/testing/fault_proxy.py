@@ -97,6 +97,11 @@ class FaultProxy:
                 pass
         return len(streams)
 
+    def open_watches(self) -> int:
+        """Watch streams currently being relayed."""
+        with self._lock:
+            return len(self._streams)
+
     def watch_count(self) -> int:
         return sum(1 for method, path in self.requests if method == "GET" and "watch=" in path)
 

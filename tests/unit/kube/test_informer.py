@@ -114,10 +114,10 @@ def test_dropped_stream_resumes_without_losing_events(proxy: FaultProxy, proxied
     informer.start()
     try:
         assert informer.wait_for_sync(10)
-        wait_until(lambda: informer.stats.watches > 0)
         for round_ in range(3):
+            wait_until(lambda: proxy.open_watches() == 1)
             before = informer.stats.watches
-            proxy.drop_watches()
+            assert proxy.drop_watches() == 1
             # Changes made while the stream is down are delivered after the resume.
             direct.create(CONFIGMAPS, configmap(f"while-down-{round_}"))
             name = f"default/while-down-{round_}"
