@@ -1,0 +1,1 @@
+"""Node-side helpers: network namespaces, nftables (libnftables) and netlink (pyroute2)."""
