@@ -118,12 +118,12 @@ class KubeClient:
     def watch(self, resource: Resource, namespace: str | None = None,
               resource_version: str | None = None, label_selector: str | None = None,
               field_selector: str | None = None, timeout_seconds: int | None = None,
-              allow_bookmarks: bool = True,
-              read_timeout: float | None = None) -> Iterator[JSON]:
-        """Stream watch events (``{"type": ..., "object": {...}}``) until the server ends it.
+              allow_bookmarks: bool = True, read_timeout: float | None = None) -> WatchStream:
+        """Open a watch; iterate the returned stream for events until the server ends it.
 
         ``read_timeout`` bounds the silence between two chunks, so a dead connection is
-        noticed (bookmarks keep a healthy one busy).
+        noticed (bookmarks keep a healthy one busy).  ``close()`` on the stream, from any
+        thread, ends the iteration at once.
         """
         query = {"watch": "true", "resourceVersion": resource_version,
                  "labelSelector": label_selector, "fieldSelector": field_selector,
@@ -131,19 +131,40 @@ class KubeClient:
                  "allowWatchBookmarks": "true" if allow_bookmarks else None}
         timeout = (10.0, read_timeout) if read_timeout else None
         response = self.request("GET", resource.path(namespace), query=query, timeout=timeout)
-        raw = response.response
+        return WatchStream(response.response)
+
+
+class WatchStream:
+    """The events of one watch request (``{"type": ..., "object": {...}}``)."""
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+        self._closed = False
+
+    def __iter__(self) -> Iterator[JSON]:
+        buffer = b""
         try:
-            buffer = b""
-            for chunk in raw.stream(amt=None, decode_content=False):
+            for chunk in self._raw.stream(amt=None, decode_content=False):
                 buffer += chunk
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
                     if line.strip():
                         yield json.loads(line)
-            if buffer.strip():
+            if buffer.strip() and not self._closed:
                 yield json.loads(buffer)
+        except Exception:
+            if not self._closed:
+                raise
         finally:
-            raw.release_conn()
+            self._raw.release_conn()
+
+    def close(self) -> None:
+        """Unblock a reader waiting on this stream (safe from another thread)."""
+        self._closed = True
+        try:
+            self._raw.shutdown()
+        except Exception as exc:  # already closed: nothing left to unblock
+            log.debug("watch stream close: %s", exc)
 
 
 def _query_value(value: Any) -> str:

@@ -32,7 +32,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ovnk_core.kube.client import JSON, KubeClient
+from ovnk_core.kube.client import JSON, KubeClient, WatchStream
 from ovnk_core.kube.errors import ApiError, Gone, error_from_status
 from ovnk_core.kube.resources import Resource, object_key
 
@@ -98,6 +98,7 @@ class Informer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._resource_version = ""
+        self._stream: WatchStream | None = None
         self._last_resync = time.monotonic()
         self.last_activity = time.monotonic()
 
@@ -124,8 +125,11 @@ class Informer:
 
     def stop(self) -> None:
         self._stop.set()
+        stream = self._stream
+        if stream is not None:
+            stream.close()
         if self._thread is not None:
-            self._thread.join(timeout=self.read_timeout + 5)
+            self._thread.join(timeout=10)
 
     def has_synced(self) -> bool:
         return self._synced.is_set()
@@ -206,10 +210,12 @@ class Informer:
 
     def _watch_once(self) -> None:
         self.stats.watches += 1
-        stream = self.client.watch(
+        stream = self._stream = self.client.watch(
             self.resource, self.namespace, resource_version=self._resource_version,
             label_selector=self.label_selector, field_selector=self.field_selector,
             timeout_seconds=self.watch_timeout, read_timeout=self.read_timeout)
+        if self._stop.is_set():
+            stream.close()
         for event in stream:
             if self._stop.is_set():
                 return

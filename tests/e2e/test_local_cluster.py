@@ -1,0 +1,147 @@
+"""``ovnk local`` end to end: processes, real kubectl, stand-ins, restart and teardown."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ovnk_core.local.cluster import LocalCluster
+from ovnk_core.local.supervisor import pid_running
+
+POD_NETWORKS = "k8s.ovn.org/pod-networks"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    local = LocalCluster(tmp_path_factory.mktemp("local") / ".ovnk")
+    local.up(nodes=2, timeout=90)
+    yield local
+    local.down()
+
+
+def kubectl(cluster: LocalCluster, *args: str, stdin: str | None = None,
+            check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(["kubectl", "--kubeconfig", str(cluster.kubeconfig), *args],
+                            input=stdin, capture_output=True, text=True, timeout=60)
+    if check and result.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr}")
+    return result
+
+
+def get_json(cluster: LocalCluster, *args: str) -> Any:
+    return json.loads(kubectl(cluster, "get", *args, "-o", "json").stdout)
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError("condition not reached in time")
+
+
+def pod_manifest(name: str, ip: str, labels: dict[str, str]) -> str:
+    annotation = json.dumps({"default": {"ip_addresses": [f"{ip}/24"],
+                                         "mac_address": "0a:58:0a:f4:01:05",
+                                         "role": "primary"}})
+    return json.dumps({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "demo", "labels": labels,
+                     "annotations": {POD_NETWORKS: annotation}},
+        "spec": {"containers": [{"name": "web", "image": "agnhost",
+                                 "ports": [{"name": "http", "containerPort": 8080}]}]}})
+
+
+def test_nodes_crds_and_processes(cluster: LocalCluster) -> None:
+    nodes = get_json(cluster, "nodes")["items"]
+    assert [n["metadata"]["name"] for n in nodes] == ["ovn-worker", "ovn-worker2"]
+    resources = kubectl(cluster, "api-resources").stdout
+    for short in ("udn", "cudn", "net-attach-def"):
+        assert f" {short} " in resources
+    statuses = {s.name: s for s in cluster.status()}
+    assert set(statuses) >= {"apiserver", "nb-ovsdb", "sb-ovsdb", "northd", "scheduler",
+                             "kubelet", "endpointslice-controller", "cluster-manager"}
+    assert all(s.ready for s in statuses.values()), statuses
+    assert cluster.nb_socket.exists() and cluster.sb_socket.exists()
+
+
+def test_pods_are_scheduled_run_and_get_endpoint_slices(cluster: LocalCluster) -> None:
+    kubectl(cluster, "create", "namespace", "demo")
+    for index in range(3):
+        kubectl(cluster, "apply", "-f", "-",
+                stdin=pod_manifest(f"web-{index}", f"10.244.1.{index + 5}", {"app": "web"}))
+    kubectl(cluster, "apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "demo"},
+        "spec": {"selector": {"app": "web"},
+                 "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}}))
+
+    def all_running() -> bool:
+        pods = get_json(cluster, "pods", "-n", "demo")["items"]
+        return len(pods) == 3 and all(p["status"].get("phase") == "Running" for p in pods)
+
+    wait_until(all_running)
+    pods = get_json(cluster, "pods", "-n", "demo")["items"]
+    assert {p["spec"]["nodeName"] for p in pods} == {"ovn-worker", "ovn-worker2"}
+    assert sorted(p["status"]["podIP"] for p in pods) == ["10.244.1.5", "10.244.1.6",
+                                                         "10.244.1.7"]
+    kubectl(cluster, "wait", "--for=condition=Ready", "pod/web-0", "-n", "demo",
+            "--timeout=30s")
+
+    def slice_addresses() -> list[str]:
+        slices = get_json(cluster, "endpointslices", "-n", "demo",
+                          "-l", "kubernetes.io/service-name=web")["items"]
+        return sorted(a for s in slices for e in s.get("endpoints") or []
+                      for a in e["addresses"])
+
+    assert wait_until(lambda: slice_addresses() == ["10.244.1.5", "10.244.1.6",
+                                                    "10.244.1.7"])
+    [slice_] = get_json(cluster, "endpointslices", "-n", "demo")["items"]
+    assert slice_["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"] == \
+        "endpointslice-controller.k8s.io"
+    assert slice_["ports"] == [{"name": "http", "port": 8080, "protocol": "TCP"}]
+    kubectl(cluster, "delete", "pod", "web-2", "-n", "demo", "--wait=false")
+    assert wait_until(lambda: slice_addresses() == ["10.244.1.5", "10.244.1.6"])
+
+
+def test_pod_without_network_annotation_stays_pending(cluster: LocalCluster) -> None:
+    kubectl(cluster, "run", "bare", "-n", "default", "--image=agnhost")
+    wait_until(lambda: get_json(cluster, "pod", "bare", "-n", "default")["spec"].get("nodeName"))
+    time.sleep(1)
+    assert get_json(cluster, "pod", "bare", "-n", "default")["status"].get("phase") != "Running"
+
+
+def test_restart_keeps_state_and_crash_is_visible(cluster: LocalCluster) -> None:
+    before = get_json(cluster, "namespaces")["items"]
+    assert cluster.restart("scheduler") == ["scheduler"]
+    assert get_json(cluster, "namespaces")["items"] == before
+    record = cluster.state().processes["kubelet"]
+    os.kill(record.pid, signal.SIGKILL)
+    wait_until(lambda: not pid_running(record.pid, record.args))
+    down = {s.name: s for s in cluster.status()}["kubelet"]
+    assert not down.running and down.log.endswith("kubelet.log")
+    assert cluster.restart() == ["scheduler", "kubelet", "endpointslice-controller",
+                                 "cluster-manager"]
+    assert all(s.ready for s in cluster.status())
+
+
+def test_down_leaves_nothing_running(tmp_path: Path) -> None:
+    local = LocalCluster(tmp_path / "c")
+    state = local.up(nodes=1, timeout=90)
+    records = list(state.processes.values())
+    assert records and all(pid_running(r.pid, r.args) for r in records)
+    with pytest.raises(Exception, match="already running"):
+        local.up(nodes=1)
+    stopped = local.down()
+    assert set(stopped) == {r.name for r in records}
+    assert not any(pid_running(r.pid, r.args) for r in records)
+    assert local.status() == []
