@@ -1,18 +1,42 @@
 #!/usr/bin/env bash
-# The main job at this stage of the project: show the installed plugins and check a
-# configuration ready for user-defined networks, then prove the OVN side works by
-# starting a throwaway NB + SB + ovn-northd and tracing a packet through rows ovnk wrote.
+# The main job: a local cluster (API server, OVN NB/SB + northd, scheduler, kubelet and
+# EndpointSlice stand-ins, the ovnk cluster manager) with the workshop's user-defined
+# networks applied, then what ovnk made of them.  The cluster keeps running afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=.venv/bin
-UDN_FLAGS=(--enable-multi-network --enable-network-segmentation
-           --gateway-v4-masquerade-subnet 169.254.0.0/17)
+BIN=$PWD/.venv/bin
+DIR=${OVNK_DIR:-.ovnk}
+KUBECTL="kubectl --kubeconfig $DIR/kubeconfig"
 
-echo "== ovnk plugins (configuration: ${UDN_FLAGS[*]})"
-$BIN/ovnk plugins --check "${UDN_FLAGS[@]}"
+echo "== plugins"
+$BIN/ovnk plugins --check --enable-multi-network --enable-network-segmentation \
+  --gateway-v4-masquerade-subnet 169.254.0.0/17
 echo
-echo "== effective configuration"
-$BIN/ovnk config "${UDN_FLAGS[@]}"
+echo "== ovnk local up --dir $DIR"
+$BIN/ovnk local down --dir "$DIR" >/dev/null 2>&1 || true
+$BIN/ovnk local up --dir "$DIR" --nodes 2
+$BIN/ovnk local status --dir "$DIR"
 echo
-echo "== OVN check: rows written by ovnk, compiled by ovn-northd, judged by ovn-trace"
-CI= $BIN/pytest -q -p no:randomly tests/e2e -o addopts="--import-mode=importlib" 2>&1 | tail -n 3
+echo "== kubectl apply -f examples/workshop (namespaces, then UDNs)"
+$KUBECTL apply -f examples/workshop/00-namespaces.yaml
+$KUBECTL apply -f examples/workshop/10-networks.yaml
+for ns in blue green teal; do
+  $KUBECTL wait --for=condition=NetworkCreated --timeout=60s -n "$ns" udn --all >/dev/null
+done
+echo
+echo "== user-defined networks and their conditions"
+for ns in blue green teal; do
+  $KUBECTL get udn -n "$ns" -o \
+    jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name}: {range .status.conditions[*]}{.type}={.status} ({.reason}){end}{"\n"}{end}'
+done
+echo
+echo "== NetworkAttachmentDefinitions rendered by the cluster manager"
+for ns in blue green teal; do
+  $KUBECTL get net-attach-def -n "$ns" -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name}: {.spec.config}{"\n"}{end}'
+done
+echo
+echo "== an invalid UDN is rejected at apply time"
+$KUBECTL apply -f examples/workshop/90-invalid.yaml || true
+echo
+echo "The cluster is still running:  $KUBECTL get udn -A"
+echo "Stop it with:                  $BIN/ovnk local down --dir $DIR"
