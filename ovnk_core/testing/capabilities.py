@@ -49,6 +49,8 @@ def missing_for(tier: str) -> str | None:
         missing = _missing_binaries("ovn-northd", "ovn-trace", "ovn-nbctl", "ovn-sbctl")
         if missing:
             return f"e2e tier needs {', '.join(missing)} (Debian package ovn-central)"
+        if _missing_binaries("kubectl"):
+            return "e2e tier needs kubectl (the image's kubectl, or Debian's kubernetes-client)"
         if not SB_SCHEMA.exists():
             return f"e2e tier needs the OVN SB schema at {SB_SCHEMA}"
         return None

@@ -14,6 +14,11 @@ from pathlib import Path
 import pytest
 
 from ovnk_core.testing import capabilities
+from ovnk_core.testing.apiserver_fixtures import (  # noqa: F401
+    kube_apiserver,
+    kube_apiserver_factory,
+    kube_client,
+)
 from ovnk_core.testing.netns_fixtures import netns, netns_pair  # noqa: F401
 from ovnk_core.testing.ovsdb_fixtures import (  # noqa: F401
     nb_server,

@@ -1,0 +1,106 @@
+"""File-backed snapshots: a restarted server keeps objects, CRDs and its resourceVersion."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+
+from ovnk_core.apiserver.server import ServerHandle
+from ovnk_core.testing.apiserver_fixtures import client_for
+
+CRD = {"metadata": {"name": "gizmos.example.org"},
+       "spec": {"group": "example.org", "scope": "Cluster",
+                "names": {"kind": "Gizmo", "plural": "gizmos"},
+                "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                    "openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                        "type": "object", "properties": {"size": {"type": "integer"}}}}}}}]}}
+
+
+def test_restart_keeps_objects_and_resource_version(
+        kube_apiserver_factory: Callable[..., ServerHandle], tmp_path: Path) -> None:
+    data = tmp_path / "data.json"
+    first = kube_apiserver_factory(data_file=data)
+    api = client_for(first)
+    core = client.CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": "blue"}})
+    cm = core.create_namespaced_config_map("blue", {"metadata": {"name": "a"},
+                                                    "data": {"k": "v"}})
+    client.ApiextensionsV1Api(api).create_custom_resource_definition(CRD)
+    client.CustomObjectsApi(api).create_cluster_custom_object(
+        "example.org", "v1", "gizmos", {"apiVersion": "example.org/v1", "kind": "Gizmo",
+                                        "metadata": {"name": "g"}, "spec": {"size": 3}})
+    last_rv = int(core.list_namespace().metadata.resource_version)
+    first.stop()
+    assert json.loads(data.read_text())["resourceVersion"] == last_rv
+
+    second = kube_apiserver_factory(data_file=data)
+    api = client_for(second)
+    core = client.CoreV1Api(api)
+    again = core.read_namespaced_config_map("a", "blue")
+    assert (again.metadata.uid, again.data) == (cm.metadata.uid, {"k": "v"})
+    gizmo = client.CustomObjectsApi(api).get_cluster_custom_object("example.org", "v1",
+                                                                   "gizmos", "g")
+    assert gizmo["spec"] == {"size": 3}
+    created = core.create_namespaced_config_map("blue", {"metadata": {"name": "b"}})
+    assert int(created.metadata.resource_version) == last_rv + 1
+    stream = watch.Watch().stream(core.list_namespaced_config_map, "blue",
+                                  resource_version=cm.metadata.resource_version,
+                                  timeout_seconds=1)
+    try:
+        list(stream)
+        raise AssertionError("a watch from before the restart must be expired")
+    except ApiException as exc:
+        assert exc.status == 410
+
+
+def test_writes_are_flushed_while_running(
+        kube_apiserver_factory: Callable[..., ServerHandle], tmp_path: Path) -> None:
+    data = tmp_path / "data.json"
+    server = kube_apiserver_factory(data_file=data)
+    client.CoreV1Api(client_for(server)).create_namespace({"metadata": {"name": "blue"}})
+    deadline = time.monotonic() + 5
+    names: list[str] = []
+    while time.monotonic() < deadline and "blue" not in names:
+        time.sleep(0.05)
+        snapshot: dict[str, Any] = json.loads(data.read_text())
+        names = [o["metadata"]["name"] for o in snapshot["objects"]["/namespaces"]]
+    assert "blue" in names
+
+
+def test_module_runs_as_a_process(tmp_path: Path) -> None:
+    kubeconfig, data = tmp_path / "kubeconfig", tmp_path / "data.json"
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ovnk_core.apiserver", "--port", str(port), "--data", str(data),
+         "--kubeconfig", str(kubeconfig), "--log-level", "WARNING"])
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as r:
+                    assert r.read() == b"ok"
+                    break
+            except OSError:
+                time.sleep(0.1)
+        assert f"http://127.0.0.1:{port}" in kubeconfig.read_text()
+    finally:
+        process.terminate()
+        assert process.wait(timeout=10) == 0
+    assert json.loads(data.read_text())["resourceVersion"] >= 4
+
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
