@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ import pytest
 
 from ovnk_core.local.cluster import LocalCluster
 from ovnk_core.local.supervisor import pid_running
+from ovnk_core.testing.waiting import wait_until
 
 POD_NETWORKS = "k8s.ovn.org/pod-networks"
 
@@ -38,16 +39,6 @@ def kubectl(cluster: LocalCluster, *args: str, stdin: str | None = None,
 
 def get_json(cluster: LocalCluster, *args: str) -> Any:
     return json.loads(kubectl(cluster, "get", *args, "-o", "json").stdout)
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("condition not reached in time")
 
 
 def pod_manifest(name: str, ip: str, labels: dict[str, str]) -> str:

@@ -20,6 +20,7 @@ from ovnk_core.ovn.processes import (
     cluster_status,
     start_raft_cluster,
 )
+from ovnk_core.testing.waiting import wait_until
 
 OWNER = Owner("default-network-controller", "network")
 
@@ -27,15 +28,6 @@ OWNER = Owner("default-network-controller", "network")
 def switches(*names: str) -> list[DesiredRow]:
     return [DesiredRow("Logical_Switch", OWNER.object_ids("LogicalSwitch", name),
                        {"name": name}) for name in names]
-
-
-def wait_until(predicate, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
 
 
 def test_tcp_transport(nb_server: OvsdbServer, ovn_nb: NbClient) -> None:

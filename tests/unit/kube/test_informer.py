@@ -7,8 +7,7 @@ whatever the network did, the informer converges and no change is lost.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -19,15 +18,7 @@ from ovnk_core.kube.informer import ADDED, DELETED, MODIFIED, Informer, index_by
 from ovnk_core.kube.resources import CONFIGMAPS, NAMESPACES, object_key
 from ovnk_core.testing.apiserver_fixtures import client_for
 from ovnk_core.testing.fault_proxy import FaultProxy
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not reached in time")
+from ovnk_core.testing.waiting import wait_until
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 
 from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.kube.client import KubeClient
@@ -14,15 +13,7 @@ from ovnk_core.kube.leader import LeaderElector
 from ovnk_core.kube.resources import CRDS, EVENTS, LEASES, NAMESPACES, UDNS
 from ovnk_core.manifests.crds import build_crds
 from ovnk_core.testing.apiserver_fixtures import client_for
-
-
-def wait_until(predicate: Callable[[], object], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
+from ovnk_core.testing.waiting import wait_until
 
 
 def make(kube_apiserver: ServerHandle) -> KubeClient:

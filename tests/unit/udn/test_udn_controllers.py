@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from ovnk_core.kube.resources import CRDS, CUDNS, EVENTS, NADS, NAMESPACES, PODS
 from ovnk_core.manifests.crds import build_crds
 from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.apiserver_fixtures import client_for
+from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn import admission
 from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL, UdnControllers
 from ovnk_core.udn.nad import FINALIZER
@@ -27,19 +27,6 @@ CONFIG = load_config({"enable_multi_network": "true", "enable_network_segmentati
                       "v4_masquerade_subnet": "169.254.0.0/17"}, env={})
 L3 = {"topology": "Layer3", "layer3": {"role": "Primary",
                                       "subnets": [{"cidr": "10.100.0.0/16", "hostSubnet": 24}]}}
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-        except NotFound:
-            value = None
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
 
 
 class Harness:
@@ -194,6 +181,7 @@ def test_deletion_waits_for_pods_using_the_network(harness: Harness) -> None:
         "k8s.ovn.org/pod-networks": json.dumps({"blue/blue": {"ip_addresses": [
             "10.100.1.5/24"], "role": "primary"}})}},
         "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    wait_until(lambda: harness.controllers.pods.get("blue/user"))  # the controller knows it
     harness.client.delete(UDNS, "blue", "blue")
     harness.wait_condition(UDNS, "blue", "blue", "False",
                            "network in use by the following pods: [blue/user]")
