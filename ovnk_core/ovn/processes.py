@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import time
@@ -39,6 +38,18 @@ def _wait_for(predicate: object, timeout: float, what: str, proc: subprocess.Pop
             raise ProcessError(f"{what} exited with {proc.returncode}: {_tail(log)}")
         time.sleep(0.01)
     raise ProcessError(f"{what} not ready after {timeout:.0f}s: {_tail(log)}")
+
+
+def stop_child(proc: subprocess.Popen[bytes] | None, grace: float = 10.0) -> None:
+    """TERM a child daemon, KILL it after ``grace`` seconds, and reap it."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _tail(log: Path, lines: int = 5) -> str:
@@ -130,13 +141,7 @@ class OvsdbServer:
         return self
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_child(self.proc)
         self.proc = None
 
     def transact(self, operations: list[object]) -> object:
@@ -211,11 +216,5 @@ class Northd:
         return self
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_child(self.proc)
         self.proc = None
