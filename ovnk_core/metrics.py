@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 log = logging.getLogger(__name__)
@@ -45,3 +45,39 @@ def serve_metrics(registry: CollectorRegistry, bind_address: str) -> Any:
         raise ValueError(f"cannot serve metrics on {bind_address!r}: {exc}") from None
     log.info("metrics on http://%s/metrics", bind_address)
     return server
+
+
+class ControllerCollector(Collector):
+    """Reconcile outcomes, slow-lane keys and queue depth of live controllers.
+
+    Read from each controller's own counters at scrape time, so nothing is
+    registered globally and several controllers (or processes in tests) never
+    clash.
+    """
+
+    def __init__(self, controllers: Callable[[], Iterable[Any]]) -> None:
+        self.controllers = controllers
+
+    def collect(self) -> Iterable[Any]:
+        reconciles = CounterMetricFamily(
+            "ovnkube_controller_reconcile", "Reconciles by controller and result",
+            labels=["controller", "result"])
+        slow = GaugeMetricFamily(
+            "ovnkube_controller_slow_lane_keys",
+            "Keys that failed more than the failure budget and are retried every resync",
+            labels=["controller"])
+        depth = GaugeMetricFamily("ovnkube_controller_workqueue_depth",
+                                  "Keys waiting in the controller's queue",
+                                  labels=["controller"])
+        for controller in self.controllers():
+            stats = controller.stats
+            success = stats.reconciles - stats.failures - stats.not_ready - stats.permanent
+            for result, value in (("success", success), ("error", stats.failures),
+                                  ("not-ready", stats.not_ready),
+                                  ("permanent-error", stats.permanent)):
+                reconciles.add_metric([controller.name, result], value)
+            slow.add_metric([controller.name], len(stats.slow_lane))
+            depth.add_metric([controller.name], len(controller.queue))
+        yield reconciles
+        yield slow
+        yield depth

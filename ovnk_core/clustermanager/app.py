@@ -19,10 +19,11 @@ from prometheus_client import CollectorRegistry
 
 from ovnk_core.config import Config
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
+from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.leader import LeaderElector
-from ovnk_core.metrics import GaugeFromCache, serve_metrics
+from ovnk_core.metrics import ControllerCollector, GaugeFromCache, serve_metrics
 from ovnk_core.plugins import PluginHost
 from ovnk_core.udn import nad as nadlib
 from ovnk_core.udn.controller import UdnControllers
@@ -54,6 +55,7 @@ class ClusterManager:
                 "ovnkube_clustermanager_cluster_user_defined_networks",
                 "The total number of ClusterUserDefinedNetworks in the cluster",
                 ["role", "topology"], lambda: self._count(udn.cudns.items())))
+        self.registry.register(ControllerCollector(self.controllers))
         self._metrics_server: object | None = None
         self._running = threading.Event()
 
@@ -68,6 +70,11 @@ class ClusterManager:
             role = str(nadlib.topology_config(spec).get("role", ""))
             counts[(role, topology)] += 1
         return [((role, topology), float(n)) for (role, topology), n in sorted(counts.items())]
+
+    def controllers(self) -> list[Controller]:
+        if self.udn is None:
+            return []
+        return [self.udn.udn_controller, self.udn.cudn_controller]
 
     def start_controllers(self) -> None:
         self.informers.start()

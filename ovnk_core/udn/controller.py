@@ -103,9 +103,10 @@ class UdnControllers:
         self.nads = informers.get(NADS, indexers={"namespace": index_by_namespace,
                                                   "owner": index_by_owner_uid})
         self.udn_controller = Controller("user-defined-network-controller", self.reconcile_udn,
-                                         initial_sync=self.remove_stale_nads)
+                                         initial_sync=self.remove_stale_nads,
+                                         on_error=self._report_udn_error)
         self.cudn_controller = Controller("cluster-user-defined-network-controller",
-                                          self.reconcile_cudn)
+                                          self.reconcile_cudn, on_error=self._report_cudn_error)
         self.udn_controller.watch(self.udns, primary=True)
         self.udn_controller.watch(self.nads, key_func=self._owner_udn_keys)
         self.udn_controller.watch(self.namespaces, key_func=self._udns_in_namespace)
@@ -114,6 +115,29 @@ class UdnControllers:
         self.cudn_controller.watch(self.namespaces, key_func=lambda _ns: self.cudns.list_keys())
         for controller in (self.udn_controller, self.cudn_controller):
             controller.watch(self.pods, key_func=self._deleting_owners_of_pod(controller))
+
+    # -- errors that escaped a reconcile (API failures): status + event -------------------------
+    def _report_udn_error(self, key: str, error: BaseException, kind: str) -> None:
+        self._report_error(UDNS, self.udns.get(key), error, kind, "SyncError")
+
+    def _report_cudn_error(self, key: str, error: BaseException, kind: str) -> None:
+        self._report_error(CUDNS, self.cudns.get(key), error, kind,
+                           "NetworkAttachmentDefinitionSyncError")
+
+    def _report_error(self, resource: Any, obj: JSON | None, error: BaseException, kind: str,
+                      reason: str) -> None:
+        if obj is None:
+            return
+        message = str(error)
+        if kind == "slow-lane":
+            message += (f" (failed {self.udn_controller.max_failures} times; retrying every "
+                        f"{self.udn_controller.slow_lane_period:.0f}s)")
+        self.recorder.event(obj, WARNING, reason, message)
+        try:
+            set_conditions(self.client, resource, obj,
+                           [Condition(NETWORK_CREATED, "False", reason, message)])
+        except OvnkError as exc:
+            log.warning("%s: cannot report %s: %s", object_key(obj), message, exc)
 
     # -- event → key mapping -----------------------------------------------------------------
     @staticmethod

@@ -119,3 +119,29 @@ def test_not_ready_with_backoff_waits_longer_without_spending_budget() -> None:
         clock.advance(due - clock.now())
     assert delays == [1.0, 2.0, 4.0, 8.0, 8.0]
     assert controller.failures("k") == 0 and not controller.stats.slow_lane and not reports
+
+
+def test_metrics_report_results_slow_lane_and_depth() -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from ovnk_core.metrics import ControllerCollector
+
+    script = Script(*[RuntimeError("boom")] * 3, NotReady("wait"), None)
+    controller, clock, _ = make(script, max_failures=2)
+    registry = CollectorRegistry()
+    registry.register(ControllerCollector(lambda: [controller]))
+    controller.queue.add("k")
+    for _ in range(3):
+        step(controller)
+        clock.advance(300)
+    controller.queue.add("other")
+    text = generate_latest(registry).decode()
+    assert 'ovnkube_controller_reconcile_total{controller="test",result="error"} 3.0' in text
+    assert 'ovnkube_controller_slow_lane_keys{controller="test"} 1.0' in text
+    assert 'ovnkube_controller_workqueue_depth{controller="test"} 2.0' in text
+    assert step(controller) == "other"  # not ready yet
+    clock.advance(300)
+    assert {step(controller), step(controller)} == {"k", "other"}  # both succeed now
+    text = generate_latest(registry).decode()
+    assert 'result="not-ready"} 1.0' in text and 'result="success"} 2.0' in text
+    assert 'ovnkube_controller_slow_lane_keys{controller="test"} 0.0' in text
