@@ -16,7 +16,13 @@ controller can have:
 * any other API error (500, 409, ...): back off and retry, never give up.
 
 Every ``resync_period`` all cached objects are re-announced as updates, the
-safety net of level-driven controllers.  ``has_synced`` turns true after the
+safety net of level-driven controllers.
+
+The client's own ``kubernetes.informer.SharedInformer`` was not enough: it
+never asks for bookmarks, has no indexes and no way to close a stream from
+another thread, and works on typed models where ovnk handles CRDs and
+built-ins alike as plain objects.  This one uses the official client's HTTP
+machinery underneath (``kube.client``).  ``has_synced`` turns true after the
 first list has been applied.  Handlers run on the informer's thread and must
 only enqueue work.
 """
