@@ -17,6 +17,9 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
+from ovnk_core.allocators.ids import IdAllocator
+from ovnk_core.allocators.tunnel_keys import MAX_NETWORKS, TunnelKeyAllocator
+from ovnk_core.clustermanager.nad_controller import NadController
 from ovnk_core.config import Config
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.controller import Controller
@@ -24,6 +27,7 @@ from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.leader import LeaderElector
 from ovnk_core.metrics import ControllerCollector, GaugeFromCache, serve_metrics
+from ovnk_core.networks.registry import NetworkRegistry
 from ovnk_core.plugins import PluginHost
 from ovnk_core.udn import nad as nadlib
 from ovnk_core.udn.controller import UdnControllers
@@ -44,6 +48,13 @@ class ClusterManager:
         self.informers = InformerFactory(client)
         self.recorder = EventRecorder(client, COMPONENT, self.identity)
         self.registry = CollectorRegistry()
+        self.registry_networks = NetworkRegistry()
+        self.network_ids = IdAllocator("NetworkIDs", MAX_NETWORKS, reserved=(0,))
+        self.nad: NadController | None = None
+        if config.enable_multi_network:
+            self.nad = NadController(client, self.informers, host, self.recorder,
+                                     self.registry_networks, self.network_ids,
+                                     TunnelKeyAllocator())
         self.udn: UdnControllers | None = None
         if config.enable_network_segmentation:
             udn = self.udn = UdnControllers(client, self.informers, config, host, self.recorder)
@@ -72,12 +83,15 @@ class ClusterManager:
         return [((role, topology), float(n)) for (role, topology), n in sorted(counts.items())]
 
     def controllers(self) -> list[Controller]:
-        if self.udn is None:
-            return []
-        return [self.udn.udn_controller, self.udn.cudn_controller]
+        result = [self.nad.controller] if self.nad is not None else []
+        if self.udn is not None:
+            result += [self.udn.udn_controller, self.udn.cudn_controller]
+        return result
 
     def start_controllers(self) -> None:
         self.informers.start()
+        if self.nad is not None:
+            self.nad.start()
         if self.udn is not None:
             self.udn.start()
         self._running.set()
@@ -86,6 +100,8 @@ class ClusterManager:
     def stop_controllers(self) -> None:
         if self.udn is not None:
             self.udn.stop()
+        if self.nad is not None:
+            self.nad.stop()
         self.informers.stop()
         self._running.clear()
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
 from typing import Protocol
 
+from ovnk_core.allocators.tunnel_keys import TunnelKeyAllocator
 from ovnk_core.errors import NetworkConfigError, NotReady, PermanentError
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.controller import Controller
@@ -47,7 +47,7 @@ class NetworkIds(Protocol):
 
     def reserve(self, owner: str, value: int) -> None: ...
 
-    def release(self, owner: str) -> None: ...
+    def release(self, owner: str) -> int | None: ...
 
     def get(self, owner: str) -> int | None: ...
 
@@ -72,10 +72,19 @@ def annotated_id(nad: JSON) -> int | None:
         return None
 
 
+def annotated_tunnel_keys(nad: JSON) -> list[int]:
+    raw = (nad["metadata"].get("annotations") or {}).get(TUNNEL_KEYS_ANNOTATION) or "[]"
+    try:
+        keys = json.loads(raw)
+    except ValueError:
+        return []
+    return [key for key in keys if isinstance(key, int)] if isinstance(keys, list) else []
+
+
 class NadController:
     def __init__(self, client: KubeClient, informers: InformerFactory, host: PluginHost,
                  recorder: EventRecorder, registry: NetworkRegistry, ids: NetworkIds,
-                 tunnel_keys: Callable[[NetInfo, int], list[int]]) -> None:
+                 tunnel_keys: TunnelKeyAllocator) -> None:
         self.client = client
         self.host = host
         self.recorder = recorder
@@ -97,6 +106,7 @@ class NadController:
                 continue
             try:
                 self.ids.reserve(names[0], network_id)
+                self.tunnel_keys.reserve(names[0], annotated_tunnel_keys(nad))
             except ValueError as exc:
                 log.warning("NAD %s: annotated network ID %d not reused: %s",
                             object_key(nad), network_id, exc)
@@ -148,13 +158,14 @@ class NadController:
         if not accepted:
             if self.ids.get(network) is not None:
                 self.ids.release(network)
+                self.tunnel_keys.release(network)
                 log.info("network %s: no NAD left, network ID released", network)
             return
         network_id = self._network_id(network, [nad for nad, _ in accepted])
         entry = self.registry.get(network)
         if entry is not None:
             entry.network_id = network_id
-        keys = self.tunnel_keys(accepted[0][1], network_id)
+        keys = self.tunnel_keys.keys_for(accepted[0][1])
         wanted = {NETWORK_ID_ANNOTATION: str(network_id), NETWORK_NAME_ANNOTATION: network,
                   TUNNEL_KEYS_ANNOTATION: json.dumps(keys, separators=(",", ":"))}
         for nad, _ in accepted:

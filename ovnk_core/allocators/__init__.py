@@ -1,0 +1,1 @@
+"""Allocators: pure bookkeeping of IDs, subnets and addresses, rebuilt from annotations."""

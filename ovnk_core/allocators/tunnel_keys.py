@@ -1,0 +1,47 @@
+"""Datapath tunnel keys of user-defined networks (zone interconnect).
+
+The network's transit switch (Layer3) or layer2 switch uses
+``BASE + networkID``; topologies that need more keys (a primary Layer2
+network: its switch and its transit router) get extra keys from the range
+above the per-network block, recorded on the NAD as ``k8s.ovn.org/tunnel-keys``.
+"""
+
+from __future__ import annotations
+
+from ovnk_core.allocators.ids import IdAllocator
+from ovnk_core.networks.netinfo import NetInfo
+
+BASE_TRANSIT_SWITCH_TUNNEL_KEY = 16711683
+MAX_NETWORKS = 4096
+EXTRA_KEYS_START = BASE_TRANSIT_SWITCH_TUNNEL_KEY + MAX_NETWORKS
+MAX_TUNNEL_KEY = 2 ** 24 - 1
+
+
+def network_tunnel_key(network_id: int) -> int:
+    return BASE_TRANSIT_SWITCH_TUNNEL_KEY + network_id
+
+
+def extra_keys_needed(netinfo: NetInfo) -> int:
+    return 2 if netinfo.topology == "layer2" and netinfo.is_primary else 0
+
+
+class TunnelKeyAllocator:
+    """Extra tunnel keys per network from ``EXTRA_KEYS_START`` up to 2^24-1."""
+
+    def __init__(self) -> None:
+        self._ids = IdAllocator("TunnelKeys", MAX_TUNNEL_KEY - EXTRA_KEYS_START + 1,
+                                reserved=())
+
+    def keys_for(self, netinfo: NetInfo) -> list[int]:
+        """The network's extra keys (allocated once, stable afterwards)."""
+        return [EXTRA_KEYS_START + self._ids.allocate(f"{netinfo.name}/{index}")
+                for index in range(extra_keys_needed(netinfo))]
+
+    def reserve(self, network: str, keys: list[int]) -> None:
+        for index, key in enumerate(keys):
+            self._ids.reserve(f"{network}/{index}", key - EXTRA_KEYS_START)
+
+    def release(self, network: str) -> None:
+        for owner in list(self._ids.allocated()):
+            if owner.rsplit("/", 1)[0] == network:
+                self._ids.release(owner)
