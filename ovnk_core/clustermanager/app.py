@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry
 from ovnk_core.allocators.ids import IdAllocator
 from ovnk_core.allocators.tunnel_keys import MAX_NETWORKS, TunnelKeyAllocator
 from ovnk_core.clustermanager.nad_controller import NadController
+from ovnk_core.clustermanager.node_allocator import NodeAllocator
 from ovnk_core.config import Config
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.controller import Controller
@@ -55,6 +56,10 @@ class ClusterManager:
             self.nad = NadController(client, self.informers, host, self.recorder,
                                      self.registry_networks, self.network_ids,
                                      TunnelKeyAllocator())
+        self.nodes = NodeAllocator(client, self.informers, config, self.registry_networks,
+                                   self.recorder)
+        if self.nad is not None:
+            self.nad.listeners.append(lambda _network: self.nodes.networks_changed())
         self.udn: UdnControllers | None = None
         if config.enable_network_segmentation:
             udn = self.udn = UdnControllers(client, self.informers, config, host, self.recorder)
@@ -83,7 +88,9 @@ class ClusterManager:
         return [((role, topology), float(n)) for (role, topology), n in sorted(counts.items())]
 
     def controllers(self) -> list[Controller]:
-        result = [self.nad.controller] if self.nad is not None else []
+        result = [self.nodes.controller]
+        if self.nad is not None:
+            result.append(self.nad.controller)
         if self.udn is not None:
             result += [self.udn.udn_controller, self.udn.cudn_controller]
         return result
@@ -92,6 +99,7 @@ class ClusterManager:
         self.informers.start()
         if self.nad is not None:
             self.nad.start()
+        self.nodes.start()
         if self.udn is not None:
             self.udn.start()
         self._running.set()
@@ -100,6 +108,7 @@ class ClusterManager:
     def stop_controllers(self) -> None:
         if self.udn is not None:
             self.udn.stop()
+        self.nodes.stop()
         if self.nad is not None:
             self.nad.stop()
         self.informers.stop()

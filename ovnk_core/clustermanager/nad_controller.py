@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Protocol
 
 from ovnk_core.allocators.tunnel_keys import TunnelKeyAllocator
@@ -96,6 +97,7 @@ class NadController:
                                      initial_sync=self.sync)
         self.controller.watch(self.nads, key_func=nad_network_name)
         self._reported: dict[str, str] = {}
+        self.listeners: list[Callable[[str], None]] = []  # called with a network that changed
 
     def sync(self) -> None:
         """Reserve every network ID already written on NADs (before any allocation)."""
@@ -135,6 +137,19 @@ class NadController:
         self.recorder.event(nad, WARNING, reason, message)
 
     def reconcile(self, network: str) -> None:
+        before = self._snapshot(network)
+        try:
+            self._reconcile(network)
+        finally:
+            if self._snapshot(network) != before:
+                for listener in self.listeners:
+                    listener(network)
+
+    def _snapshot(self, network: str) -> tuple[object, ...] | None:
+        entry = self.registry.get(network)
+        return None if entry is None else (entry.netinfo, entry.network_id)
+
+    def _reconcile(self, network: str) -> None:
         nads = sorted(self.nads.by_index("network", network), key=object_key)
         previous = self.registry.get(network)
         for key in (previous.nads if previous else set()) - {object_key(n) for n in nads}:

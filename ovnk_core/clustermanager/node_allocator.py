@@ -1,0 +1,222 @@
+"""Per-node allocations of the cluster manager: node IDs and host subnets.
+
+For every node it writes ``k8s.ovn.org/node-id`` and
+``k8s.ovn.org/node-subnets`` — a JSON object keyed by network name with a
+list of CIDRs per network (the default network from ``--cluster-subnets``,
+and every Layer3 network of the registry).  What is already written is
+reserved again before any allocation (initial sync), so a restart changes
+nothing.  A network that has no slice left fails for that node only:
+``NetworkAllocationSucceeded=False`` on its UDN/CUDN and a Warning event
+``NetworkAllocationFailed``; other networks and the node itself are served.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from ovnk_core.allocators.ids import IdAllocationError, IdAllocator
+from ovnk_core.allocators.subnets import HostSubnetAllocator, SubnetConflict, SubnetsExhausted
+from ovnk_core.config import Config
+from ovnk_core.errors import NotReady
+from ovnk_core.kube.client import JSON, KubeClient
+from ovnk_core.kube.conditions import Condition, set_conditions
+from ovnk_core.kube.controller import Controller
+from ovnk_core.kube.errors import Conflict, NotFound
+from ovnk_core.kube.events import WARNING, EventRecorder
+from ovnk_core.kube.factory import InformerFactory
+from ovnk_core.kube.resources import CUDNS, NODES, UDNS
+from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
+from ovnk_core.networks.registry import NetworkRegistry
+from ovnk_core.udn.nad import CUDN_PREFIX
+
+log = logging.getLogger(__name__)
+
+NODE_ID_ANNOTATION = "k8s.ovn.org/node-id"
+NODE_SUBNETS_ANNOTATION = "k8s.ovn.org/node-subnets"
+ALLOCATION_CONDITION = "NetworkAllocationSucceeded"
+MAX_NODE_ID = 65535
+
+
+def parse_node_subnets(node: JSON) -> dict[str, list[str]]:
+    """The annotation as network → CIDR list (the legacy single-string form accepted)."""
+    raw = (node.get("metadata", {}).get("annotations") or {}).get(NODE_SUBNETS_ANNOTATION)
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {name: [cidrs] if isinstance(cidrs, str) else list(cidrs)
+            for name, cidrs in value.items() if isinstance(cidrs, str | list)}
+
+
+def owner_of_network(network: str) -> tuple[Any, str | None, str] | None:
+    """(resource, namespace, name) of the UDN/CUDN behind a network name (upstream rules)."""
+    if network.startswith(CUDN_PREFIX):
+        return CUDNS, None, network[len(CUDN_PREFIX):]
+    parts = network.split("_")
+    if len(parts) == 2:
+        return UDNS, parts[0], parts[1]
+    return None
+
+
+class NodeAllocator:
+    def __init__(self, client: KubeClient, informers: InformerFactory, config: Config,
+                 registry: NetworkRegistry, recorder: EventRecorder) -> None:
+        self.client = client
+        self.config = config
+        self.registry = registry
+        self.recorder = recorder
+        self.nodes = informers.get(NODES)
+        self.node_ids = IdAllocator("NodeIDs", MAX_NODE_ID, reserved=(0, 1))
+        self.subnets: dict[str, HostSubnetAllocator] = {}
+        self.failing: dict[str, set[str]] = {}
+        self.controller = Controller("cluster-manager-node-allocator", self.reconcile,
+                                     initial_sync=self.sync)
+        self.controller.watch(self.nodes, primary=True)
+
+    # -- which networks get node subnets ---------------------------------------------------
+    def layer3_networks(self) -> dict[str, Any]:
+        networks: dict[str, Any] = {DEFAULT_NETWORK_NAME: self.config.cluster_subnets}
+        for name, entry in self.registry.networks().items():
+            if entry.netinfo.topology == "layer3" and entry.network_id is not None:
+                networks[name] = entry.netinfo.subnets
+        return networks
+
+    def _allocator(self, network: str, subnets: Any) -> HostSubnetAllocator:
+        allocator = self.subnets.get(network)
+        if allocator is None:
+            allocator = self.subnets[network] = HostSubnetAllocator(network, subnets)
+            for node in self.nodes.items():
+                existing = parse_node_subnets(node).get(network)
+                if existing:
+                    self._reserve(allocator, node["metadata"]["name"], existing)
+        return allocator
+
+    def _reserve(self, allocator: HostSubnetAllocator, node: str, cidrs: list[str]) -> None:
+        try:
+            allocator.reserve(node, cidrs)
+        except (SubnetConflict, ValueError) as exc:
+            log.warning("node %s: %s; a new subnet will be allocated", node, exc)
+
+    def sync(self) -> None:
+        for node in self.nodes.items():
+            name = node["metadata"]["name"]
+            raw = (node["metadata"].get("annotations") or {}).get(NODE_ID_ANNOTATION)
+            if raw is not None:
+                try:
+                    self.node_ids.reserve(name, int(raw))
+                except (IdAllocationError, ValueError) as exc:
+                    log.warning("node %s: annotated node ID %r not reused: %s", name, raw, exc)
+        for network, subnets in self.layer3_networks().items():
+            self._allocator(network, subnets)
+
+    def networks_changed(self) -> None:
+        """Called when the registry changes: every node gets the new set of networks."""
+        self.controller.reconcile_all()
+
+    # -- one node ----------------------------------------------------------------------------
+    def reconcile(self, name: str) -> None:
+        node = self.nodes.get(name)
+        networks = self.layer3_networks()
+        if node is None or node["metadata"].get("deletionTimestamp"):
+            self.node_ids.release(name)
+            for allocator in self.subnets.values():
+                allocator.release(name)
+            for network in list(self.failing):
+                self._clear_failure(network, name)
+                for starved in self.failing.get(network, set()):
+                    self.controller.requeue(starved)  # a slice was freed: try again
+            return
+        node_id = self.node_ids.allocate(name)
+        result: dict[str, list[str]] = {}
+        for network, subnets in networks.items():
+            try:
+                allocated = self._allocator(network, subnets).allocate(name)
+            except SubnetsExhausted as exc:
+                self._record_failure(network, name, str(exc))
+                continue
+            result[network] = [str(net) for net in allocated]
+            self._clear_failure(network, name)
+        for network in [n for n in self.subnets if n not in networks]:
+            self.subnets[network].release(name)
+            if not self.subnets[network].nodes():
+                del self.subnets[network]
+        self._write(node, node_id, result)
+
+    def _write(self, node: JSON, node_id: int, subnets: dict[str, list[str]]) -> None:
+        meta = node["metadata"]
+        current = meta.get("annotations") or {}
+        wanted: dict[str, str | None] = {
+            NODE_ID_ANNOTATION: str(node_id),
+            NODE_SUBNETS_ANNOTATION: json.dumps(subnets, sort_keys=True,
+                                                separators=(",", ":")) if subnets else None}
+        if current.get(NODE_ID_ANNOTATION) == wanted[NODE_ID_ANNOTATION] and \
+                parse_node_subnets(node) == subnets:
+            return
+        try:
+            self.client.patch(NODES, meta["name"], {"metadata": {
+                "annotations": wanted, "resourceVersion": meta.get("resourceVersion")}})
+        except NotFound:
+            return
+        except Conflict:
+            raise NotReady(f"node {meta['name']} changed meanwhile", delay=0.1) from None
+        log.info("node %s: node-id %d, subnets %s", meta["name"], node_id, subnets)
+
+    # -- reporting on the UDN/CUDN -----------------------------------------------------------
+    def _record_failure(self, network: str, node: str, message: str) -> None:
+        failing = self.failing.setdefault(network, set())
+        first = not failing
+        failing.add(node)
+        log.warning("network %s: %s", network, message)
+        target = self._owner_object(network)
+        if target is None:
+            return
+        resource, obj = target
+        self.recorder.event(obj, WARNING, "NetworkAllocationFailed",
+                            f"Error occurred for node {node}: {message}")
+        if first:
+            self._condition(resource, obj, Condition(
+                ALLOCATION_CONDITION, "False", "InternalError",
+                f"Network allocation failed for at least one node: {node}, check UDN events "
+                "for more info."))
+
+    def _clear_failure(self, network: str, node: str) -> None:
+        failing = self.failing.get(network)
+        if failing is None or node not in failing:
+            return
+        failing.discard(node)
+        if failing:
+            return
+        del self.failing[network]
+        target = self._owner_object(network)
+        if target is not None:
+            self._condition(target[0], target[1], Condition(
+                ALLOCATION_CONDITION, "True", "NetworkAllocationSucceeded",
+                "Network allocation succeeded for all synced nodes."))
+
+    def _owner_object(self, network: str) -> tuple[Any, JSON] | None:
+        owner = owner_of_network(network)
+        if owner is None:
+            return None
+        resource, namespace, name = owner
+        try:
+            return resource, self.client.get(resource, name, namespace)
+        except NotFound:
+            return None
+
+    def _condition(self, resource: Any, obj: JSON, condition: Condition) -> None:
+        try:
+            set_conditions(self.client, resource, obj, [condition])
+        except (NotFound, Conflict) as exc:
+            log.warning("cannot set %s on %s: %s", condition.type, obj["metadata"]["name"], exc)
+
+    def start(self) -> None:
+        self.controller.start()
+
+    def stop(self) -> None:
+        self.controller.stop()

@@ -1,0 +1,141 @@
+"""Node IDs and per-network host subnets written on nodes by the whole cluster manager."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from ovnk_core.apiserver.server import ServerHandle
+from ovnk_core.clustermanager.app import ClusterManager
+from ovnk_core.config import load_config
+from ovnk_core.kube.client import KubeClient
+from ovnk_core.kube.conditions import get_condition
+from ovnk_core.kube.resources import CRDS, EVENTS, NADS, NAMESPACES, NODES, UDNS
+from ovnk_core.manifests.crds import build_crds
+from ovnk_core.plugins import PluginHost
+from ovnk_core.testing.apiserver_fixtures import client_for
+from ovnk_core.testing.waiting import wait_until
+from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
+
+CONFIG = load_config({"enable_multi_network": "true", "enable_network_segmentation": "true",
+                      "v4_masquerade_subnet": "169.254.0.0/17",
+                      "cluster_subnets": "10.244.0.0/16/24"}, env={})
+
+
+def node_subnets(client: KubeClient, name: str) -> dict[str, list[str]]:
+    raw = (client.get(NODES, name)["metadata"].get("annotations") or {}).get(
+        "k8s.ovn.org/node-subnets")
+    result: dict[str, list[str]] = json.loads(raw) if raw else {}
+    return result
+
+
+def node_id(client: KubeClient, name: str) -> str | None:
+    value = (client.get(NODES, name)["metadata"].get("annotations") or {}).get(
+        "k8s.ovn.org/node-id")
+    return str(value) if value is not None else None
+
+
+@pytest.fixture
+def client(kube_apiserver: ServerHandle) -> KubeClient:
+    api = KubeClient(client_for(kube_apiserver))
+    for crd in build_crds():
+        api.create(CRDS, crd)
+    wait_until(lambda: api.list(NADS) is not None)
+    for name in ("ovn-worker", "ovn-worker2"):
+        api.create(NODES, {"metadata": {"name": name}})
+    return api
+
+
+def start(client: KubeClient) -> ClusterManager:
+    manager = ClusterManager(CONFIG, client, PluginHost.load(CONFIG), identity="t")
+    manager.start_controllers()
+    return manager
+
+
+@pytest.fixture
+def manager(client: KubeClient) -> Iterator[ClusterManager]:
+    running = start(client)
+    yield running
+    running.stop_controllers()
+
+
+def udn(client: KubeClient, namespace: str, cidr: str, host_subnet: int) -> None:
+    client.create(NAMESPACES, {"metadata": {"name": namespace,
+                                            "labels": {PRIMARY_NAMESPACE_LABEL: ""}}})
+    client.create(UDNS, {"metadata": {"name": namespace, "namespace": namespace},
+                         "spec": {"topology": "Layer3", "layer3": {"role": "Primary", "subnets": [
+                             {"cidr": cidr, "hostSubnet": host_subnet}]}}})
+
+
+def test_nodes_get_ids_and_subnets_per_network(client: KubeClient,
+                                               manager: ClusterManager) -> None:
+    wait_until(lambda: node_subnets(client, "ovn-worker2").get("default"))
+    default = {node_subnets(client, n)["default"][0] for n in ("ovn-worker", "ovn-worker2")}
+    assert default == {"10.244.0.0/24", "10.244.1.0/24"}
+    assert {node_id(client, "ovn-worker"), node_id(client, "ovn-worker2")} == {"2", "3"}
+    udn(client, "blue", "10.100.0.0/16", 24)
+    wait_until(lambda: all("blue_blue" in node_subnets(client, n)
+                           for n in ("ovn-worker", "ovn-worker2")))
+    assert sorted(node_subnets(client, n)["blue_blue"][0]
+                  for n in ("ovn-worker", "ovn-worker2")) == ["10.100.0.0/24", "10.100.1.0/24"]
+    nad = client.get(NADS, "blue", "blue")
+    assert nad["metadata"]["annotations"]["k8s.ovn.org/network-id"] == "1"
+    client.create(NODES, {"metadata": {"name": "ovn-worker3"}})
+    wait_until(lambda: node_subnets(client, "ovn-worker3").get("blue_blue") == [
+        "10.100.2.0/24"])
+
+
+def test_exhaustion_fails_one_network_on_one_node_only(client: KubeClient,
+                                                       manager: ClusterManager) -> None:
+    udn(client, "tiny", "10.123.0.0/24", 25)  # two /25 slices for three nodes
+    client.create(NODES, {"metadata": {"name": "ovn-worker3"}})
+    wait_until(lambda: sum("tiny_tiny" in node_subnets(client, n)
+                           for n in ("ovn-worker", "ovn-worker2", "ovn-worker3")) == 2)
+
+    def allocation_condition() -> dict[str, Any] | None:
+        return get_condition(client.get(UDNS, "tiny", "tiny"), "NetworkAllocationSucceeded")
+
+    condition = wait_until(allocation_condition)
+    assert condition["status"] == "False" and condition["reason"] == "InternalError"
+    assert condition["message"].startswith("Network allocation failed for at least one node: "
+                                           "ovn-worker")
+    starved = next(n for n in ("ovn-worker", "ovn-worker2", "ovn-worker3")
+                   if "tiny_tiny" not in node_subnets(client, n))
+    assert node_subnets(client, starved)["default"]  # the node itself is served
+    events = [e for e in client.list(EVENTS, "tiny")["items"]
+              if e["reason"] == "NetworkAllocationFailed"]
+    assert events and events[0]["message"].startswith(f"Error occurred for node {starved}: "
+                                                      "error allocating network tiny_tiny")
+    client.delete(NODES, next(n for n in ("ovn-worker", "ovn-worker2", "ovn-worker3")
+                              if n != starved))
+    wait_until(lambda: "tiny_tiny" in node_subnets(client, starved))
+    wait_until(lambda: (allocation_condition() or {}).get("status") == "True")
+
+
+def test_restart_keeps_every_allocation(client: KubeClient) -> None:
+    first = start(client)
+    try:
+        udn(client, "blue", "10.100.0.0/16", 24)
+        wait_until(lambda: all("blue_blue" in node_subnets(client, n)
+                               for n in ("ovn-worker", "ovn-worker2")))
+        before = {n: (node_id(client, n), node_subnets(client, n))
+                  for n in ("ovn-worker", "ovn-worker2")}
+        rv = {n: client.get(NODES, n)["metadata"]["resourceVersion"] for n in before}
+    finally:
+        first.stop_controllers()
+    client.delete(NODES, "ovn-worker")  # gone while nobody watched
+    client.create(NODES, {"metadata": {"name": "ovn-worker4"}})
+    second = start(client)
+    try:
+        wait_until(lambda: node_subnets(client, "ovn-worker4").get("blue_blue"))
+        assert (node_id(client, "ovn-worker2"), node_subnets(client, "ovn-worker2")) == \
+            before["ovn-worker2"]
+        assert client.get(NODES, "ovn-worker2")["metadata"]["resourceVersion"] == \
+            rv["ovn-worker2"]  # nothing rewritten
+        fresh = node_subnets(client, "ovn-worker4")
+        assert fresh["blue_blue"][0] not in before["ovn-worker2"][1]["blue_blue"]
+    finally:
+        second.stop_controllers()
