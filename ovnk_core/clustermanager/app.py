@@ -30,6 +30,7 @@ from ovnk_core.kube.leader import LeaderElector
 from ovnk_core.metrics import ControllerCollector, GaugeFromCache, serve_metrics
 from ovnk_core.networks.registry import NetworkRegistry
 from ovnk_core.plugins import PluginHost
+from ovnk_core.pods.controller import PodAllocator
 from ovnk_core.udn import nad as nadlib
 from ovnk_core.udn.controller import UdnControllers
 
@@ -58,8 +59,11 @@ class ClusterManager:
                                      TunnelKeyAllocator())
         self.nodes = NodeAllocator(client, self.informers, config, self.registry_networks,
                                    self.recorder)
+        self.pods = PodAllocator(client, self.informers, config, self.registry_networks,
+                                 self.recorder)
         if self.nad is not None:
             self.nad.listeners.append(lambda _network: self.nodes.networks_changed())
+            self.nad.listeners.append(lambda _network: self.pods.networks_changed())
         self.udn: UdnControllers | None = None
         if config.enable_network_segmentation:
             udn = self.udn = UdnControllers(client, self.informers, config, host, self.recorder)
@@ -88,7 +92,7 @@ class ClusterManager:
         return [((role, topology), float(n)) for (role, topology), n in sorted(counts.items())]
 
     def controllers(self) -> list[Controller]:
-        result = [self.nodes.controller]
+        result = [self.nodes.controller, self.pods.controller]
         if self.nad is not None:
             result.append(self.nad.controller)
         if self.udn is not None:
@@ -100,6 +104,7 @@ class ClusterManager:
         if self.nad is not None:
             self.nad.start()
         self.nodes.start()
+        self.pods.start()
         if self.udn is not None:
             self.udn.start()
         self._running.set()
@@ -108,6 +113,7 @@ class ClusterManager:
     def stop_controllers(self) -> None:
         if self.udn is not None:
             self.udn.stop()
+        self.pods.stop()
         self.nodes.stop()
         if self.nad is not None:
             self.nad.stop()

@@ -1,0 +1,78 @@
+"""Pod addresses within a subnet: never the same address twice, rebuilt after restarts.
+
+One ``IpAllocator`` serves one subnet (a node's slice of a Layer3 network,
+or the whole subnet of a Layer2 network).  The network address, the IPv4
+broadcast address and the excluded ranges (gateway .1 and management .2,
+``excludeSubnets``) are never handed out.  Allocation continues after the
+last address given out, so a freed address is not reused at once.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import threading
+from collections.abc import Iterable
+
+from ovnk_core.config.values import IPNetwork
+from ovnk_core.networks.addressing import IPAddress
+
+
+class IpAllocationError(ValueError):
+    """Subnet full, address outside the subnet or excluded, or held by another owner."""
+
+
+class IpAllocator:
+    def __init__(self, subnet: IPNetwork, excluded: Iterable[IPNetwork] = ()) -> None:
+        self.subnet = subnet
+        self.excluded = [net for net in excluded if net.version == subnet.version]
+        self._by_owner: dict[str, IPAddress] = {}
+        self._by_ip: dict[IPAddress, str] = {}
+        self._next = 1
+        self._lock = threading.Lock()
+
+    def _usable(self, ip: IPAddress) -> bool:
+        if ip not in self.subnet or ip == self.subnet.network_address:
+            return False
+        if self.subnet.version == 4 and self.subnet.prefixlen < 31 and \
+                ip == self.subnet.broadcast_address:
+            return False
+        return not any(ip in net for net in self.excluded)
+
+    def reserve(self, owner: str, ip: IPAddress | str) -> None:
+        address = ipaddress.ip_address(ip) if isinstance(ip, str) else ip
+        with self._lock:
+            if not self._usable(address):
+                raise IpAllocationError(f"{address} is not allocatable in {self.subnet}")
+            holder = self._by_ip.get(address)
+            if holder is not None and holder != owner:
+                raise IpAllocationError(f"{address} in {self.subnet} is already allocated to "
+                                        f"{holder}")
+            self._by_owner[owner] = address
+            self._by_ip[address] = owner
+
+    def allocate(self, owner: str) -> IPAddress:
+        with self._lock:
+            current = self._by_owner.get(owner)
+            if current is not None:
+                return current
+            size = self.subnet.num_addresses
+            for step in range(size):
+                offset = (self._next + step) % size
+                address = self.subnet.network_address + offset
+                if address in self._by_ip or not self._usable(address):
+                    continue
+                self._by_owner[owner] = address
+                self._by_ip[address] = owner
+                self._next = offset + 1
+                return address
+        raise IpAllocationError(f"subnet {self.subnet} is full: no address left for {owner}")
+
+    def release(self, owner: str) -> None:
+        with self._lock:
+            address = self._by_owner.pop(owner, None)
+            if address is not None:
+                self._by_ip.pop(address, None)
+
+    def get(self, owner: str) -> IPAddress | None:
+        with self._lock:
+            return self._by_owner.get(owner)

@@ -1,0 +1,49 @@
+"""Addresses derived from subnets and IDs, by upstream's formulas.
+
+Inside a node (or Layer2) subnet the first host is the gateway (router
+port) and the second the management port; MACs of OVN-managed addresses are
+``0a:58:`` followed by the IPv4 bytes (IPv6: the first four bytes of the
+address's SHA-256); per-network masquerade IPs come from the network ID.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+
+from ovnk_core.config.values import IPNetwork
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+MASQUERADE_BASE_OFFSET = 10
+
+
+def gateway_ip(subnet: IPNetwork) -> IPAddress:
+    return subnet.network_address + 1
+
+
+def management_ip(subnet: IPNetwork) -> IPAddress:
+    return subnet.network_address + 2
+
+
+def mac_from_ip(ip: IPAddress | str) -> str:
+    address = ipaddress.ip_address(ip) if isinstance(ip, str) else ip
+    if address.version == 4:
+        tail = address.packed
+    else:
+        tail = hashlib.sha256(str(address).encode()).digest()[:4]
+    return "0a:58:" + ":".join(f"{byte:02x}" for byte in tail)
+
+
+def masquerade_ips(subnet: IPNetwork, network_id: int) -> tuple[IPAddress, IPAddress]:
+    """(gateway-router masquerade IP, management-port masquerade IP) of a network ID.
+
+    :raises ValueError: ID below 1, or an address outside the masquerade subnet.
+    """
+    if network_id < 1:
+        raise ValueError(f"invalid network ID {network_id}: masquerade IPs need an ID >= 1")
+    gateway = subnet.network_address + MASQUERADE_BASE_OFFSET + 2 * network_id - 1
+    management = gateway + 1
+    if management not in subnet:
+        raise ValueError(f"masquerade subnet {subnet} is too small for network ID "
+                         f"{network_id} (needs {management})")
+    return gateway, management

@@ -1,0 +1,1 @@
+"""Pods: the ``k8s.ovn.org/pod-networks`` annotation and the controller that allocates it."""

@@ -1,0 +1,152 @@
+"""The ``k8s.ovn.org/pod-networks`` annotation: one entry per network a pod is attached to.
+
+Keys are NAD keys (``default`` for the cluster default network, ``ns/nad``
+for user-defined networks).  Routes and gateways per role and topology
+follow upstream (``AddRoutesGatewayIP``): a primary network carries the
+pod's default gateway; the default network of a pod with a primary UDN is
+``infrastructure-locked`` and only reaches the cluster and join subnets.
+An entry, once written, is never rewritten with other IPs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ovnk_core.config import Config
+from ovnk_core.config.values import IPNetwork
+from ovnk_core.errors import OvnkError
+from ovnk_core.networks.addressing import IPAddress, gateway_ip, mac_from_ip
+from ovnk_core.networks.netinfo import NetInfo
+
+ANNOTATION = "k8s.ovn.org/pod-networks"
+OVN_SERVICE_HAIRPIN_OFFSET = 5
+
+
+class PodAnnotationError(OvnkError):
+    """The annotation cannot be parsed, or an update would change a pod's IPs."""
+
+
+@dataclass(frozen=True)
+class PodNetwork:
+    ip_addresses: tuple[str, ...]
+    mac_address: str
+    role: str
+    gateway_ips: tuple[str, ...] = ()
+    routes: tuple[tuple[str, str], ...] = ()
+    tunnel_id: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"ip_addresses": list(self.ip_addresses),
+                                 "mac_address": self.mac_address}
+        if self.gateway_ips:
+            entry["gateway_ips"] = list(self.gateway_ips)
+        if self.routes:
+            entry["routes"] = [{"dest": dest, "nextHop": hop} for dest, hop in self.routes]
+        if len(self.ip_addresses) == 1:
+            entry["ip_address"] = self.ip_addresses[0]
+            if len(self.gateway_ips) == 1:
+                entry["gateway_ip"] = self.gateway_ips[0]
+        if self.tunnel_id is not None:
+            entry["tunnel_id"] = self.tunnel_id
+        entry["role"] = self.role
+        return entry
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> PodNetwork:
+        try:
+            addresses = tuple(raw.get("ip_addresses") or
+                              ([raw["ip_address"]] if raw.get("ip_address") else []))
+            for address in addresses:
+                ipaddress.ip_interface(address)
+            routes = tuple((r["dest"], r["nextHop"]) for r in raw.get("routes") or [])
+            return cls(ip_addresses=addresses, mac_address=str(raw.get("mac_address", "")),
+                       role=str(raw.get("role", "")),
+                       gateway_ips=tuple(raw.get("gateway_ips") or
+                                         ([raw["gateway_ip"]] if raw.get("gateway_ip") else [])),
+                       routes=routes, tunnel_id=raw.get("tunnel_id"))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PodAnnotationError(f"invalid pod network entry {dict(raw)!r}: {exc}") from None
+
+
+def parse(raw: str | None) -> dict[str, PodNetwork]:
+    if not raw:
+        return {}
+    try:
+        document = json.loads(raw)
+    except ValueError as exc:
+        raise PodAnnotationError(f"{ANNOTATION} is not valid JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise PodAnnotationError(f"{ANNOTATION} must be a JSON object")
+    return {key: PodNetwork.from_json(value) for key, value in document.items()
+            if isinstance(value, dict)}
+
+
+def serialize(networks: Mapping[str, PodNetwork]) -> str:
+    return json.dumps({key: value.to_json() for key, value in networks.items()},
+                      separators=(",", ":"))
+
+
+def merge(existing: Mapping[str, PodNetwork], wanted: Mapping[str, PodNetwork]) -> dict[
+        str, PodNetwork]:
+    """``existing`` plus the entries of ``wanted`` it lacks; IPs are never changed."""
+    result = dict(existing)
+    for key, entry in wanted.items():
+        old = result.get(key)
+        if old is not None and old.ip_addresses != entry.ip_addresses:
+            raise PodAnnotationError(
+                f"{ANNOTATION} entry {key} already has IPs {', '.join(old.ip_addresses)}; "
+                f"refusing to override them with {', '.join(entry.ip_addresses)}")
+        if old is None:
+            result[key] = entry
+    return result
+
+
+def _routes(destinations: Sequence[IPNetwork], gateways: Sequence[IPAddress]) -> list[
+        tuple[str, str]]:
+    routes = []
+    for dest in destinations:
+        for gateway in gateways:
+            if gateway.version == dest.version:
+                routes.append((str(dest), str(gateway)))
+    return routes
+
+
+def build_pod_network(config: Config, netinfo: NetInfo | None, role: str,
+                      ips: Sequence[ipaddress.IPv4Interface | ipaddress.IPv6Interface],
+                      tunnel_id: int | None = None) -> PodNetwork:
+    """One entry.  ``netinfo`` is ``None`` for the default network."""
+    gateways = [gateway_ip(ip.network) for ip in ips]
+    routes: list[tuple[str, str]] = []
+    gateway_ips: list[IPAddress] = []
+    services = list(config.service_cidrs)
+    if netinfo is None:  # the default network
+        cluster = [s.cidr for s in config.cluster_subnets]
+        joins = [config.join_subnet(v) for v in sorted({g.version for g in gateways})]
+        routes += _routes(cluster, gateways)
+        if role != "infrastructure-locked":
+            hairpin = [ipaddress.ip_network(
+                f"{config.masquerade_subnet(v).network_address + OVN_SERVICE_HAIRPIN_OFFSET}/"
+                f"{32 if v == 4 else 128}") for v in sorted({g.version for g in gateways})]
+            routes += _routes(services, gateways) + _routes(hairpin, gateways)
+            gateway_ips = gateways
+        routes += _routes(joins, gateways)
+    elif netinfo.topology == "layer3":
+        routes += _routes([s.cidr for s in netinfo.subnets], gateways)
+        if netinfo.is_primary:
+            routes += _routes(services, gateways) + _routes(list(netinfo.join_subnets), gateways)
+            gateway_ips = gateways
+    elif netinfo.topology == "layer2" and netinfo.is_primary:
+        routes += _routes(services, gateways) + _routes(list(netinfo.join_subnets), gateways)
+        gateway_ips = gateways
+    mac = mac_from_ip(next((ip.ip for ip in ips if ip.version == 4), ips[0].ip)) if ips else ""
+    return PodNetwork(ip_addresses=tuple(str(ip) for ip in ips), mac_address=mac, role=role,
+                      gateway_ips=tuple(str(g) for g in gateway_ips), routes=tuple(routes),
+                      tunnel_id=tunnel_id)
+
+
+__all__ = ["ANNOTATION", "PodAnnotationError", "PodNetwork", "build_pod_network",
+           "merge", "parse", "serialize"]

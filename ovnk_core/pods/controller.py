@@ -1,0 +1,278 @@
+"""Pod IPAM: every scheduled pod gets its ``k8s.ovn.org/pod-networks`` annotation.
+
+For each pod the controller works out its networks — the default network
+(role ``primary``, or ``infrastructure-locked`` when the namespace has a
+primary user-defined network), the namespace's primary UDN, and secondary
+networks named in ``k8s.v1.cni.cncf.io/networks`` — allocates one address
+per subnet family from the node's slice (Layer3, default network) or the
+network's shared subnet (Layer2), and writes the annotation once.  Existing
+entries are never rewritten with other IPs; addresses go back to the pool
+when the pod is deleted or completes.  After a restart the allocators are
+rebuilt from the annotations before any new allocation, so no address is
+ever handed out twice.
+
+A pod in a namespace labelled for a primary network that does not exist yet
+is held: a Warning event ``ErrorReconcilingPod`` and a retry with a growing
+delay that never gives up, until the UDN appears.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+from typing import Any
+
+from ovnk_core.allocators.ids import IdAllocationError, IdAllocator
+from ovnk_core.allocators.ips import IpAllocationError, IpAllocator
+from ovnk_core.clustermanager.node_allocator import parse_node_subnets
+from ovnk_core.config import Config
+from ovnk_core.errors import NotReady, PermanentError
+from ovnk_core.kube.client import JSON, KubeClient
+from ovnk_core.kube.controller import Controller
+from ovnk_core.kube.errors import Conflict, NotFound
+from ovnk_core.kube.events import WARNING, EventRecorder
+from ovnk_core.kube.factory import InformerFactory
+from ovnk_core.kube.informer import index_by_namespace
+from ovnk_core.kube.resources import NAMESPACES, NODES, PODS, object_key, split_key
+from ovnk_core.networks.addressing import gateway_ip, management_ip
+from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, NetInfo
+from ovnk_core.networks.registry import NetworkRegistry
+from ovnk_core.pods import annotation
+from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL, invalid_primary_network_message
+
+log = logging.getLogger(__name__)
+
+NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+MAX_POD_TUNNEL_ID = 32768
+Interface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
+
+
+def requested_networks(pod: JSON) -> list[str]:
+    """NAD keys named in ``k8s.v1.cni.cncf.io/networks`` (comma list or JSON selections)."""
+    raw = (pod["metadata"].get("annotations") or {}).get(NETWORKS_ANNOTATION, "").strip()
+    if not raw:
+        return []
+    namespace = pod["metadata"]["namespace"]
+    if raw.startswith("["):
+        try:
+            selections = json.loads(raw)
+        except ValueError as exc:
+            raise PermanentError(f"{NETWORKS_ANNOTATION} is not valid JSON: {exc}") from None
+        keys = []
+        for item in selections:
+            if not isinstance(item, dict) or not item.get("name"):
+                raise PermanentError(f"{NETWORKS_ANNOTATION}: every entry needs a name")
+            keys.append(f"{item.get('namespace') or namespace}/{item['name']}")
+        return keys
+    keys = []
+    for item in raw.split(","):
+        name = item.strip().split("@")[0]
+        if name:
+            keys.append(name if "/" in name else f"{namespace}/{name}")
+    return keys
+
+
+class PodAllocator:
+    def __init__(self, client: KubeClient, informers: InformerFactory, config: Config,
+                 registry: NetworkRegistry, recorder: EventRecorder) -> None:
+        self.client = client
+        self.config = config
+        self.registry = registry
+        self.recorder = recorder
+        self.pods = informers.get(PODS, indexers={"namespace": index_by_namespace})
+        self.namespaces = informers.get(NAMESPACES)
+        self.nodes = informers.get(NODES)
+        self.ips: dict[str, IpAllocator] = {}
+        self.tunnel_ids: dict[str, IdAllocator] = {}
+        self.held: dict[str, list[tuple[str, str]]] = {}  # pod key → (allocator, owner)
+        self.controller = Controller("cluster-manager-pod-allocator", self.reconcile,
+                                     initial_sync=self.sync, workers=2)
+        self.controller.watch(self.pods, primary=True)
+        self.controller.watch(self.nodes, key_func=self._pods_on_node)
+        self.controller.watch(self.namespaces, key_func=self._pods_in_namespace)
+
+    def _pods_on_node(self, node: JSON) -> list[str]:
+        name = node["metadata"]["name"]
+        return [object_key(p) for p in self.pods.items()
+                if (p.get("spec") or {}).get("nodeName") == name
+                and not (p["metadata"].get("annotations") or {}).get(annotation.ANNOTATION)]
+
+    def _pods_in_namespace(self, namespace: JSON) -> list[str]:
+        return [object_key(p) for p in self.pods.by_index("namespace",
+                                                           namespace["metadata"]["name"])]
+
+    def networks_changed(self) -> None:
+        self.controller.reconcile_all()
+
+    # -- allocators --------------------------------------------------------------------------
+    def _ip_allocator(self, network: str, subnet: ipaddress.IPv4Network | ipaddress.IPv6Network,
+                      excluded: list[Any]) -> tuple[str, IpAllocator]:
+        key = f"{network}|{subnet}"
+        allocator = self.ips.get(key)
+        if allocator is None:
+            allocator = self.ips[key] = IpAllocator(subnet, excluded)
+        return key, allocator
+
+    def _excluded(self, netinfo: NetInfo | None, subnet: Any) -> list[Any]:
+        reserved = [ipaddress.ip_network(f"{gateway_ip(subnet)}/{subnet.max_prefixlen}"),
+                    ipaddress.ip_network(f"{management_ip(subnet)}/{subnet.max_prefixlen}")]
+        if netinfo is not None and netinfo.topology != "layer3":
+            if not netinfo.is_primary:
+                reserved = []
+            reserved += list(netinfo.exclude_subnets)
+        return reserved
+
+    def sync(self) -> None:
+        """Reserve every address already annotated on a live pod."""
+        for pod in self.pods.items():
+            try:
+                existing = annotation.parse((pod["metadata"].get("annotations") or {}).get(
+                    annotation.ANNOTATION))
+            except annotation.PodAnnotationError as exc:
+                log.warning("pod %s: %s", object_key(pod), exc)
+                continue
+            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            for nad_key, entry in existing.items():
+                self._reserve(object_key(pod), nad_key, entry)
+
+    def _network_for(self, nad_key: str) -> tuple[str, NetInfo | None]:
+        if nad_key == "default":
+            return DEFAULT_NETWORK_NAME, None
+        network = self.registry.network_of_nad(nad_key)
+        entry = self.registry.get(network) if network else None
+        if network is None or entry is None:
+            raise NotReady(f"NAD {nad_key} is not a known network (yet)", backoff=True)
+        return network, entry.netinfo
+
+    def _reserve(self, pod_key: str, nad_key: str, entry: annotation.PodNetwork) -> None:
+        try:
+            network, netinfo = self._network_for(nad_key)
+        except NotReady:
+            return
+        owner = f"{pod_key}|{nad_key}"
+        for text in entry.ip_addresses:
+            interface = ipaddress.ip_interface(text)
+            key, allocator = self._ip_allocator(network, interface.network,
+                                                self._excluded(netinfo, interface.network))
+            try:
+                allocator.reserve(owner, interface.ip)
+                self.held.setdefault(pod_key, []).append((key, owner))
+            except IpAllocationError as exc:
+                log.warning("pod %s: %s", pod_key, exc)
+        if entry.tunnel_id is not None:
+            ids = self.tunnel_ids.setdefault(network, IdAllocator(
+                f"TunnelIDs-{network}", MAX_POD_TUNNEL_ID))
+            try:
+                ids.reserve(owner, entry.tunnel_id)
+            except IdAllocationError as exc:
+                log.warning("pod %s: %s", pod_key, exc)
+
+    def _release(self, pod_key: str) -> None:
+        for key, owner in self.held.pop(pod_key, []):
+            allocator = self.ips.get(key)
+            if allocator is not None:
+                allocator.release(owner)
+        for ids in self.tunnel_ids.values():
+            for owner in [o for o in ids.allocated() if o.startswith(f"{pod_key}|")]:
+                ids.release(owner)
+
+    # -- one pod -----------------------------------------------------------------------------
+    def reconcile(self, key: str) -> None:
+        pod = self.pods.get(key)
+        if pod is None or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            self._release(key)
+            return
+        spec = pod.get("spec") or {}
+        node_name = spec.get("nodeName")
+        if spec.get("hostNetwork") or not node_name or pod["metadata"].get("deletionTimestamp"):
+            return
+        namespace, _ = split_key(key)
+        assert namespace is not None
+        try:
+            existing = annotation.parse((pod["metadata"].get("annotations") or {}).get(
+                annotation.ANNOTATION))
+        except annotation.PodAnnotationError as exc:
+            self.recorder.event(pod, WARNING, "ErrorReconcilingPod", str(exc))
+            raise PermanentError(f"pod {key}: {exc}") from None
+        ns = self.namespaces.get(namespace)
+        labelled = PRIMARY_NAMESPACE_LABEL in ((ns or {}).get("metadata", {}).get("labels") or {})
+        primary = self.registry.primary_nad_for_namespace(namespace)
+        if labelled and primary is None:
+            message = invalid_primary_network_message(namespace)
+            self.recorder.event(pod, WARNING, "ErrorReconcilingPod", message)
+            raise NotReady(f"pod {key}: {message}", backoff=True)
+        node = self.nodes.get(node_name)
+        node_subnets = parse_node_subnets(node) if node else {}
+        wanted: dict[str, annotation.PodNetwork] = {}
+        plan = [("default", "infrastructure-locked" if primary else "primary")]
+        if primary:
+            plan.append((primary, "primary"))
+        plan += [(nad_key, "secondary") for nad_key in requested_networks(pod)]
+        for nad_key, role in plan:
+            if nad_key in existing:
+                continue
+            wanted[nad_key] = self._allocate(key, nad_key, role, node_name, node_subnets)
+        if not wanted:
+            return
+        merged = annotation.merge(existing, wanted)
+        meta = pod["metadata"]
+        try:
+            self.client.patch(PODS, meta["name"], {"metadata": {
+                "annotations": {annotation.ANNOTATION: annotation.serialize(merged)},
+                "resourceVersion": meta.get("resourceVersion")}}, namespace)
+        except NotFound:
+            self._release(key)
+            return
+        except Conflict:
+            for nad_key in wanted:  # give the addresses back; the next attempt redoes it
+                self._release_owner(key, nad_key)
+            raise NotReady(f"pod {key} changed meanwhile", delay=0.1) from None
+        log.info("pod %s: networks %s", key, ", ".join(
+            f"{k}={','.join(v.ip_addresses)}" for k, v in wanted.items()))
+
+    def _release_owner(self, pod_key: str, nad_key: str) -> None:
+        owner = f"{pod_key}|{nad_key}"
+        kept = []
+        for key, held_owner in self.held.get(pod_key, []):
+            if held_owner == owner and key in self.ips:
+                self.ips[key].release(owner)
+            else:
+                kept.append((key, held_owner))
+        self.held[pod_key] = kept
+
+    def _allocate(self, pod_key: str, nad_key: str, role: str, node: str,
+                  node_subnets: dict[str, list[str]]) -> annotation.PodNetwork:
+        network, netinfo = self._network_for(nad_key)
+        if netinfo is None or netinfo.topology == "layer3":
+            texts = node_subnets.get(network)
+            if not texts:
+                raise NotReady(f"pod {pod_key}: node {node} has no subnet of network {network} "
+                               "yet", backoff=True)
+            subnets = [ipaddress.ip_network(text, strict=False) for text in texts]
+        else:
+            subnets = [s.cidr for s in netinfo.subnets]
+        owner = f"{pod_key}|{nad_key}"
+        interfaces: list[Interface] = []
+        for subnet in subnets:
+            key, allocator = self._ip_allocator(network, subnet, self._excluded(netinfo, subnet))
+            try:
+                address = allocator.allocate(owner)
+            except IpAllocationError as exc:
+                self._release_owner(pod_key, nad_key)
+                raise NotReady(f"pod {pod_key}: {exc}", backoff=True) from None
+            self.held.setdefault(pod_key, []).append((key, owner))
+            interfaces.append(ipaddress.ip_interface(f"{address}/{subnet.prefixlen}"))
+        tunnel_id = None
+        if netinfo is not None and netinfo.topology == "layer2":
+            ids = self.tunnel_ids.setdefault(network, IdAllocator(
+                f"TunnelIDs-{network}", MAX_POD_TUNNEL_ID))
+            tunnel_id = ids.allocate(owner)
+        return annotation.build_pod_network(self.config, netinfo, role, interfaces, tunnel_id)
+
+    def start(self) -> None:
+        self.controller.start()
+
+    def stop(self) -> None:
+        self.controller.stop()

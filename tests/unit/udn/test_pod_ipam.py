@@ -1,0 +1,166 @@
+"""Pod IPAM by the cluster manager: the k8s.ovn.org/pod-networks annotation as upstream writes it."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from ovnk_core.apiserver.server import ServerHandle
+from ovnk_core.clustermanager.app import ClusterManager
+from ovnk_core.config import load_config
+from ovnk_core.kube.client import KubeClient
+from ovnk_core.kube.resources import CRDS, EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
+from ovnk_core.manifests.crds import build_crds
+from ovnk_core.plugins import PluginHost
+from ovnk_core.testing.apiserver_fixtures import client_for
+from ovnk_core.testing.waiting import wait_until
+from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
+
+CONFIG = load_config({"enable_multi_network": "true", "enable_network_segmentation": "true",
+                      "v4_masquerade_subnet": "169.254.0.0/17"}, env={})
+
+
+@pytest.fixture
+def client(kube_apiserver: ServerHandle) -> KubeClient:
+    api = KubeClient(client_for(kube_apiserver))
+    for crd in build_crds():
+        api.create(CRDS, crd)
+    wait_until(lambda: api.list(NADS) is not None)
+    for name in ("ovn-worker", "ovn-worker2"):
+        api.create(NODES, {"metadata": {"name": name}})
+    return api
+
+
+def start(client: KubeClient) -> ClusterManager:
+    manager = ClusterManager(CONFIG, client, PluginHost.load(CONFIG), identity="t")
+    manager.start_controllers()
+    return manager
+
+
+@pytest.fixture
+def manager(client: KubeClient) -> Iterator[ClusterManager]:
+    running = start(client)
+    yield running
+    running.stop_controllers()
+
+
+def pod(client: KubeClient, namespace: str, name: str, node: str,
+        annotations: dict[str, str] | None = None) -> None:
+    client.create(PODS, {"metadata": {"name": name, "namespace": namespace,
+                                      "annotations": annotations or {}},
+                         "spec": {"nodeName": node,
+                                  "containers": [{"name": "c", "image": "agnhost"}]}})
+
+
+def networks(client: KubeClient, namespace: str, name: str) -> dict[str, Any]:
+    raw = (client.get(PODS, name, namespace)["metadata"].get("annotations") or {}).get(
+        "k8s.ovn.org/pod-networks")
+    result: dict[str, Any] = json.loads(raw) if raw else {}
+    return result
+
+
+def node_subnet(client: KubeClient, node: str, network: str) -> str:
+    raw = client.get(NODES, node)["metadata"]["annotations"]["k8s.ovn.org/node-subnets"]
+    return str(json.loads(raw)[network][0])
+
+
+def test_default_network_pod(client: KubeClient, manager: ClusterManager) -> None:
+    client.create(NAMESPACES, {"metadata": {"name": "plain"}})
+    pod(client, "plain", "p", "ovn-worker")
+    entry = wait_until(lambda: networks(client, "plain", "p").get("default"))
+    subnet = ipaddress.ip_network(node_subnet(client, "ovn-worker", "default"))
+    gateway = str(subnet.network_address + 1)
+    ip = ipaddress.ip_interface(entry["ip_addresses"][0])
+    assert ip.network == subnet and int(ip.ip) - int(subnet.network_address) >= 3
+    assert entry["mac_address"] == "0a:58:" + ":".join(f"{b:02x}" for b in ip.ip.packed)
+    assert entry["role"] == "primary" and entry["gateway_ips"] == [gateway]
+    assert entry["routes"] == [
+        {"dest": "10.244.0.0/16", "nextHop": gateway},
+        {"dest": "10.96.0.0/16", "nextHop": gateway},
+        {"dest": "169.254.0.5/32", "nextHop": gateway},
+        {"dest": "100.64.0.0/16", "nextHop": gateway}]
+    assert entry["ip_address"] == entry["ip_addresses"][0] and entry["gateway_ip"] == gateway
+
+
+def test_primary_udn_pod_gets_two_entries_like_the_seed(client: KubeClient,
+                                                        manager: ClusterManager) -> None:
+    client.create(NAMESPACES, {"metadata": {"name": "green",
+                                            "labels": {PRIMARY_NAMESPACE_LABEL: ""}}})
+    client.create(UDNS, {"metadata": {"name": "green-network", "namespace": "green"},
+                         "spec": {"topology": "Layer3", "layer3": {"role": "Primary", "subnets": [
+                             {"cidr": "203.203.0.0/16", "hostSubnet": 24}]}}})
+    pod(client, "green", "green", "ovn-worker")
+    annotation = wait_until(lambda: (lambda n: n if len(n) == 2 else None)(
+        networks(client, "green", "green")))
+    udn = annotation["green/green-network"]
+    subnet = node_subnet(client, "ovn-worker", "green_green-network")
+    gateway = str(ipaddress.ip_network(subnet).network_address + 1)
+    assert udn["role"] == "primary" and udn["gateway_ips"] == [gateway]
+    assert udn["routes"] == [{"dest": "203.203.0.0/16", "nextHop": gateway},
+                             {"dest": "10.96.0.0/16", "nextHop": gateway},
+                             {"dest": "100.65.0.0/16", "nextHop": gateway}]
+    assert list(udn) == ["ip_addresses", "mac_address", "gateway_ips", "routes", "ip_address",
+                         "gateway_ip", "role"]
+    default = annotation["default"]
+    assert default["role"] == "infrastructure-locked" and "gateway_ips" not in default
+    default_gw = str(ipaddress.ip_interface(default["ip_addresses"][0]).network.network_address
+                     + 1)
+    assert default["routes"] == [{"dest": "10.244.0.0/16", "nextHop": default_gw},
+                                 {"dest": "100.64.0.0/16", "nextHop": default_gw}]
+
+
+def test_pod_waits_for_its_primary_network(client: KubeClient, manager: ClusterManager) -> None:
+    client.create(NAMESPACES, {"metadata": {"name": "blue",
+                                            "labels": {PRIMARY_NAMESPACE_LABEL: ""}}})
+    pod(client, "blue", "early", "ovn-worker2")
+    wait_until(lambda: any(e["reason"] == "ErrorReconcilingPod" and "invalid primary network "
+                           'state for namespace "blue"' in e["message"]
+                           for e in client.list(EVENTS, "blue")["items"]))
+    assert networks(client, "blue", "early") == {}
+    client.create(UDNS, {"metadata": {"name": "blue", "namespace": "blue"},
+                         "spec": {"topology": "Layer2", "layer2": {
+                             "role": "Primary", "subnets": ["10.150.0.0/24"]}}})
+    entry = wait_until(lambda: networks(client, "blue", "early").get("blue/blue"),
+                       timeout=30)
+    assert entry["ip_addresses"] == ["10.150.0.3/24"]  # .1 gateway and .2 management skipped
+    assert entry["tunnel_id"] == 1 and entry["gateway_ips"] == ["10.150.0.1"]
+
+
+def test_ips_are_unique_released_and_survive_restart(client: KubeClient) -> None:
+    client.create(NAMESPACES, {"metadata": {"name": "ns"}})
+    first = start(client)
+    try:
+        for index in range(5):
+            pod(client, "ns", f"p{index}", "ovn-worker")
+        wait_until(lambda: all(networks(client, "ns", f"p{i}") for i in range(5)))
+        before = {f"p{i}": networks(client, "ns", f"p{i}")["default"]["ip_addresses"][0]
+                  for i in range(5)}
+        assert len(set(before.values())) == 5
+        client.delete(PODS, "p0", "ns")
+    finally:
+        first.stop_controllers()
+    second = start(client)
+    try:
+        for index in range(5, 8):
+            pod(client, "ns", f"p{index}", "ovn-worker")
+        wait_until(lambda: all(networks(client, "ns", f"p{i}") for i in range(5, 8)))
+        after = {f"p{i}": networks(client, "ns", f"p{i}")["default"]["ip_addresses"][0]
+                 for i in range(1, 8)}
+        assert len(set(after.values())) == 7  # no duplicate across the restart
+        assert all(after[k] == before[k] for k in ("p1", "p2", "p3", "p4"))  # never rewritten
+    finally:
+        second.stop_controllers()
+
+
+def test_unreadable_annotation_is_reported_not_crashed(client: KubeClient,
+                                                       manager: ClusterManager) -> None:
+    client.create(NAMESPACES, {"metadata": {"name": "bad"}})
+    pod(client, "bad", "broken", "ovn-worker", {"k8s.ovn.org/pod-networks": "{nope"})
+    pod(client, "bad", "fine", "ovn-worker")
+    wait_until(lambda: networks(client, "bad", "fine"))
+    wait_until(lambda: any(e["reason"] == "ErrorReconcilingPod" and "not valid JSON" in
+                           e["message"] for e in client.list(EVENTS, "bad")["items"]))
