@@ -35,6 +35,20 @@ for ns in blue green teal; do
   $KUBECTL get net-attach-def -n "$ns" -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name}: {.spec.config}{"\n"}{end}'
 done
 echo
+echo "== node subnets per network (k8s.ovn.org/node-subnets)"
+$KUBECTL get nodes -o jsonpath='{range .items[*]}{.metadata.name}: {.metadata.annotations.k8s\.ovn\.org/node-subnets}{"\n"}{end}'
+echo
+echo "== pods and their networks (k8s.ovn.org/pod-networks)"
+$KUBECTL apply -f examples/workshop/20-pods.yaml
+for ns in blue green teal; do
+  $KUBECTL wait --for=condition=Ready --timeout=60s -n "$ns" pod --all >/dev/null
+done
+$KUBECTL get pods -A -o wide -l network
+for pod in blue/blue blue/blue1 green/green teal/teal; do
+  echo "$pod: $($KUBECTL get pod -n "${pod%/*}" "${pod#*/}" -o jsonpath='{.metadata.annotations.k8s\.ovn\.org/pod-networks}')"
+done
+echo "(teal reuses blue's CIDR: overlapping pod IPs in separate networks)"
+echo
 echo "== an invalid UDN is rejected at apply time"
 $KUBECTL apply -f examples/workshop/90-invalid.yaml || true
 echo

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -104,11 +104,22 @@ def test_pods_are_scheduled_run_and_get_endpoint_slices(cluster: LocalCluster) -
     assert wait_until(lambda: slice_addresses() == ["10.244.1.5", "10.244.1.6"])
 
 
-def test_pod_without_network_annotation_stays_pending(cluster: LocalCluster) -> None:
+def test_pods_get_addresses_from_ovnk_or_wait_for_their_network(cluster: LocalCluster) -> None:
     kubectl(cluster, "run", "bare", "-n", "default", "--image=agnhost")
-    wait_until(lambda: get_json(cluster, "pod", "bare", "-n", "default")["spec"].get("nodeName"))
-    time.sleep(1)
-    assert get_json(cluster, "pod", "bare", "-n", "default")["status"].get("phase") != "Running"
+    pod = wait_until(lambda: (lambda p: p if p["status"].get("phase") == "Running" else None)(
+        get_json(cluster, "pod", "bare", "-n", "default")))
+    node = get_json(cluster, "node", pod["spec"]["nodeName"])
+    subnets = json.loads(node["metadata"]["annotations"]["k8s.ovn.org/node-subnets"])
+    assert ipaddress.ip_address(pod["status"]["podIP"]) in ipaddress.ip_network(
+        subnets["default"][0])
+    kubectl(cluster, "apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": "waiting", "labels": {"k8s.ovn.org/primary-user-defined-network": ""}}}))
+    kubectl(cluster, "run", "early", "-n", "waiting", "--image=agnhost")
+    wait_until(lambda: "ErrorReconcilingPod" in kubectl(
+        cluster, "get", "events", "-n", "waiting").stdout)
+    assert get_json(cluster, "pod", "early", "-n", "waiting")["status"].get("phase") != \
+        "Running"
 
 
 def test_restart_keeps_state_and_crash_is_visible(cluster: LocalCluster) -> None:

@@ -1,4 +1,4 @@
-"""Pod IPAM by the cluster manager: the k8s.ovn.org/pod-networks annotation as upstream writes it."""
+"""Pod IPAM by the cluster manager: k8s.ovn.org/pod-networks as upstream writes it."""
 
 from __future__ import annotations
 
