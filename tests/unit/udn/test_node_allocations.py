@@ -3,26 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
-import pytest
-
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager.app import ClusterManager
-from ovnk_core.config import load_config
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.conditions import get_condition
-from ovnk_core.kube.resources import CRDS, EVENTS, NADS, NAMESPACES, NODES, UDNS
-from ovnk_core.manifests.crds import build_crds
-from ovnk_core.plugins import PluginHost
-from ovnk_core.testing.apiserver_fixtures import client_for
+from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, UDNS
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
-
-CONFIG = load_config({"enable_multi_network": "true", "enable_network_segmentation": "true",
-                      "v4_masquerade_subnet": "169.254.0.0/17",
-                      "cluster_subnets": "10.244.0.0/16/24"}, env={})
 
 
 def node_subnets(client: KubeClient, name: str) -> dict[str, list[str]]:
@@ -38,28 +27,10 @@ def node_id(client: KubeClient, name: str) -> str | None:
     return str(value) if value is not None else None
 
 
-@pytest.fixture
-def client(kube_apiserver: ServerHandle) -> KubeClient:
-    api = KubeClient(client_for(kube_apiserver))
-    for crd in build_crds():
-        api.create(CRDS, crd)
-    wait_until(lambda: api.list(NADS) is not None)
-    for name in ("ovn-worker", "ovn-worker2"):
-        api.create(NODES, {"metadata": {"name": name}})
-    return api
 
 
-def start(client: KubeClient) -> ClusterManager:
-    manager = ClusterManager(CONFIG, client, PluginHost.load(CONFIG), identity="t")
-    manager.start_controllers()
-    return manager
 
 
-@pytest.fixture
-def manager(client: KubeClient) -> Iterator[ClusterManager]:
-    running = start(client)
-    yield running
-    running.stop_controllers()
 
 
 def udn(client: KubeClient, namespace: str, cidr: str, host_subnet: int) -> None:
@@ -115,8 +86,9 @@ def test_exhaustion_fails_one_network_on_one_node_only(client: KubeClient,
     wait_until(lambda: (allocation_condition() or {}).get("status") == "True")
 
 
-def test_restart_keeps_every_allocation(client: KubeClient) -> None:
-    first = start(client)
+def test_restart_keeps_every_allocation(client: KubeClient,
+        start_manager: Callable[[], ClusterManager]) -> None:
+    first = start_manager()
     try:
         udn(client, "blue", "10.100.0.0/16", 24)
         wait_until(lambda: all("blue_blue" in node_subnets(client, n)
@@ -128,7 +100,7 @@ def test_restart_keeps_every_allocation(client: KubeClient) -> None:
         first.stop_controllers()
     client.delete(NODES, "ovn-worker")  # gone while nobody watched
     client.create(NODES, {"metadata": {"name": "ovn-worker4"}})
-    second = start(client)
+    second = start_manager()
     try:
         wait_until(lambda: node_subnets(client, "ovn-worker4").get("blue_blue"))
         assert (node_id(client, "ovn-worker2"), node_subnets(client, "ovn-worker2")) == \

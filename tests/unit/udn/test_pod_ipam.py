@@ -4,48 +4,14 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
-import pytest
-
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager.app import ClusterManager
-from ovnk_core.config import load_config
 from ovnk_core.kube.client import KubeClient
-from ovnk_core.kube.resources import CRDS, EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
-from ovnk_core.manifests.crds import build_crds
-from ovnk_core.plugins import PluginHost
-from ovnk_core.testing.apiserver_fixtures import client_for
+from ovnk_core.kube.resources import EVENTS, NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
-
-CONFIG = load_config({"enable_multi_network": "true", "enable_network_segmentation": "true",
-                      "v4_masquerade_subnet": "169.254.0.0/17"}, env={})
-
-
-@pytest.fixture
-def client(kube_apiserver: ServerHandle) -> KubeClient:
-    api = KubeClient(client_for(kube_apiserver))
-    for crd in build_crds():
-        api.create(CRDS, crd)
-    wait_until(lambda: api.list(NADS) is not None)
-    for name in ("ovn-worker", "ovn-worker2"):
-        api.create(NODES, {"metadata": {"name": name}})
-    return api
-
-
-def start(client: KubeClient) -> ClusterManager:
-    manager = ClusterManager(CONFIG, client, PluginHost.load(CONFIG), identity="t")
-    manager.start_controllers()
-    return manager
-
-
-@pytest.fixture
-def manager(client: KubeClient) -> Iterator[ClusterManager]:
-    running = start(client)
-    yield running
-    running.stop_controllers()
 
 
 def pod(client: KubeClient, namespace: str, name: str, node: str,
@@ -130,9 +96,10 @@ def test_pod_waits_for_its_primary_network(client: KubeClient, manager: ClusterM
     assert entry["tunnel_id"] == 1 and entry["gateway_ips"] == ["10.150.0.1"]
 
 
-def test_ips_are_unique_released_and_survive_restart(client: KubeClient) -> None:
+def test_ips_are_unique_released_and_survive_restart(client: KubeClient,
+        start_manager: Callable[[], ClusterManager]) -> None:
     client.create(NAMESPACES, {"metadata": {"name": "ns"}})
-    first = start(client)
+    first = start_manager()
     try:
         for index in range(5):
             pod(client, "ns", f"p{index}", "ovn-worker")
@@ -143,7 +110,7 @@ def test_ips_are_unique_released_and_survive_restart(client: KubeClient) -> None
         client.delete(PODS, "p0", "ns")
     finally:
         first.stop_controllers()
-    second = start(client)
+    second = start_manager()
     try:
         for index in range(5, 8):
             pod(client, "ns", f"p{index}", "ovn-worker")

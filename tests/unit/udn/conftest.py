@@ -1,0 +1,53 @@
+"""A local API server with the project's CRDs and two nodes, and cluster managers on it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from ovnk_core.apiserver.server import ServerHandle
+from ovnk_core.clustermanager.app import ClusterManager
+from ovnk_core.config import load_config
+from ovnk_core.kube.client import KubeClient
+from ovnk_core.kube.resources import CRDS, NADS, NODES
+from ovnk_core.manifests.crds import build_crds
+from ovnk_core.plugins import PluginHost
+from ovnk_core.testing.apiserver_fixtures import client_for
+from ovnk_core.testing.waiting import wait_until
+
+UDN_CONFIG = load_config({"enable_multi_network": "true", "enable_network_segmentation": "true",
+                          "v4_masquerade_subnet": "169.254.0.0/17"}, env={})
+
+
+@pytest.fixture
+def client(kube_apiserver: ServerHandle) -> KubeClient:
+    """A client of a server that serves the CRDs and has nodes ovn-worker and ovn-worker2."""
+    api = KubeClient(client_for(kube_apiserver))
+    for crd in build_crds():
+        api.create(CRDS, crd)
+    wait_until(lambda: api.list(NADS) is not None)
+    for name in ("ovn-worker", "ovn-worker2"):
+        api.create(NODES, {"metadata": {"name": name}})
+    return api
+
+
+@pytest.fixture
+def start_manager(client: KubeClient) -> Iterator[Callable[[], ClusterManager]]:
+    """``start_manager()`` runs a fresh cluster manager's controllers (stopped at teardown)."""
+    running: list[ClusterManager] = []
+
+    def start() -> ClusterManager:
+        manager = ClusterManager(UDN_CONFIG, client, PluginHost.load(UDN_CONFIG), identity="t")
+        manager.start_controllers()
+        running.append(manager)
+        return manager
+
+    yield start
+    for manager in running:
+        manager.stop_controllers()
+
+
+@pytest.fixture
+def manager(start_manager: Callable[[], ClusterManager]) -> ClusterManager:
+    return start_manager()
