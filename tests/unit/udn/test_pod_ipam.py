@@ -9,7 +9,7 @@ from typing import Any
 
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.kube.client import KubeClient
-from ovnk_core.kube.resources import EVENTS, NAMESPACES, NODES, PODS, UDNS
+from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
 
@@ -131,3 +131,34 @@ def test_unreadable_annotation_is_reported_not_crashed(client: KubeClient,
     wait_until(lambda: networks(client, "bad", "fine"))
     wait_until(lambda: any(e["reason"] == "ErrorReconcilingPod" and "not valid JSON" in
                            e["message"] for e in client.list(EVENTS, "bad")["items"]))
+
+
+def test_secondary_network_from_the_networks_annotation(client: KubeClient,
+                                                        manager: ClusterManager) -> None:
+    client.create(NAMESPACES, {"metadata": {"name": "side"}})
+    client.create(NADS, {"metadata": {"name": "side-net", "namespace": "side"}, "spec": {
+        "config": json.dumps({"cniVersion": "1.1.0", "type": "ovn-k8s-cni-overlay",
+                              "name": "side_side-net", "netAttachDefName": "side/side-net",
+                              "topology": "layer2", "role": "secondary",
+                              "subnets": "192.168.50.0/24"})}})
+    pod(client, "side", "multi", "ovn-worker",
+        {"k8s.v1.cni.cncf.io/networks": "side-net"})
+    entry = wait_until(lambda: networks(client, "side", "multi").get("side/side-net"))
+    assert entry["role"] == "secondary" and "gateway_ips" not in entry and "routes" not in entry
+    assert entry["ip_addresses"] == ["192.168.50.1/24"]  # secondary: .1/.2 are not reserved
+    assert networks(client, "side", "multi")["default"]["role"] == "primary"
+    pod(client, "side", "typo", "ovn-worker", {"k8s.v1.cni.cncf.io/networks": "no-such-net"})
+    pod(client, "side", "ok", "ovn-worker")
+    wait_until(lambda: networks(client, "side", "ok"))  # one bad pod blocks nobody
+    assert networks(client, "side", "typo") == {}
+
+
+def test_completed_pods_give_their_addresses_back(client: KubeClient,
+                                                  manager: ClusterManager) -> None:
+    client.create(NAMESPACES, {"metadata": {"name": "jobs"}})
+    pod(client, "jobs", "job", "ovn-worker")
+    wait_until(lambda: networks(client, "jobs", "job"))
+    assert "jobs/job" in manager.pods.held
+    client.patch_status(PODS, "job", {"status": {"phase": "Succeeded"}}, "jobs")
+    wait_until(lambda: "jobs/job" not in manager.pods.held)
+    assert networks(client, "jobs", "job")  # the annotation stays, the address is free
