@@ -147,3 +147,37 @@ def test_down_leaves_nothing_running(tmp_path: Path) -> None:
     assert set(stopped) == {r.name for r in records}
     assert not any(pid_running(r.pid, r.args) for r in records)
     assert local.status() == []
+
+
+def test_seed_walkthrough_with_kubectl(cluster: LocalCluster) -> None:
+    workshop = Path(__file__).resolve().parents[2] / "examples" / "workshop"
+    for manifest in ("00-namespaces.yaml", "10-networks.yaml", "20-pods.yaml"):
+        kubectl(cluster, "apply", "-f", str(workshop / manifest))
+    for namespace in ("blue", "green", "teal"):
+        kubectl(cluster, "wait", "--for=condition=NetworkCreated", "udn", "--all", "-n",
+                namespace, "--timeout=60s")
+        kubectl(cluster, "wait", "--for=condition=Ready", "pod", "--all", "-n", namespace,
+                "--timeout=60s")
+    nad = get_json(cluster, "net-attach-def", "blue-network", "-n", "blue")
+    assert json.loads(nad["spec"]["config"])["name"] == "blue_blue-network"
+    ids = {get_json(cluster, "net-attach-def", f"{ns}-network", "-n", ns)["metadata"][
+        "annotations"]["k8s.ovn.org/network-id"] for ns in ("blue", "green", "teal")}
+    assert len(ids) == 3 and "0" not in ids
+    for node in get_json(cluster, "nodes")["items"]:
+        subnets = json.loads(node["metadata"]["annotations"]["k8s.ovn.org/node-subnets"])
+        assert set(subnets) >= {"default", "blue_blue-network", "green_green-network",
+                                "teal_teal-network"}
+    pods = get_json(cluster, "pods", "-n", "blue")["items"]
+    assert {p["spec"]["nodeName"] for p in pods} == {"ovn-worker", "ovn-worker2"}
+    for item in pods:
+        networks = json.loads(item["metadata"]["annotations"][POD_NETWORKS])
+        assert networks["default"]["role"] == "infrastructure-locked"
+        assert networks["blue/blue-network"]["role"] == "primary"
+        udn_ip = ipaddress.ip_interface(networks["blue/blue-network"]["ip_addresses"][0])
+        assert udn_ip in ipaddress.ip_network("103.103.0.0/16")
+        # kubectl shows the default-network IP, as upstream does for primary-UDN pods
+        assert item["status"]["podIP"] == networks["default"]["ip_addresses"][0].split("/")[0]
+    rejected = kubectl(cluster, "apply", "-f", str(workshop / "90-invalid.yaml"), check=False)
+    assert rejected.returncode != 0
+    assert "spec.layer3 is required when topology is Layer3 and forbidden otherwise" in \
+        rejected.stderr
