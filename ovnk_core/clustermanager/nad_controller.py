@@ -177,6 +177,8 @@ class NadController:
                 log.info("network %s: no NAD left, network ID released", network)
             return
         network_id = self._network_id(network, [nad for nad, _ in accepted])
+        if accepted[0][1].is_primary:
+            self._check_masquerade_room(network, network_id, [nad for nad, _ in accepted])
         entry = self.registry.get(network)
         if entry is not None:
             entry.network_id = network_id
@@ -205,6 +207,20 @@ class NadController:
             for nad in nads:
                 self._report(nad, "NetworkIDAllocationFailed", str(exc))
             raise PermanentError(f"network {network}: {exc}") from None
+
+    def _check_masquerade_room(self, network: str, network_id: int, nads: list[JSON]) -> None:
+        """A primary network needs two masquerade IPs derived from its ID."""
+        config = self.host.config
+        for version in sorted(config.ip_families):
+            capacity = config.masquerade_network_capacity(version)
+            if network_id > capacity:
+                subnet = config.masquerade_subnet(version)
+                message = (f"network {network}: network ID {network_id} does not fit the "
+                           f"masquerade subnet {subnet}, which has room for {capacity} "
+                           f"networks; use a larger --gateway-v{version}-masquerade-subnet")
+                for nad in nads:
+                    self._report(nad, "NetworkIDAllocationFailed", message)
+                raise PermanentError(message)
 
     def _annotate(self, nad: JSON, wanted: dict[str, str]) -> None:
         meta = nad["metadata"]

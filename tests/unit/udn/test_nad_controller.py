@@ -148,3 +148,33 @@ def test_ids_survive_a_restart_and_are_released_with_the_last_nad(client: KubeCl
         assert second.registry.get("green_green") is None
     finally:
         second.stop()
+
+
+def test_primary_networks_beyond_the_masquerade_subnet_are_refused(client: KubeClient) -> None:
+    small = load_config({"enable_multi_network": "true", "enable_network_segmentation": "true",
+                         "v4_masquerade_subnet": "169.254.169.0/28"}, env={})
+    assert small.masquerade_network_capacity(4) == 2
+    informers = InformerFactory(client, resync_period=0)
+    controller = NadController(client, informers, PluginHost.load(small),
+                               EventRecorder(client, "ovnkube-cluster-manager"),
+                               NetworkRegistry(), IdAllocator("NetworkIDs", 4096, reserved=(0,)),
+                               TunnelKeyAllocator())
+    informers.start()
+    controller.start()
+    try:
+        for index, namespace in enumerate(("blue", "green", "red")):
+            client.create(NADS, nad(namespace, "n", f"{namespace}_n",
+                                    subnets=f"10.{100 + index}.0.0/16/24"))
+            if index < 2:
+                wait_until(lambda ns=namespace: annotated(client, ns, "n"))  # type: ignore[misc]
+        wait_until(lambda: any(
+            "network red_n: network ID 3 does not fit the masquerade subnet 169.254.169.0/28, "
+            "which has room for 2 networks" in e["message"]
+            for e in client.list(EVENTS, "red")["items"]))
+        assert annotated(client, "red", "n") is None
+        client.create(NADS, nad("red", "side", "red_side", role="secondary",
+                                subnets="10.200.0.0/16/24"))
+        assert wait_until(lambda: annotated(client, "red", "side"))  # secondary: no masquerade
+    finally:
+        controller.stop()
+        informers.stop()
