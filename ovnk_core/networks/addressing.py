@@ -47,3 +47,11 @@ def masquerade_ips(subnet: IPNetwork, network_id: int) -> tuple[IPAddress, IPAdd
         raise ValueError(f"masquerade subnet {subnet} is too small for network ID "
                          f"{network_id} (needs {management})")
     return gateway, management
+
+
+def link_local_from_mac(mac: str) -> ipaddress.IPv6Address:
+    """The EUI-64 IPv6 link-local address (fe80::/64) of a MAC address."""
+    octets = [int(part, 16) for part in mac.split(":")]
+    octets[0] ^= 0x02
+    eui = [*octets[:3], 0xFF, 0xFE, *octets[3:]]
+    return ipaddress.IPv6Address(bytes([0xFE, 0x80, 0, 0, 0, 0, 0, 0, *eui]))

@@ -19,7 +19,12 @@ from typing import Any
 from ovnk_core.config import Config
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.errors import OvnkError
-from ovnk_core.networks.addressing import IPAddress, gateway_ip, mac_from_ip
+from ovnk_core.networks.addressing import (
+    IPAddress,
+    gateway_ip,
+    link_local_from_mac,
+    mac_from_ip,
+)
 from ovnk_core.networks.netinfo import NetInfo
 
 ANNOTATION = "k8s.ovn.org/pod-networks"
@@ -38,6 +43,7 @@ class PodNetwork:
     gateway_ips: tuple[str, ...] = ()
     routes: tuple[tuple[str, str], ...] = ()
     tunnel_id: int | None = None
+    ipv6_lla_gateway_ip: str = ""
 
     def to_json(self) -> dict[str, Any]:
         entry: dict[str, Any] = {"ip_addresses": list(self.ip_addresses),
@@ -50,6 +56,8 @@ class PodNetwork:
             entry["ip_address"] = self.ip_addresses[0]
             if len(self.gateway_ips) == 1:
                 entry["gateway_ip"] = self.gateway_ips[0]
+        if self.ipv6_lla_gateway_ip:
+            entry["ipv6_lla_gateway_ip"] = self.ipv6_lla_gateway_ip
         if self.tunnel_id is not None:
             entry["tunnel_id"] = self.tunnel_id
         entry["role"] = self.role
@@ -67,7 +75,8 @@ class PodNetwork:
                        role=str(raw.get("role", "")),
                        gateway_ips=tuple(raw.get("gateway_ips") or
                                          ([raw["gateway_ip"]] if raw.get("gateway_ip") else [])),
-                       routes=routes, tunnel_id=raw.get("tunnel_id"))
+                       routes=routes, tunnel_id=raw.get("tunnel_id"),
+                       ipv6_lla_gateway_ip=str(raw.get("ipv6_lla_gateway_ip") or ""))
         except (KeyError, TypeError, ValueError) as exc:
             raise PodAnnotationError(f"invalid pod network entry {dict(raw)!r}: {exc}") from None
 
@@ -139,13 +148,18 @@ def build_pod_network(config: Config, netinfo: NetInfo | None, role: str,
         if netinfo.is_primary:
             routes += _routes(services, gateways) + _routes(list(netinfo.join_subnets), gateways)
             gateway_ips = gateways
-    elif netinfo.topology == "layer2" and netinfo.is_primary:
+    lla = ""
+    if netinfo is not None and netinfo.topology == "layer2" and netinfo.is_primary:
         routes += _routes(services, gateways) + _routes(list(netinfo.join_subnets), gateways)
         gateway_ips = gateways
+        if any(g.version == 6 for g in gateways):
+            # The router port's MAC comes from the v4 gateway IP, or the v6 one without v4.
+            router_ip = next((g for g in gateways if g.version == 4), gateways[0])
+            lla = str(link_local_from_mac(mac_from_ip(router_ip)))
     mac = mac_from_ip(next((ip.ip for ip in ips if ip.version == 4), ips[0].ip)) if ips else ""
     return PodNetwork(ip_addresses=tuple(str(ip) for ip in ips), mac_address=mac, role=role,
                       gateway_ips=tuple(str(g) for g in gateway_ips), routes=tuple(routes),
-                      tunnel_id=tunnel_id)
+                      tunnel_id=tunnel_id, ipv6_lla_gateway_ip=lla)
 
 
 __all__ = ["ANNOTATION", "PodAnnotationError", "PodNetwork", "build_pod_network",
