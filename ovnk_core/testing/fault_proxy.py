@@ -82,6 +82,12 @@ class FaultProxy:
         with self._lock:
             self._faults.append(_Fault(status, count, match, reason))
 
+    def clear_faults(self) -> None:
+        """Forget every pending injected fault."""
+        with self._lock:
+            self._faults.clear()
+            self._gone_watches = 0
+
     def gone_next_watch(self, count: int = 1) -> None:
         with self._lock:
             self._gone_watches += count

@@ -130,12 +130,17 @@ def test_410_gone_relists_and_reports_the_difference(proxy: FaultProxy, proxied:
     informer.start()
     try:
         assert informer.wait_for_sync(10)
-        # Cut the stream; the next watch answers 410 Gone, and meanwhile the world changes.
-        proxy.gone_next_watch()
-        proxy.fail_next(500, count=2, match="watch=true")
+        # Cut the stream and keep the informer away from the server while the world changes,
+        # then let its next watch meet 410 Gone: the changes can only arrive by relisting.
+        wait_until(lambda: proxy.open_watches() == 1)
+        proxy.fail_next(500, count=10_000, match="GET /api/v1/configmaps")
+        assert proxy.drop_watches() == 1
         direct.delete(CONFIGMAPS, "goes", "default")
         direct.patch(CONFIGMAPS, "stays", {"data": {"v": "changed"}}, "default")
-        proxy.drop_watches()
+        wait_until(lambda: informer.stats.errors >= 2)
+        assert not recorder.seen(DELETED, "default/goes")
+        proxy.clear_faults()
+        proxy.gone_next_watch()
         wait_until(lambda: informer.stats.relists_after_gone >= 1)
         wait_until(lambda: recorder.seen(DELETED, "default/goes"))
         wait_until(lambda: recorder.seen(MODIFIED, "default/stays"))
