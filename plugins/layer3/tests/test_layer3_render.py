@@ -5,14 +5,6 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
-
-from ovnk_core.config.values import ClusterSubnet
-from ovnk_core.networks.addressing import mac_from_ip
-from ovnk_core.networks.netinfo import NetInfo
-from ovnk_core.ovn.declarative import apply, apply_many
-from ovnk_core.ovn.nb import NbClient
-from ovnk_core.ovn.trace import packet_flow, trace, wait_for_sb
-from ovnk_core.testing.ovsdb_fixtures import OvnStack
 from ovnk_layer3.desired import (
     NodeSubnets,
     PodAttachment,
@@ -24,6 +16,14 @@ from ovnk_layer3.desired import (
     pod_owner,
     pod_port_name,
 )
+
+from ovnk_core.config.values import ClusterSubnet
+from ovnk_core.networks.addressing import mac_from_ip
+from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.ovn.declarative import apply, apply_many
+from ovnk_core.ovn.nb import NbClient
+from ovnk_core.ovn.trace import packet_flow, trace, wait_for_sb
+from ovnk_core.testing.ovsdb_fixtures import OvnStack
 
 pytestmark = pytest.mark.e2e
 net = ipaddress.ip_network
