@@ -4,12 +4,15 @@ Enough for a local cluster: it honours ``spec.nodeName`` already set,
 ``spec.nodeSelector`` (exact label match) and skips unschedulable or
 not-Ready nodes; a pod no node fits stays pending and is retried when nodes
 change.  Binding writes ``spec.nodeName`` (the ``binding`` subresource's
-effect).
+effect).  Like kube-scheduler it *assumes* each binding it made until its own
+pod informer shows it, so pods created back to back are spread over nodes
+instead of all landing on the node that looked emptiest a moment ago.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 
 from ovnk_core.errors import NotReady
 from ovnk_core.kube.client import JSON, KubeClient
@@ -51,6 +54,8 @@ class Scheduler:
         self.controller = Controller("scheduler", self.reconcile)
         self.controller.watch(self.pods, primary=True)
         self.controller.watch(self.nodes, key_func=lambda _node: self._pending_keys())
+        self._assumed: dict[str, str] = {}
+        self._assumed_lock = threading.Lock()
 
     def _pending_keys(self) -> list[str]:
         return [object_key(pod) for pod in self.pods.items()
@@ -62,10 +67,7 @@ class Scheduler:
             return
         if pod["metadata"].get("deletionTimestamp"):
             return
-        counts = {node["metadata"]["name"]: len(self.pods.by_index("node",
-                                                                     node["metadata"]["name"]))
-                  for node in self.nodes.items()}
-        node = choose_node(pod, self.nodes.items(), counts)
+        node = choose_node(pod, self.nodes.items(), self.pods_per_node())
         if node is None:
             raise NotReady(f"pod {key}: no schedulable node fits", delay=5.0)
         namespace, name = split_key(key)
@@ -75,7 +77,23 @@ class Scheduler:
                 "spec": {"nodeName": node}}, namespace=namespace)
         except (Conflict, NotFound):
             return  # changed or gone meanwhile; the informer brings the new state
+        with self._assumed_lock:
+            self._assumed[key] = node
         log.info("scheduler: bound pod %s to node %s", key, node)
+
+    def pods_per_node(self) -> dict[str, int]:
+        """Pods per node as the informer shows them plus bindings not yet seen there."""
+        counts = {node["metadata"]["name"]: len(self.pods.by_index("node",
+                                                                     node["metadata"]["name"]))
+                  for node in self.nodes.items()}
+        with self._assumed_lock:
+            for key, node in list(self._assumed.items()):
+                seen = self.pods.get(key)
+                if seen is None or (seen.get("spec") or {}).get("nodeName"):
+                    del self._assumed[key]  # the informer caught up (or the pod is gone)
+                else:
+                    counts[node] = counts.get(node, 0) + 1
+        return counts
 
     def start(self) -> None:
         self.pods.start()
