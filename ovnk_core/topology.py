@@ -9,18 +9,34 @@ under the same name that networks use in their netconf ``topology`` key::
 
 The core instantiates it once with the ``Config`` and registers the instance
 with the plugin manager, so a topology may also implement any hook of
-``ovnk_core.hookspecs``.  Later issues add rendering methods to this class;
-each addition is an abstract method with its own docstring here.
+``ovnk_core.hookspecs``.
+
+Rendering into OVN Northbound is three pure methods, one per owner scope
+the zone controller converges: ``build_network`` (rows shared by the whole
+network), ``build_node`` (one node's rows in the network) and ``build_pod``
+(one pod's attachment).  They return ``DesiredRow`` lists; the core applies
+them, deletes what an owner no longer has, and removes every row of a
+node, pod or network that is gone.  A topology that does not render (yet)
+leaves them as they are here: its networks are parsed and allocated, and
+the zone reports that nothing is rendered for them.
 """
 
 from __future__ import annotations
 
 import abc
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ovnk_core.config import Config
 from ovnk_core.networks.netconf import NetConf
 from ovnk_core.networks.netinfo import NetInfo
+
+if TYPE_CHECKING:
+    from ovnk_core.ovn.declarative import DesiredRow
+    from ovnk_core.zone.model import NetworkState, NodeState, PodAttachment
+
+
+class RenderingNotSupported(Exception):
+    """The topology has no Northbound rendering; its networks stay unrendered."""
 
 
 class Topology(abc.ABC):
@@ -54,3 +70,35 @@ class Topology(abc.ABC):
             message is shown on the network's status (and the NAD is ignored), other
             networks are unaffected.
         """
+
+    renders: ClassVar[bool] = False
+    """Whether this topology implements the ``build_*`` methods below."""
+
+    def build_network(self, network: NetworkState) -> list[DesiredRow]:
+        """Rows shared by the whole network (its routers, join switch, ...).
+
+        Owned by ``ovnk_core.zone.owners.network_owner(network.netinfo)``; converged in
+        one transaction before any node of the network.  Must be pure.
+
+        :raises RenderingNotSupported: the topology does not render into NB.
+        """
+        raise RenderingNotSupported(self.name)
+
+    def build_node(self, network: NetworkState, node: NodeState) -> list[DesiredRow]:
+        """Rows of one node in the network (its switch, router ports, gateway ...).
+
+        Owned by ``node_owner(network.netinfo, node.name)``.  Called for every node of the
+        zone whenever the network or the node changes; a node whose facts are not all
+        published yet (``node.gateway`` is ``None``) gets what can be built without them.
+        Rows may link into rows of the network owner.  Must be pure.
+        """
+        raise RenderingNotSupported(self.name)
+
+    def build_pod(self, network: NetworkState, pod: PodAttachment) -> list[DesiredRow]:
+        """Rows of one pod's attachment to the network (its logical switch port).
+
+        Owned by ``pod_owner(network.netinfo, pod.namespace, pod.name)``; the addresses
+        come from the pod's ``k8s.ovn.org/pod-networks`` entry (allocated by the cluster
+        manager), never from the topology.  Must be pure.
+        """
+        raise RenderingNotSupported(self.name)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ovnk_core.errors import OvnkError
 
 _OUTPUT = re.compile(r'output\("([^"]+)"\)')
+_SNAT = re.compile(r"ct_snat\((?:ip[46]\.src=)?([0-9A-Fa-f.:]+)\)")
 
 
 class TraceError(OvnkError):
@@ -33,6 +34,11 @@ class TraceResult:
 
     def delivered_to(self, port: str) -> bool:
         return port in self.outputs
+
+    @property
+    def snat_ips(self) -> tuple[str, ...]:
+        """Source addresses the packet was SNATed to on its way (``ct_snat(...)`` actions)."""
+        return tuple(dict.fromkeys(_SNAT.findall(self.text)))
 
 
 def wait_for_sb(nb_remote: str, timeout: float = 30.0) -> None:

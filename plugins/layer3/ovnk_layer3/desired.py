@@ -2,67 +2,48 @@
 
 A Layer3 network is one logical router (``<P>ovn_cluster_router``) and one
 logical switch per node (``<P><node>``, the node's host subnet), joined by
-the ``rtos-``/``stor-`` port pair whose router side owns the subnet's .1;
-primary networks add the node's management port ``k8s-<P><node>`` (.2).
+the ``rtos-``/``stor-`` port pair whose router side owns the subnet's .1.
 Every pod attachment is a port on its node's switch.  ``P`` is the network
 prefix (empty for the default network), as upstream names them.
 
+Primary networks and the default network also get, per node, the way out:
+the management port ``k8s-<P><node>`` (.2), a gateway router
+``GR_<P><node>`` reached from the cluster router over the ``<P>join``
+switch, and an external switch ``ext_<P><node>`` to the node's bridge.  The
+gateway router SNATs the network's egress: to the node IP on the default
+network, to the network's own masquerade IP on a user-defined network, which
+is what keeps overlapping pod subnets of different networks apart once they
+leave OVN.  Secondary networks get none of that.
+
 Each builder returns the rows of one owner (the network, one node, one pod)
-for ``ovnk_core.ovn.declarative.apply``; nothing here does I/O.  The
-gateway pieces (join switch, gateway routers, masquerade NAT) are built in
-a later step.
+for ``ovnk_core.ovn.declarative.apply``; nothing here does I/O.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from collections.abc import Iterable
 
 from ovnk_core.config.values import IPNetwork
-from ovnk_core.networks.addressing import gateway_ip, mac_from_ip, management_ip
+from ovnk_core.networks.addressing import (
+    IPAddress,
+    gateway_ip,
+    mac_from_ip,
+    management_ip,
+    masquerade_ips,
+)
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.ovn.declarative import DesiredRow, Link, Ref
 from ovnk_core.ovn.ownership import ObjectIDs, Owner
+from ovnk_core.zone.model import NetworkState, NodeState, PodAttachment
+from ovnk_core.zone.owners import network_owner, node_owner, pod_owner
 
 CLUSTER_ROUTER = "ovn_cluster_router"
-
-
-@dataclass(frozen=True)
-class NodeSubnets:
-    """One node as a network sees it: its name and its host subnets in that network."""
-
-    name: str
-    subnets: tuple[IPNetwork, ...]
-
-
-@dataclass(frozen=True)
-class PodAttachment:
-    """One pod's port on one network (from its ``k8s.ovn.org/pod-networks`` entry)."""
-
-    namespace: str
-    name: str
-    uid: str
-    node: str
-    nad_key: str  # "default" or "ns/nad"
-    mac: str
-    ips: tuple[str, ...]  # CIDR form, e.g. "10.100.1.5/24"
-
-
-def controller_name(netinfo: NetInfo) -> str:
-    return "default-network-controller" if netinfo.is_default else \
-        f"{netinfo.name}-network-controller"
-
-
-def network_owner(netinfo: NetInfo) -> Owner:
-    return Owner(controller_name(netinfo), "network")
-
-
-def node_owner(netinfo: NetInfo, node: str) -> Owner:
-    return Owner(controller_name(netinfo), f"node:{node}")
-
-
-def pod_owner(netinfo: NetInfo, namespace: str, name: str) -> Owner:
-    return Owner(controller_name(netinfo), f"pod:{namespace}/{name}")
+JOIN_SWITCH = "join"
+NODE_SUBNET_POLICY_PRIORITY = 1004
+HOST_MASQUERADE_OFFSET = 2
+MASQUERADE_NEXT_HOP_OFFSET = 4
+MAC_BINDING_AGE_THRESHOLD = "300"
 
 
 def _ids(netinfo: NetInfo, owner: Owner, kind: str, name: str, switch_or_router: bool
@@ -73,24 +54,83 @@ def _ids(netinfo: NetInfo, owner: Owner, kind: str, name: str, switch_or_router:
                             else "")
 
 
+def has_gateway(netinfo: NetInfo) -> bool:
+    """Whether the network gets management ports, join switch and gateway routers."""
+    return netinfo.is_primary or netinfo.is_default
+
+
 def router_ids(netinfo: NetInfo) -> ObjectIDs:
     return _ids(netinfo, network_owner(netinfo), "LogicalRouter", "cluster-router", True)
+
+
+def join_switch_ids(netinfo: NetInfo) -> ObjectIDs:
+    return _ids(netinfo, network_owner(netinfo), "LogicalSwitch", "join", False)
 
 
 def switch_ids(netinfo: NetInfo, node: str) -> ObjectIDs:
     return _ids(netinfo, node_owner(netinfo, node), "LogicalSwitch", node, True)
 
 
-def build_network(netinfo: NetInfo) -> list[DesiredRow]:
-    """The cluster router of the network."""
-    return [DesiredRow("Logical_Router", router_ids(netinfo),
-                       {"name": netinfo.scoped_name(CLUSTER_ROUTER),
-                        "options": {"always_learn_from_arp_request": "false"}},
+def gateway_router_name(netinfo: NetInfo, node: str) -> str:
+    return "GR_" + netinfo.scoped_name(node)
+
+
+def _v4_first(addresses: Iterable[IPAddress]) -> list[IPAddress]:
+    return sorted(addresses, key=lambda a: a.version)
+
+
+def _joined(ip: IPAddress, subnet: IPNetwork) -> str:
+    return f"{ip}/{subnet.prefixlen}"
+
+
+def _family(ip: IPAddress | IPNetwork) -> str:
+    return "ip4" if ip.version == 4 else "ip6"
+
+
+def cluster_router_join_ips(network: NetworkState) -> list[IPAddress]:
+    """The cluster router's ``rtoj-`` addresses: .1 of each join subnet."""
+    return [subnet.network_address + 1 for subnet in network.join_subnets]
+
+
+def gateway_router_join_ips(network: NetworkState, node_id: int) -> list[IPAddress]:
+    """The node's gateway-router join addresses: join subnet base + node ID."""
+    return [subnet.network_address + node_id for subnet in network.join_subnets]
+
+
+def build_network(network: NetworkState) -> list[DesiredRow]:
+    """The cluster router, and for networks with gateways the join switch and its router port."""
+    netinfo = network.netinfo
+    owner = network_owner(netinfo)
+    router = router_ids(netinfo)
+    options = {"always_learn_from_arp_request": "false"}
+    rows = [DesiredRow("Logical_Router", router,
+                       {"name": netinfo.scoped_name(CLUSTER_ROUTER), "options": options},
                        extra_external_ids={"k8s-cluster-router": "yes"})]
+    if not has_gateway(netinfo) or not network.join_subnets:
+        return rows
+    join = join_switch_ids(netinfo)
+    rtoj = "rtoj-" + netinfo.scoped_name(CLUSTER_ROUTER)
+    join_ips = cluster_router_join_ips(network)
+    rows += [
+        DesiredRow("Logical_Switch", join, {"name": netinfo.scoped_name(JOIN_SWITCH)}),
+        DesiredRow("Logical_Router_Port", _ids(netinfo, owner, "RouterToJoinPort",
+                                               CLUSTER_ROUTER, False),
+                   {"name": rtoj, "mac": mac_from_ip(_v4_first(join_ips)[0]),
+                    "networks": [_joined(ip, s) for ip, s in zip(join_ips, network.join_subnets,
+                                                                  strict=True)]},
+                   links=(Link(Ref.to("Logical_Router", router), "ports"),)),
+        DesiredRow("Logical_Switch_Port", _ids(netinfo, owner, "JoinToRouterPort",
+                                               CLUSTER_ROUTER, False),
+                   {"name": "jtor-" + netinfo.scoped_name(CLUSTER_ROUTER), "type": "router",
+                    "addresses": ["router"], "options": {"router-port": rtoj}},
+                   links=(Link(Ref.to("Logical_Switch", join), "ports"),)),
+    ]
+    return rows
 
 
-def build_node(netinfo: NetInfo, node: NodeSubnets) -> list[DesiredRow]:
-    """The node's switch, its router port pair and (primary networks) management port."""
+def build_node(network: NetworkState, node: NodeState) -> list[DesiredRow]:
+    """The node's switch and router port pair; management port and gateway when primary."""
+    netinfo = network.netinfo
     owner = node_owner(netinfo, node.name)
     switch_name = netinfo.scoped_name(node.name)
     switch = switch_ids(netinfo, node.name)
@@ -100,20 +140,19 @@ def build_node(netinfo: NetInfo, node: NodeSubnets) -> list[DesiredRow]:
             other_config["subnet"] = str(subnet)
         else:
             other_config["ipv6_prefix"] = str(subnet.network_address)
-    if not netinfo.is_primary and not netinfo.is_default:
+    if not has_gateway(netinfo):
         excluded = [str(management_ip(s)) for s in node.subnets if s.version == 4]
         if excluded:
             other_config["exclude_ips"] = " ".join(excluded)
     gateways = [gateway_ip(s) for s in node.subnets]
-    router_mac = mac_from_ip(next((g for g in gateways if g.version == 4), gateways[0]))
     rtos = f"rtos-{switch_name}"
     rows = [
         DesiredRow("Logical_Switch", switch, {"name": switch_name, "other_config": other_config}),
         DesiredRow("Logical_Router_Port", _ids(netinfo, owner, "RouterToSwitchPort",
                                                node.name, False),
-                   {"name": rtos, "mac": router_mac,
-                    "networks": [f"{g}/{s.prefixlen}" for g, s in zip(gateways, node.subnets,
-                                                                       strict=True)],
+                   {"name": rtos, "mac": mac_from_ip(_v4_first(gateways)[0]),
+                    "networks": [_joined(g, s) for g, s in zip(gateways, node.subnets,
+                                                                strict=True)],
                     "options": {"gateway_mtu": str(netinfo.mtu)}},
                    links=(Link(Ref.to("Logical_Router", router_ids(netinfo)), "ports"),)),
         DesiredRow("Logical_Switch_Port", _ids(netinfo, owner, "SwitchToRouterPort", node.name,
@@ -122,13 +161,180 @@ def build_node(netinfo: NetInfo, node: NodeSubnets) -> list[DesiredRow]:
                     "options": {"router-port": rtos}},
                    links=(Link(Ref.to("Logical_Switch", switch), "ports"),)),
     ]
-    if netinfo.is_primary or netinfo.is_default:
-        addresses = [str(management_ip(s)) for s in node.subnets]
-        mac = mac_from_ip(ipaddress.ip_address(addresses[0]))
+    if has_gateway(netinfo):
+        mgmt_ips = [management_ip(s) for s in node.subnets]
         rows.append(DesiredRow(
             "Logical_Switch_Port", _ids(netinfo, owner, "ManagementPort", node.name, False),
-            {"name": f"k8s-{switch_name}", "addresses": [" ".join([mac, *addresses])]},
+            {"name": f"k8s-{switch_name}",
+             "addresses": [" ".join([mac_from_ip(_v4_first(mgmt_ips)[0]),
+                                     *map(str, mgmt_ips)])]},
             links=(Link(Ref.to("Logical_Switch", switch), "ports"),)))
+        if gateway_ready(node) and network.join_subnets:
+            rows += build_gateway(network, node)
+    return rows
+
+
+def gateway_ready(node: NodeState) -> bool:
+    """A node's gateway can be built once it published gateway config, chassis and ID."""
+    return node.gateway is not None and bool(node.chassis_id) and node.node_id is not None
+
+
+def _masquerade_subnet(network: NetworkState, version: int) -> IPNetwork | None:
+    return next((s for s in network.masquerade_subnets if s.version == version), None)
+
+
+def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
+    """Gateway router, join and external ports, egress routes and SNAT of one node."""
+    netinfo = network.netinfo
+    gateway = node.gateway
+    assert gateway is not None and node.node_id is not None
+    owner = node_owner(netinfo, node.name)
+    switch_name = netinfo.scoped_name(node.name)
+    gr_name = gateway_router_name(netinfo, node.name)
+    rtoj, rtoe = f"rtoj-{gr_name}", f"rtoe-{gr_name}"
+    router = router_ids(netinfo)
+    gr = _ids(netinfo, owner, "GatewayRouter", node.name, True)
+    ext = _ids(netinfo, owner, "ExternalSwitch", node.name, True)
+    join_ips = gateway_router_join_ips(network, node.node_id)
+    node_ips = [ipaddress.ip_interface(ip) for ip in gateway.ips]
+    cluster_join_ips = cluster_router_join_ips(network)
+
+    # Per-network masquerade IPs (user-defined networks only): the GR SNATs to the first.
+    masq: dict[int, tuple[IPAddress, IPAddress]] = {}
+    if not netinfo.is_default:
+        for version in (4, 6):
+            subnet = _masquerade_subnet(network, version)
+            if subnet is not None and any(s.cidr.version == version for s in netinfo.subnets):
+                masq[version] = masquerade_ips(subnet, network.network_id)
+    rtoe_networks = [str(ip) for ip in node_ips] + \
+        [f"{gr_ip}/{gr_ip.max_prefixlen}" for gr_ip, _ in masq.values()]
+    physical_ips = [str(ip.ip) for ip in node_ips] + [str(gr_ip) for gr_ip, _ in masq.values()]
+
+    def link_gr(column: str) -> tuple[Link, ...]:
+        return (Link(Ref.to("Logical_Router", gr), column),)
+
+    rows = [
+        DesiredRow("Logical_Router", gr,
+                   {"name": gr_name,
+                    "options": {"lb_force_snat_ip": "router_ip",
+                                "mac_binding_age_threshold": MAC_BINDING_AGE_THRESHOLD,
+                                "chassis": node.chassis_id,
+                                "always_learn_from_arp_request": "false",
+                                "dynamic_neigh_routers": "false"}},
+                   extra_external_ids={"physical_ip": str(node_ips[0].ip),
+                                       "physical_ips": ",".join(physical_ips)}),
+        DesiredRow("Logical_Router_Port", _ids(netinfo, owner, "RouterToJoinPort", gr_name,
+                                               False),
+                   {"name": rtoj, "mac": mac_from_ip(_v4_first(join_ips)[0]),
+                    "networks": [_joined(ip, s) for ip, s in zip(join_ips, network.join_subnets,
+                                                                  strict=True)],
+                    "options": {"gateway_mtu": str(netinfo.mtu)}},
+                   links=link_gr("ports")),
+        DesiredRow("Logical_Switch_Port", _ids(netinfo, owner, "JoinToRouterPort", gr_name,
+                                               False),
+                   {"name": f"jtor-{gr_name}", "type": "router", "addresses": ["router"],
+                    "options": {"router-port": rtoj}},
+                   links=(Link(Ref.to("Logical_Switch", join_switch_ids(netinfo)), "ports"),)),
+        DesiredRow("Logical_Router_Port", _ids(netinfo, owner, "RouterToExternalPort", gr_name,
+                                               False),
+                   {"name": rtoe, "mac": gateway.mac or mac_from_ip(node_ips[0].ip),
+                    "networks": rtoe_networks},
+                   links=link_gr("ports")),
+        DesiredRow("Logical_Switch", ext, {"name": "ext_" + switch_name}),
+        DesiredRow("Logical_Switch_Port", _ids(netinfo, owner, "ExternalToRouterPort", gr_name,
+                                               False),
+                   {"name": f"etor-{gr_name}", "type": "router",
+                    "addresses": [gateway.mac or "router"], "options": {"router-port": rtoe}},
+                   links=(Link(Ref.to("Logical_Switch", ext), "ports"),)),
+        DesiredRow("Logical_Switch_Port", _ids(netinfo, owner, "ExternalLocalnetPort",
+                                               node.name, False),
+                   {"name": f"{gateway.bridge_id}_{switch_name}", "type": "localnet",
+                    "addresses": ["unknown"], "options": {"network_name": "physnet"},
+                    "tag_request": [gateway.vlan_id] if gateway.vlan_id else []},
+                   links=(Link(Ref.to("Logical_Switch", ext), "ports"),)),
+    ]
+
+    def route(kind: str, name: str, target: Ref, prefix: str, nexthop: str,
+              policy: str = "", output_port: str = "") -> DesiredRow:
+        columns: dict[str, object] = {"ip_prefix": prefix, "nexthop": nexthop}
+        if policy:
+            columns["policy"] = policy
+        if output_port:
+            columns["output_port"] = output_port
+        return DesiredRow("Logical_Router_Static_Route",
+                          _ids(netinfo, owner, kind, name, False), columns,
+                          links=(Link(target, "static_routes"),))
+
+    gr_ref = Ref.to("Logical_Router", gr)
+    router_ref = Ref.to("Logical_Router", router)
+    # Gateway router: back to the pods through the cluster router, out through the bridge.
+    for cluster in netinfo.subnets:
+        hop = next((ip for ip in cluster_join_ips if ip.version == cluster.cidr.version), None)
+        if hop is not None:
+            rows.append(route("GatewayRouterClusterRoute", f"{node.name}:{cluster.cidr}",
+                              gr_ref, str(cluster.cidr), str(hop)))
+    for hop_text in gateway.next_hops:
+        hop_ip = ipaddress.ip_address(hop_text)
+        default = "0.0.0.0/0" if hop_ip.version == 4 else "::/0"
+        rows.append(route("GatewayRouterDefaultRoute", f"{node.name}:{default}", gr_ref,
+                          default, str(hop_ip), output_port=rtoe))
+    for masq_subnet in network.masquerade_subnets:
+        if any(ip.version == masq_subnet.version for ip in node_ips):
+            rows.append(route("GatewayRouterMasqueradeRoute", f"{node.name}:{masq_subnet}",
+                              gr_ref, str(masq_subnet),
+                              str(masq_subnet.network_address + MASQUERADE_NEXT_HOP_OFFSET),
+                              output_port=rtoe))
+    # Cluster router: the node's pods leave through this node's gateway router.
+    for subnet in node.subnets:
+        hop = next((ip for ip in join_ips if ip.version == subnet.version), None)
+        if hop is not None:
+            rows.append(route("ClusterRouterNodeSubnetRoute", f"{node.name}:{subnet}",
+                              router_ref, str(subnet), str(hop), policy="src-ip"))
+    for ip in join_ips:
+        rows.append(route("ClusterRouterJoinRoute", f"{node.name}:{ip}", router_ref,
+                          str(ip), str(ip)))
+    # Traffic from the node's pods to the node itself goes through the management port.
+    mgmt_ips = {s.version: management_ip(s) for s in node.subnets}
+    host_destinations = [ip.ip for ip in node_ips]
+    for version in (4, 6):
+        subnet = _masquerade_subnet(network, version)
+        if subnet is not None and version in mgmt_ips and not netinfo.is_default:
+            host_destinations.append(subnet.network_address + HOST_MASQUERADE_OFFSET)
+    for destination in host_destinations:
+        if destination.version not in mgmt_ips:
+            continue
+        rows.append(DesiredRow(
+            "Logical_Router_Policy",
+            _ids(netinfo, owner, "NodeSubnetPolicy", f"{node.name}:{destination}", False),
+            {"priority": NODE_SUBNET_POLICY_PRIORITY,
+             "match": f'inport == "rtos-{switch_name}" && {_family(destination)}.dst == '
+                      f"{destination} /* {switch_name} */",
+             "action": "reroute", "nexthops": [str(mgmt_ips[destination.version])]},
+            links=(Link(router_ref, "policies"),)))
+
+    def snat(kind: str, name: str, target: Ref, external_ip: IPAddress, logical_ip: str
+             ) -> DesiredRow:
+        columns = {"type": "snat", "external_ip": str(external_ip), "logical_ip": logical_ip,
+                   "options": {"stateless": "false"}}
+        return DesiredRow("NAT", _ids(netinfo, owner, kind, name, False), columns,
+                          links=(Link(target, "nat"),))
+
+    # Egress SNAT: node IP for the default network, the network's masquerade IP otherwise.
+    for version in (4, 6):
+        if netinfo.is_default:
+            external = next((ip.ip for ip in node_ips if ip.version == version), None)
+        else:
+            external = masq[version][0] if version in masq else None
+        if external is None:
+            continue
+        for ip in join_ips:
+            if ip.version == version:
+                rows.append(snat("GatewayRouterJoinSNAT", f"{node.name}:{ip}", gr_ref,
+                                 external, str(ip)))
+        for cluster in netinfo.subnets:
+            if cluster.cidr.version == version:
+                rows.append(snat("GatewayRouterClusterSNAT", f"{node.name}:{cluster.cidr}",
+                                 gr_ref, external, str(cluster.cidr)))
     return rows
 
 
@@ -140,10 +346,11 @@ def pod_port_name(netinfo: NetInfo, pod: PodAttachment) -> str:
     return pod.nad_key.replace("-", ".").replace("/", ".") + "_" + base
 
 
-def build_pod(netinfo: NetInfo, pod: PodAttachment) -> list[DesiredRow]:
+def build_pod(network: NetworkState, pod: PodAttachment) -> list[DesiredRow]:
     """The pod's logical port on its node's switch."""
+    netinfo = network.netinfo
     owner = pod_owner(netinfo, pod.namespace, pod.name)
-    address = " ".join([pod.mac, *(str(ipaddress.ip_interface(ip).ip) for ip in pod.ips)])
+    address = " ".join([pod.mac, *(str(ip) for ip in pod.addresses)])
     extra = {"pod": "true", "namespace": pod.namespace}
     if not netinfo.is_default:
         extra["k8s.ovn.org/nad"] = pod.nad_key

@@ -1,4 +1,4 @@
-"""The Layer3 topology: netconf rules now, NB rendering in its own issue.
+"""The Layer3 topology: its netconf rules, and its Northbound rendering (``desired``).
 
 A Layer3 network's ``subnets`` entries are ``CIDR[/HOSTPREFIX]``: each node
 gets a slice of HOSTPREFIX length (default /24 for IPv4, /64 for IPv6).
@@ -11,10 +11,23 @@ from ovnk_core.config.values import ClusterSubnet, parse_cluster_subnet, parse_s
 from ovnk_core.networks.netconf import NetConf
 from ovnk_core.networks.netconf_fields import read_join_subnets, read_mtu
 from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.ovn.declarative import DesiredRow
+from ovnk_core.zone.model import NetworkState, NodeState, PodAttachment
+from ovnk_layer3 import desired
 
 
 class Layer3Topology(Topology):
     name = "layer3"
+    renders = True
+
+    def build_network(self, network: NetworkState) -> list[DesiredRow]:
+        return desired.build_network(network)
+
+    def build_node(self, network: NetworkState, node: NodeState) -> list[DesiredRow]:
+        return desired.build_node(network, node)
+
+    def build_pod(self, network: NetworkState, pod: PodAttachment) -> list[DesiredRow]:
+        return desired.build_pod(network, pod)
 
     def parse_netconf(self, netconf: NetConf) -> NetInfo:
         if netconf.get_bool("allowPersistentIPs"):

@@ -1,0 +1,97 @@
+"""What a topology plugin is given to render: a network, one node, one pod attachment.
+
+These are plain frozen values assembled by the zone controller from the
+Kubernetes objects (NADs, Node annotations, pod annotations).  A topology's
+``build_*`` methods turn them into ``DesiredRow`` lists and never look
+anything up themselves, which keeps them pure and testable without a
+cluster.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from ovnk_core.config.values import IPNetwork
+from ovnk_core.networks.addressing import IPAddress
+from ovnk_core.networks.netinfo import NetInfo
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    """A node's external gateway, from its ``k8s.ovn.org/l3-gateway-config`` annotation.
+
+    :ivar mode: ``shared`` or ``local``.
+    :ivar bridge_id: the external bridge (``breth0``); the localnet port of a network's
+        external switch is named ``<bridge_id>_<prefix><node>``.
+    :ivar mac: the bridge MAC.
+    :ivar ips: the node's addresses on the bridge, with prefix length.
+    :ivar next_hops: the default gateways.
+    :ivar vlan_id: VLAN of the external network (0 = none).
+    """
+
+    mode: str
+    bridge_id: str
+    mac: str
+    ips: tuple[str, ...]
+    next_hops: tuple[str, ...]
+    vlan_id: int = 0
+
+
+@dataclass(frozen=True)
+class NodeState:
+    """One node as one network sees it.
+
+    :ivar subnets: the node's host subnets in this network (Layer3; empty otherwise).
+    :ivar node_id: ``k8s.ovn.org/node-id`` (join and transit addresses derive from it).
+    :ivar chassis_id: ``k8s.ovn.org/node-chassis-id`` (gateway routers are pinned to it).
+    :ivar gateway: the node's gateway config, or ``None`` while the node has not published
+        one; gateway pieces are then left out and added when it appears.
+    """
+
+    name: str
+    subnets: tuple[IPNetwork, ...] = ()
+    node_id: int | None = None
+    chassis_id: str = ""
+    gateway: GatewayConfig | None = None
+
+
+@dataclass(frozen=True)
+class NetworkState:
+    """One network as the zone renders it.
+
+    :ivar netinfo: the parsed network (name, topology, role, subnets, ...).
+    :ivar network_id: ``k8s.ovn.org/network-id`` from its NADs (0 for the default network).
+    :ivar masquerade_subnets: the cluster's masquerade subnets (v4 first); per-network
+        masquerade IPs derive from them and ``network_id``.
+    :ivar default_join_subnets: the default network's join subnets (``--gateway-v4-join-subnet``).
+    """
+
+    netinfo: NetInfo
+    network_id: int
+    masquerade_subnets: tuple[IPNetwork, ...]
+    default_join_subnets: tuple[IPNetwork, ...]
+
+    @property
+    def join_subnets(self) -> tuple[IPNetwork, ...]:
+        if self.netinfo.is_default:
+            return self.default_join_subnets
+        return self.netinfo.join_subnets
+
+
+@dataclass(frozen=True)
+class PodAttachment:
+    """One pod's port on one network (its ``k8s.ovn.org/pod-networks`` entry)."""
+
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    nad_key: str  # "default" or "ns/nad"
+    mac: str
+    ips: tuple[str, ...]  # CIDR form, e.g. "10.100.1.5/24"
+    role: str = "primary"
+
+    @property
+    def addresses(self) -> tuple[IPAddress, ...]:
+        return tuple(ipaddress.ip_interface(ip).ip for ip in self.ips)
