@@ -112,6 +112,11 @@ class WorkQueue:
         with self._cond:
             return len(self._ready) + len(self._due)
 
+    def idle(self) -> bool:
+        """Nothing queued, waiting or being processed."""
+        with self._cond:
+            return not (self._ready or self._due or self._processing)
+
     def pending_delayed(self) -> dict[str, float]:
         """Keys waiting for a later time, with their due time (for tests and metrics)."""
         with self._cond:

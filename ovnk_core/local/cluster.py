@@ -11,10 +11,12 @@ the way an operator restarts ovnkube pods; ``down`` stops everything by pid.
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
 import urllib.request
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,13 +35,18 @@ from ovnk_core.local.supervisor import (
     terminate,
     wait_until,
 )
+from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.ovn.processes import NB_SCHEMA, SB_SCHEMA
+from ovnk_core.zone.node_facts import CHASSIS_ID_ANNOTATION, GATEWAY_CONFIG_ANNOTATION
 
 CRD_DIR = Path(__file__).resolve().parent.parent / "manifests" / "crds"
 INFRA = ("apiserver", "nb-ovsdb", "sb-ovsdb", "northd")
 OVNK_COMPONENTS = ("cluster-manager",)
 COMPONENTS = (*STAND_INS, *OVNK_COMPONENTS)
 SYSTEM_NAMESPACES = ("default", "kube-system", "ovn-kubernetes")
+NODE_NETWORK_GATEWAY = "172.18.0.1"
+NODE_NETWORK_PREFIX = 16
+PRIMARY_IFADDR_ANNOTATION = "k8s.ovn.org/node-primary-ifaddr"
 
 
 def node_names(count: int) -> list[str]:
@@ -47,15 +54,36 @@ def node_names(count: int) -> list[str]:
     return ["ovn-worker" if i == 0 else f"ovn-worker{i + 1}" for i in range(count)]
 
 
+def node_gateway_annotations(name: str, ip: str, gateway: str = NODE_NETWORK_GATEWAY,
+                             prefix: int = NODE_NETWORK_PREFIX) -> dict[str, str]:
+    """What a node agent publishes about the node's external gateway (shared mode, breth0).
+
+    ``ovnk local`` has no node agent yet, so it writes these itself when it creates the
+    Node, with the values the node's namespace will get: the node IP on ``breth0`` and the
+    node network's gateway as next hop.
+    """
+    cidr = f"{ip}/{prefix}"
+    config = {"default": {"mode": "shared", "bridge-id": "breth0",
+                          "interface-id": f"breth0_{name}", "mac-address": mac_from_ip(ip),
+                          "ip-addresses": [cidr], "ip-address": cidr,
+                          "next-hops": [gateway], "next-hop": gateway,
+                          "node-port-enable": "true", "vlan-id": "0"}}
+    return {GATEWAY_CONFIG_ANNOTATION: json.dumps(config, separators=(",", ":")),
+            CHASSIS_ID_ANNOTATION: str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{name}.ovnk.local")),
+            PRIMARY_IFADDR_ANNOTATION: json.dumps({"ipv4": cidr})}
+
+
 def build_node(name: str, index: int) -> dict[str, object]:
+    ip = f"172.18.0.{index + 2}"
     return {
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
-                                              "kubernetes.io/os": "linux"}},
+                                              "kubernetes.io/os": "linux"},
+                     "annotations": node_gateway_annotations(name, ip)},
         "spec": {},
         "status": {
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                             "message": "ovnk local kubelet stand-in is posting ready status"}],
-            "addresses": [{"type": "InternalIP", "address": f"172.18.0.{index + 2}"},
+            "addresses": [{"type": "InternalIP", "address": ip},
                           {"type": "Hostname", "address": name}],
         },
     }

@@ -60,6 +60,10 @@ class ExternalIdsIndex:
     def find(self, key: str, value: str) -> set[RowKey]:
         return set(self._by_pair.get((key, value), ()))
 
+    def values(self, key: str) -> set[str]:
+        """Every value ``key`` has on some row."""
+        return {value for (pair_key, value) in self._by_pair if pair_key == key}
+
 
 class BackrefIndex:
     """child uuid → {(parent table, parent uuid, column)} over reference columns."""

@@ -29,7 +29,14 @@ from ovsdbapp.schema.ovn_northbound import impl_idl
 
 from ovnk_core.errors import OvnkError, OvnTransactionError
 from ovnk_core.ovn.index import IndexedIdl
-from ovnk_core.ovn.ownership import ID_KEY, INDEXED_KEYS
+from ovnk_core.ovn.ownership import (
+    ID_KEY,
+    INDEXED_KEYS,
+    OWNER_CONTROLLER_KEY,
+    OWNER_KEY,
+    Owner,
+    owner_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +170,31 @@ class NbClient:
             row = table_rows.get(row_uuid) if row_table == table else None
             if row is not None and all(row.external_ids.get(k) == v for k, v in pairs.items()):
                 result.append(row)
+        return result
+
+    def owner_controllers(self) -> set[str]:
+        """Every ``k8s.ovn.org/owner-controller`` found on a row of NB."""
+        with self.idl.index_lock:
+            return self.idl.ids_index.values(OWNER_CONTROLLER_KEY)
+
+    def owners(self, controller: str | None = None, owner_key: str | None = None
+               ) -> set[Owner]:
+        """The owners with rows in NB, optionally only of one controller and/or owner key."""
+        if controller is None and owner_key is None:
+            raise ValueError("owners() needs a controller or an owner key")
+        idl = self.idl
+        with idl.index_lock:
+            keys: set[tuple[str, uuid.UUID]] | None = None
+            for index_key, value in ((OWNER_CONTROLLER_KEY, controller), (OWNER_KEY, owner_key)):
+                if value is not None:
+                    found = idl.ids_index.find(index_key, value)
+                    keys = found if keys is None else keys & found
+        result = set()
+        for table, row_uuid in keys or ():
+            row = idl.tables[table].rows.get(row_uuid)
+            owner = owner_of(row.external_ids) if row is not None else None
+            if owner is not None:
+                result.add(owner)
         return result
 
     def find_by_id(self, table: str, primary_id: str) -> Any | None:

@@ -74,9 +74,11 @@ class NetworkState:
 
     @property
     def join_subnets(self) -> tuple[IPNetwork, ...]:
-        if self.netinfo.is_default:
-            return self.default_join_subnets
-        return self.netinfo.join_subnets
+        """The join subnets of the IP families the network uses."""
+        subnets = self.default_join_subnets if self.netinfo.is_default else \
+            self.netinfo.join_subnets
+        families = {s.cidr.version for s in self.netinfo.subnets}
+        return tuple(s for s in subnets if s.version in families)
 
 
 @dataclass(frozen=True)

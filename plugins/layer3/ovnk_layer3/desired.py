@@ -129,7 +129,13 @@ def build_network(network: NetworkState) -> list[DesiredRow]:
 
 
 def build_node(network: NetworkState, node: NodeState) -> list[DesiredRow]:
-    """The node's switch and router port pair; management port and gateway when primary."""
+    """The node's switch and router port pair; management port and gateway when primary.
+
+    A node without a host subnet in this network (not allocated yet, or not active in it)
+    has no rows.
+    """
+    if not node.subnets:
+        return []
     netinfo = network.netinfo
     owner = node_owner(netinfo, node.name)
     switch_name = netinfo.scoped_name(node.name)

@@ -1,0 +1,291 @@
+"""The zone controller against a real API server, cluster manager, NB, SB and ovn-northd.
+
+Users create namespaces, UDNs and pods; the cluster manager allocates; the
+zone controller renders; ovn-trace says which packets are delivered.  Churn
+(node add/remove, network delete while the controller is down, restarts)
+must leave NB equal to a clean render of the same cluster.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ovnk_core.apiserver.server import ServerHandle
+from ovnk_core.clustermanager.app import ClusterManager
+from ovnk_core.config import load_config
+from ovnk_core.kube.client import KubeClient
+from ovnk_core.kube.events import EventRecorder
+from ovnk_core.kube.factory import InformerFactory
+from ovnk_core.kube.resources import CRDS, EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
+from ovnk_core.local.cluster import build_node
+from ovnk_core.manifests.crds import build_crds
+from ovnk_core.ovn.nb import NbClient
+from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
+from ovnk_core.ovn.snapshot import Snapshot, difference, snapshot
+from ovnk_core.ovn.trace import TraceResult, packet_flow, trace, wait_for_sb
+from ovnk_core.plugins import PluginHost
+from ovnk_core.testing.apiserver_fixtures import client_for
+from ovnk_core.testing.neighbors import learn_neighbor
+from ovnk_core.testing.ovsdb_fixtures import OvnStack
+from ovnk_core.testing.waiting import wait_until
+from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
+from ovnk_core.zone.controller import ZoneController
+
+pytestmark = pytest.mark.e2e
+
+CONFIG = load_config({"enable_multi_network": "true", "enable_network_segmentation": "true",
+                      "v4_masquerade_subnet": "169.254.0.0/17"}, env={})
+POD_NETWORKS = "k8s.ovn.org/pod-networks"
+
+
+@dataclass
+class Zone:
+    nb: NbClient
+    informers: InformerFactory
+    controller: ZoneController
+
+    def stop(self) -> None:
+        self.controller.stop()
+        self.informers.stop()
+        self.nb.stop()
+
+
+@pytest.fixture
+def client(kube_apiserver: ServerHandle) -> KubeClient:
+    api = KubeClient(client_for(kube_apiserver))
+    for crd in build_crds():
+        api.create(CRDS, crd)
+    wait_until(lambda: api.list(NADS) is not None)
+    for index, name in enumerate(("ovn-worker", "ovn-worker2")):
+        api.create(NODES, build_node(name, index))
+    return api
+
+
+@pytest.fixture
+def manager(client: KubeClient) -> Iterator[ClusterManager]:
+    cm = ClusterManager(CONFIG, client, PluginHost.load(CONFIG), identity="t")
+    cm.start_controllers()
+    yield cm
+    cm.stop_controllers()
+
+
+@pytest.fixture
+def start_zone(client: KubeClient) -> Iterator[Callable[[str], Zone]]:
+    running: list[Zone] = []
+
+    def start(nb_remote: str) -> Zone:
+        nb = NbClient([nb_remote]).start()
+        informers = InformerFactory(client)
+        zone = ZoneController(informers, CONFIG, PluginHost.load(CONFIG), nb,
+                              EventRecorder(client, "ovnkube-controller", "t"))
+        informers.start()
+        zone.start()
+        running.append(Zone(nb, informers, zone))
+        return running[-1]
+
+    yield start
+    for zone in running:
+        zone.stop()
+
+
+def namespace(client: KubeClient, name: str, primary: bool = True) -> None:
+    labels = {PRIMARY_NAMESPACE_LABEL: ""} if primary else {}
+    client.create(NAMESPACES, {"metadata": {"name": name, "labels": labels}})
+
+
+def layer3_udn(client: KubeClient, ns: str, cidr: str) -> None:
+    client.create(UDNS, {"metadata": {"name": f"{ns}-network", "namespace": ns},
+                         "spec": {"topology": "Layer3", "layer3": {
+                             "role": "Primary", "subnets": [{"cidr": cidr, "hostSubnet": 24}]}}})
+
+
+def pod(client: KubeClient, ns: str, name: str, node: str) -> None:
+    client.create(PODS, {"metadata": {"name": name, "namespace": ns},
+                         "spec": {"nodeName": node,
+                                  "containers": [{"name": "c", "image": "agnhost"}]}})
+
+
+def networks_of(client: KubeClient, ns: str, name: str, count: int) -> dict[str, Any]:
+    def ready() -> dict[str, Any] | None:
+        raw = (client.get(PODS, name, ns)["metadata"].get("annotations") or {}).get(
+            POD_NETWORKS)
+        value: dict[str, Any] = json.loads(raw) if raw else {}
+        return value if len(value) == count else None
+    result: dict[str, Any] = wait_until(ready, timeout=30)
+    return result
+
+
+def port_names(nb: NbClient) -> set[str]:
+    return {row.name for row in nb.rows("Logical_Switch_Port").values()}
+
+
+def settled(zone: Zone) -> Snapshot:
+    """Wait until the zone's NB stops changing, and return it."""
+    last: list[Snapshot] = [{}]
+
+    def stable() -> Snapshot | None:
+        current = snapshot(zone.nb)
+        done = current == last[0] and zone.controller.network_controller.queue.idle() \
+            and zone.controller.pod_controller.queue.idle()
+        last[0] = current
+        return current if done and current else None
+    result: Snapshot = wait_until(stable, timeout=30, interval=0.3)
+    return result
+
+
+def trace_between(stack: OvnStack, switch: str, port: str, entry: dict[str, Any], dst: str
+                  ) -> TraceResult:
+    ip = ipaddress.ip_interface(entry["ip_addresses"][0])
+    router_mac = "0a:58:" + ":".join(f"{b:02x}" for b in (ip.network.network_address + 1).packed)
+    flow = packet_flow(port, entry["mac_address"], router_mac, str(ip.ip), dst)
+    return trace(stack.sb.remote, switch, flow)
+
+
+def test_isolated_overlapping_networks_end_to_end(client: KubeClient, manager: ClusterManager,
+                                                  start_zone: Callable[[str], Zone],
+                                                  ovn_stack: OvnStack) -> None:
+    for ns in ("blue", "teal"):
+        namespace(client, ns)
+        layer3_udn(client, ns, "103.103.0.0/16")  # the same CIDR on purpose
+    namespace(client, "plain", primary=False)
+    for ns in ("blue", "teal"):
+        pod(client, ns, "a", "ovn-worker")
+        pod(client, ns, "b", "ovn-worker2")
+    pod(client, "plain", "p", "ovn-worker")
+    pod(client, "plain", "q", "ovn-worker2")
+    zone = start_zone(ovn_stack.nb.remote)
+    blue_a, blue_b = networks_of(client, "blue", "a", 2), networks_of(client, "blue", "b", 2)
+    teal_ips = {networks_of(client, "teal", name, 2)["teal/teal-network"]["ip_addresses"][0]
+                .split("/")[0] for name in ("a", "b")}
+    plain_q = networks_of(client, "plain", "q", 1)
+    wanted = {"blue.blue.network_blue_a", "blue.blue.network_blue_b", "blue_a", "blue_b",
+              "teal.teal.network_teal_a", "teal.teal.network_teal_b", "plain_p", "plain_q"}
+    wait_until(lambda: wanted <= port_names(zone.nb), timeout=30)
+    settled(zone)
+    wait_for_sb(ovn_stack.nb.remote)
+
+    blue_b_ip = blue_b["blue/blue-network"]["ip_addresses"][0].split("/")[0]
+    assert blue_b_ip in teal_ips  # overlapping pod IPs: same address, different pods
+    out = trace_between(ovn_stack, "blue_blue.network_ovn-worker", "blue.blue.network_blue_a",
+                        blue_a["blue/blue-network"], blue_b_ip)
+    assert out.outputs == ("blue.blue.network_blue_b",)
+    # Default network: pods reach each other across nodes; UDN pods' default ports exist.
+    plain_p = networks_of(client, "plain", "p", 1)
+    out = trace_between(ovn_stack, "ovn-worker", "plain_p", plain_p["default"],
+                        plain_q["default"]["ip_addresses"][0].split("/")[0])
+    assert out.outputs == ("plain_q",)
+    assert blue_a["default"]["role"] == "infrastructure-locked"
+    # Egress: each network leaves SNATed to its own masquerade IP.
+    masq = {}
+    for ns in ("blue", "teal"):
+        nad = client.get(NADS, f"{ns}-network", ns)
+        network_id = int(nad["metadata"]["annotations"]["k8s.ovn.org/network-id"])
+        masq[ns] = str(ipaddress.ip_address("169.254.0.0") + 10 + 2 * network_id - 1)
+        gr = f"GR_{ns}_{ns}.network_ovn-worker"
+        learn_neighbor(ovn_stack.sb.remote, gr, f"rtoe-{gr}", "172.18.0.1", "aa:bb:cc:00:00:01")
+        entry = networks_of(client, ns, "a", 2)[f"{ns}/{ns}-network"]
+        out = trace_between(ovn_stack, f"{ns}_{ns}.network_ovn-worker",
+                            f"{ns}.{ns}.network_{ns}_a", entry, "8.8.8.8")
+        assert out.snat_ips == (masq[ns],) and out.outputs == (f"breth0_{ns}_{ns}.network_"
+                                                                "ovn-worker",)
+    assert masq["blue"] != masq["teal"]
+
+
+def test_churn_and_restarts_converge_to_a_clean_render(client: KubeClient,
+                                                        manager: ClusterManager,
+                                                        start_zone: Callable[[str], Zone],
+                                                        ovn_stack: OvnStack,
+                                                        tmp_path: Path) -> None:
+    for ns in ("blue", "green"):
+        namespace(client, ns)
+    layer3_udn(client, "blue", "103.103.0.0/16")
+    layer3_udn(client, "green", "203.203.0.0/16")
+    pod(client, "blue", "a", "ovn-worker")
+    pod(client, "green", "a", "ovn-worker2")
+    zone = start_zone(ovn_stack.nb.remote)
+    networks_of(client, "green", "a", 2)
+    wait_until(lambda: {"blue.blue.network_blue_a", "green.green.network_green_a"}
+               <= port_names(zone.nb), timeout=30)
+    settled(zone)
+
+    # A restart with nothing changed writes nothing.
+    zone.stop()
+    zone = start_zone(ovn_stack.nb.remote)
+    before = settled(zone)
+    assert zone.nb.transactions == 0
+
+    # A third node comes: every network gets its switch and gateway there.
+    client.create(NODES, build_node("ovn-worker3", 2))
+    wait_until(lambda: {"blue_blue.network_ovn-worker3", "GR_green_green.network_ovn-worker3",
+                        "ovn-worker3"} <= {r.name for t in ("Logical_Switch", "Logical_Router")
+                                           for r in zone.nb.rows(t).values()}, timeout=30)
+    # ... and goes: exactly its rows leave.
+    client.delete(NODES, "ovn-worker3")
+    wait_until(lambda: not any("ovn-worker3" in r.name for t in ("Logical_Switch",
+                                                                  "Logical_Router")
+                               for r in zone.nb.rows(t).values()), timeout=30)
+    assert difference(settled(zone), before) == []
+
+    # The green network and a blue pod go while the controller is down.
+    zone.stop()
+    client.delete(PODS, "a", "green")  # a network in use is not deleted (upstream)
+    client.delete(UDNS, "green-network", "green")
+    wait_until(lambda: not [n for n in client.list(NADS, "green")["items"]], timeout=30)
+    client.delete(PODS, "a", "blue")
+    zone = start_zone(ovn_stack.nb.remote)
+    wait_until(lambda: not any(name.startswith(("green", "GR_green", "ext_green"))
+                               for t in ("Logical_Switch", "Logical_Router")
+                               for name in (r.name for r in zone.nb.rows(t).values())),
+               timeout=30)
+    wait_until(lambda: "blue.blue.network_blue_a" not in port_names(zone.nb), timeout=30)
+    churned = settled(zone)
+
+    # A fresh NB rendered by a fresh controller from the same cluster is identical.
+    clean_nb = OvsdbServer("clean-nb", tmp_path / "clean", NB_SCHEMA).start()
+    try:
+        clean = start_zone(clean_nb.remote)
+        wait_until(lambda: len(snapshot(clean.nb)) == len(churned), timeout=30)
+        assert difference(settled(clean), churned) == []
+    finally:
+        clean_nb.stop()
+
+
+def test_bad_node_annotation_is_reported_and_the_rest_is_rendered(
+        client: KubeClient, manager: ClusterManager, start_zone: Callable[[str], Zone],
+        ovn_stack: OvnStack) -> None:
+    client.patch(NODES, "ovn-worker2", {"metadata": {"annotations": {
+        "k8s.ovn.org/l3-gateway-config": "{not json"}}})
+    zone = start_zone(ovn_stack.nb.remote)
+    routers = lambda: {r.name for r in zone.nb.rows("Logical_Router").values()}  # noqa: E731
+    wait_until(lambda: {"ovn_cluster_router", "GR_ovn-worker"} <= routers(), timeout=30)
+    wait_until(lambda: "ovn-worker2" in {r.name for r in zone.nb.rows("Logical_Switch")
+                                         .values()}, timeout=30)
+    assert "GR_ovn-worker2" not in routers()  # no gateway without a valid gateway config
+    events = wait_until(lambda: [e for e in client.list(EVENTS, "default")["items"]
+                                 if e["reason"] == "InvalidNodeAnnotation"], timeout=30)
+    assert "k8s.ovn.org/l3-gateway-config is not valid JSON" in events[0]["message"]
+    # fixing it brings the gateway
+    client.patch(NODES, "ovn-worker2", {"metadata": {"annotations": {
+        "k8s.ovn.org/l3-gateway-config": build_node("ovn-worker2", 1)["metadata"][  # type: ignore[index]
+            "annotations"]["k8s.ovn.org/l3-gateway-config"]}}})
+    wait_until(lambda: "GR_ovn-worker2" in routers(), timeout=30)
+
+
+def test_malformed_pod_annotation_is_an_event_not_a_crash(
+        client: KubeClient, start_zone: Callable[[str], Zone], ovn_stack: OvnStack) -> None:
+    namespace(client, "plain", primary=False)
+    client.create(PODS, {"metadata": {"name": "bad", "namespace": "plain",
+                                      "annotations": {POD_NETWORKS: "{broken"}},
+                         "spec": {"nodeName": "ovn-worker",
+                                  "containers": [{"name": "c", "image": "x"}]}})
+    start_zone(ovn_stack.nb.remote)
+    events = wait_until(lambda: [e for e in client.list(EVENTS, "plain")["items"]
+                                 if e["involvedObject"]["name"] == "bad"], timeout=30)
+    assert "is not valid JSON" in events[0]["message"]
