@@ -16,14 +16,17 @@ from collections.abc import Sequence
 from ovnk_core.cli import (
     cluster_manager_cmd,
     config_cmd,
+    controller_cmd,
     local_cmd,
     plugins_cmd,
+    reachability_cmd,
     version_cmd,
 )
 from ovnk_core.errors import OvnkError
 from ovnk_core.logsetup import setup_logging
 
-SUBCOMMANDS = (plugins_cmd, config_cmd, cluster_manager_cmd, local_cmd, version_cmd)
+SUBCOMMANDS = (plugins_cmd, config_cmd, cluster_manager_cmd, controller_cmd, local_cmd,
+               reachability_cmd, version_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -41,7 +41,7 @@ from ovnk_core.zone.node_facts import CHASSIS_ID_ANNOTATION, GATEWAY_CONFIG_ANNO
 
 CRD_DIR = Path(__file__).resolve().parent.parent / "manifests" / "crds"
 INFRA = ("apiserver", "nb-ovsdb", "sb-ovsdb", "northd")
-OVNK_COMPONENTS = ("cluster-manager",)
+OVNK_COMPONENTS = ("cluster-manager", "controller")
 COMPONENTS = (*STAND_INS, *OVNK_COMPONENTS)
 SYSTEM_NAMESPACES = ("default", "kube-system", "ovn-kubernetes")
 NODE_NETWORK_GATEWAY = "172.18.0.1"

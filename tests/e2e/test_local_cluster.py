@@ -132,7 +132,7 @@ def test_restart_keeps_state_and_crash_is_visible(cluster: LocalCluster) -> None
     down = {s.name: s for s in cluster.status()}["kubelet"]
     assert not down.running and down.log.endswith("kubelet.log")
     assert cluster.restart() == ["scheduler", "kubelet", "endpointslice-controller",
-                                 "cluster-manager"]
+                                 "cluster-manager", "controller"]
     assert all(s.ready for s in cluster.status())
 
 

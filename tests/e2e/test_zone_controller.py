@@ -31,6 +31,9 @@ from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
 from ovnk_core.ovn.snapshot import Snapshot, difference, snapshot
 from ovnk_core.ovn.trace import TraceResult, packet_flow, trace, wait_for_sb
 from ovnk_core.plugins import PluginHost
+from ovnk_core.reachability.endpoints import find_endpoint
+from ovnk_core.reachability.matrix import build_matrix
+from ovnk_core.reachability.render import render_svg, render_text, write_picture
 from ovnk_core.testing.apiserver_fixtures import client_for
 from ovnk_core.testing.neighbors import learn_neighbor
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
@@ -150,7 +153,7 @@ def trace_between(stack: OvnStack, switch: str, port: str, entry: dict[str, Any]
 
 def test_isolated_overlapping_networks_end_to_end(client: KubeClient, manager: ClusterManager,
                                                   start_zone: Callable[[str], Zone],
-                                                  ovn_stack: OvnStack) -> None:
+                                                  ovn_stack: OvnStack, tmp_path: Path) -> None:
     for ns in ("blue", "teal"):
         namespace(client, ns)
         layer3_udn(client, ns, "103.103.0.0/16")  # the same CIDR on purpose
@@ -196,6 +199,23 @@ def test_isolated_overlapping_networks_end_to_end(client: KubeClient, manager: C
         assert out.snat_ips == (masq[ns],) and out.outputs == (f"breth0_{ns}_{ns}.network_"
                                                                 "ovn-worker",)
     assert masq["blue"] != masq["teal"]
+
+    # The reachability matrix says the same for every pair: only same-network pairs talk.
+    pods = [client.get(PODS, name, ns) for ns in ("blue", "teal", "plain")
+            for name in (("a", "b") if ns != "plain" else ("p", "q"))]
+    endpoints = [find_endpoint(zone.nb, p) for p in pods]
+    assert {e.network for e in endpoints} == {"blue_blue-network", "teal_teal-network",
+                                              "default"}
+    matrix = build_matrix(ovn_stack.sb.remote, endpoints)
+    assert not matrix.errors and len(matrix.verdicts) == 30
+    for (src, dst), delivered in matrix.verdicts.items():
+        assert delivered == (src.split("/")[0] == dst.split("/")[0]), (src, dst)
+    text = render_text(matrix)
+    assert "blue/a [blue_blue-network]" in text and text.count("✓") == 6 + 1
+    svg = render_svg(matrix)
+    assert svg.count("✗") == 24 and "network teal_teal-network" in svg
+    write_picture(matrix, tmp_path / "m.png")
+    assert (tmp_path / "m.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_churn_and_restarts_converge_to_a_clean_render(client: KubeClient,

@@ -310,8 +310,9 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
      (["version"], ["usage: ovnk version"]),
      (["local"], ["up", "status", "restart", "down"]),
      (["cluster-manager"], ["--ready-file", "--config", "--enable-network-segmentation",
-                            "OVNK_MTU"])],
-    ids=["ovnk", "plugins", "config", "version", "local", "cluster-manager"],
+                            "OVNK_MTU"]),
+     (["controller"], ["--ready-file", "--nb-address", "--k8s-kubeconfig"])],
+    ids=["ovnk", "plugins", "config", "version", "local", "cluster-manager", "controller"],
 )
 def test_help_exits_0_and_mentions_the_flags(capsys: pytest.CaptureFixture[str],
                                              argv: list[str], mentions: list[str]) -> None:
@@ -326,7 +327,7 @@ def test_help_exits_0_and_mentions_the_flags(capsys: pytest.CaptureFixture[str],
 def test_every_subcommand_has_help(capsys: pytest.CaptureFixture[str]) -> None:
     parser = build_parser()
     (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    assert {"plugins", "config", "version", "local"} <= set(subparsers.choices)
+    assert {"plugins", "config", "version", "local", "controller"} <= set(subparsers.choices)
     for name in subparsers.choices:
         with pytest.raises(SystemExit) as info:
             main([name, "--help"])

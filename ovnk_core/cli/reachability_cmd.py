@@ -1,0 +1,89 @@
+"""``ovnk reachability``: ask ovn-trace which selected pods can reach which, print the matrix.
+
+Works against any cluster ovnk renders: the pods come from the Kubernetes API
+(namespaces and/or a label selector), their ports from Northbound, the
+verdicts from ``ovn-trace`` on Southbound.  No packet is sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ovnk_core.config import add_config_arguments, load_config
+from ovnk_core.errors import OvnkError
+from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
+from ovnk_core.kube.resources import PODS
+from ovnk_core.ovn.nb import NbClient
+from ovnk_core.reachability.endpoints import EndpointError, find_endpoint
+from ovnk_core.reachability.matrix import build_matrix
+from ovnk_core.reachability.render import render_text, write_picture
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "reachability", help="which pods can reach which, according to ovn-trace",
+        description="For the selected pods, traces a packet from each pod's primary network "
+                    "port to every other pod's primary IP with ovn-trace and prints the "
+                    "matrix (delivered or dropped). Needs the kubeconfig, --nb-address and "
+                    "--sb-address of the cluster.")
+    parser.add_argument("-n", "--namespace", action="append", default=[],
+                        help="namespace to take pods from (repeatable; default: all)")
+    parser.add_argument("-l", "--selector", default=None, help="label selector for the pods")
+    parser.add_argument("--protocol", choices=("icmp", "tcp", "udp"), default="icmp")
+    parser.add_argument("--port", type=int, default=None,
+                        help="destination port for tcp/udp (default 80)")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="also write the matrix as a picture (FILE.svg or FILE.png)")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    add_config_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    skip = ("namespace", "selector", "protocol", "port", "output", "format", "func", "command")
+    config = load_config({k: v for k, v in vars(args).items() if k not in skip})
+    if args.protocol != "icmp" and args.port is not None and not 0 < args.port < 65536:
+        raise OvnkError(f"--port {args.port} is not a port number")
+    if args.output is not None and args.output.suffix.lower() not in (".svg", ".png"):
+        raise OvnkError(f"--output {args.output}: use a .svg or .png file name")
+    client = KubeClient(api_client_from_kubeconfig(config.kubeconfig))
+    pods = []
+    for namespace in args.namespace or [None]:
+        pods += client.list(PODS, namespace, label_selector=args.selector)["items"]
+    pods = [p for p in pods if (p.get("spec") or {}).get("nodeName")]
+    if not pods:
+        raise OvnkError("no scheduled pod matches the selection")
+    with NbClient(list(config.nb_address)).start() as nb:
+        endpoints, skipped = [], []
+        for pod in sorted(pods, key=lambda p: (p["metadata"]["namespace"],
+                                               p["metadata"]["name"])):
+            try:
+                endpoints.append(find_endpoint(nb, pod))
+            except EndpointError as exc:
+                skipped.append(f"{pod['metadata']['namespace']}/{pod['metadata']['name']}: "
+                               f"{exc}")
+    if not endpoints:
+        raise OvnkError("none of the selected pods can be traced: " + "; ".join(skipped))
+    matrix = build_matrix(",".join(config.sb_address), endpoints, args.protocol, args.port)
+    if args.format == "json":
+        json.dump({"probe": {"protocol": args.protocol, "port": args.port},
+                   "pods": [{"pod": e.pod, "network": e.network, "ip": e.ip}
+                            for e in matrix.ordered()],
+                   "reachable": [[s, d] for (s, d), ok in sorted(matrix.verdicts.items())
+                                 if ok],
+                   "errors": {f"{s} -> {d}": m for (s, d), m in matrix.errors.items()},
+                   "skipped": skipped}, sys.stdout, indent=2)
+        print()
+    else:
+        sys.stdout.write(render_text(matrix))
+        for line in skipped:
+            print(f"skipped {line}")
+    if args.output is not None:
+        write_picture(matrix, args.output)
+        if args.format == "text":
+            print(f"wrote {args.output}")
+    return 1 if matrix.errors else 0

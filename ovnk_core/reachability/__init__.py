@@ -1,0 +1,1 @@
+"""``ovnk reachability``: which pods can talk, answered by ovn-trace, shown as a matrix."""

@@ -1,0 +1,73 @@
+"""Wiring of the zone-controller process (upstream: ovnkube-controller).
+
+Connects to the zone's Northbound database and the Kubernetes API, builds
+the zone controller on shared informers, serves metrics, and runs until
+asked to stop.  One zone controller runs per zone; in single-zone mode (as
+``ovnk local`` runs it) that is one for the cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from ovnk_core.config import Config
+from ovnk_core.errors import ConfigError
+from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
+from ovnk_core.kube.events import EventRecorder
+from ovnk_core.kube.factory import InformerFactory
+from ovnk_core.metrics import ControllerCollector, serve_metrics
+from ovnk_core.ovn.nb import NbClient
+from ovnk_core.plugins import PluginHost
+from ovnk_core.zone.controller import ZoneController
+
+log = logging.getLogger(__name__)
+
+COMPONENT = "ovnkube-controller"
+
+
+class ZoneApp:
+    def __init__(self, config: Config, client: KubeClient, host: PluginHost, nb: NbClient,
+                 identity: str | None = None) -> None:
+        self.config = config
+        self.nb = nb
+        self.identity = identity or socket.gethostname()
+        self.informers = InformerFactory(client)
+        self.recorder = EventRecorder(client, COMPONENT, self.identity)
+        self.zone = ZoneController(self.informers, config, host, nb, self.recorder)
+        self.registry = CollectorRegistry()
+        self.registry.register(ControllerCollector(lambda: list(self.zone.controllers())))
+
+    def run(self, stop: threading.Event, ready_file: Path | None = None) -> None:
+        server = None
+        if self.config.metrics_bind_address:
+            server = serve_metrics(self.registry, self.config.metrics_bind_address)
+        self.informers.start()
+        self.zone.start()
+        log.info("zone controller %s: running against %s", self.identity, self.nb.remote)
+        if ready_file is not None:
+            ready_file.parent.mkdir(parents=True, exist_ok=True)
+            ready_file.write_text("running\n")
+        try:
+            stop.wait()
+        finally:
+            self.zone.stop()
+            self.informers.stop()
+            self.nb.stop()
+            if server is not None:
+                server.shutdown()
+            if ready_file is not None:
+                ready_file.unlink(missing_ok=True)
+
+
+def build_zone_app(config: Config) -> ZoneApp:
+    if not config.nb_address:
+        raise ConfigError("the zone controller needs --nb-address (the zone's OVN Northbound)")
+    host = PluginHost.load(config)
+    client = KubeClient(api_client_from_kubeconfig(config.kubeconfig))
+    nb = NbClient(list(config.nb_address)).start()
+    return ZoneApp(config, client, host, nb)
