@@ -43,6 +43,16 @@ log = logging.getLogger(__name__)
 NB_SCHEMA_NAME = "OVN_Northbound"
 
 
+def committed_external_ids(row: Any) -> dict[str, str] | None:
+    """A row's committed external_ids; ``None`` for no row, or one a transaction is still
+    inserting (other threads must not read its columns yet)."""
+    data = getattr(row, "_data", None) if row is not None else None
+    if not data:
+        return None
+    value: dict[str, str] = data["external_ids"].to_python(lambda u, _base=None: u)
+    return value
+
+
 class NbConnectError(OvnkError):
     """The Northbound database could not be reached within the timeout."""
 
@@ -168,7 +178,8 @@ class NbClient:
         result = []
         for row_table, row_uuid in candidates:
             row = table_rows.get(row_uuid) if row_table == table else None
-            if row is not None and all(row.external_ids.get(k) == v for k, v in pairs.items()):
+            ext = committed_external_ids(row)
+            if ext is not None and all(ext.get(k) == v for k, v in pairs.items()):
                 result.append(row)
         return result
 
@@ -191,8 +202,8 @@ class NbClient:
                     keys = found if keys is None else keys & found
         result = set()
         for table, row_uuid in keys or ():
-            row = idl.tables[table].rows.get(row_uuid)
-            owner = owner_of(row.external_ids) if row is not None else None
+            ext = committed_external_ids(idl.tables[table].rows.get(row_uuid))
+            owner = owner_of(ext) if ext is not None else None
             if owner is not None:
                 result.add(owner)
         return result

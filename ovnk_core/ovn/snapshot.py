@@ -92,3 +92,13 @@ def difference(left: Snapshot, right: Snapshot) -> list[str]:
                     lines.append(f"{key} {column}: {left[key].get(column)!r} != "
                                  f"{right[key].get(column)!r}")
     return lines
+
+
+def committed_names(nb: NbClient, table: str) -> set[str]:
+    """The ``name`` of every row of ``table`` as committed (safe while others write)."""
+    names = set()
+    for row in list(nb.idl.tables[table].rows.values()):
+        data = row._data
+        if data and "name" in data:
+            names.add(str(data["name"].to_python(_uuid)))
+    return names

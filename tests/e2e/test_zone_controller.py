@@ -28,7 +28,7 @@ from ovnk_core.local.cluster import build_node
 from ovnk_core.manifests.crds import build_crds
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
-from ovnk_core.ovn.snapshot import Snapshot, difference, snapshot
+from ovnk_core.ovn.snapshot import Snapshot, committed_names, difference, snapshot
 from ovnk_core.ovn.trace import TraceResult, packet_flow, trace, wait_for_sb
 from ovnk_core.plugins import PluginHost
 from ovnk_core.reachability.endpoints import find_endpoint
@@ -126,7 +126,11 @@ def networks_of(client: KubeClient, ns: str, name: str, count: int) -> dict[str,
 
 
 def port_names(nb: NbClient) -> set[str]:
-    return {row.name for row in nb.rows("Logical_Switch_Port").values()}
+    return committed_names(nb, "Logical_Switch_Port")
+
+
+def switch_and_router_names(nb: NbClient) -> set[str]:
+    return committed_names(nb, "Logical_Switch") | committed_names(nb, "Logical_Router")
 
 
 def settled(zone: Zone) -> Snapshot:
@@ -244,13 +248,11 @@ def test_churn_and_restarts_converge_to_a_clean_render(client: KubeClient,
     # A third node comes: every network gets its switch and gateway there.
     client.create(NODES, build_node("ovn-worker3", 2))
     wait_until(lambda: {"blue_blue.network_ovn-worker3", "GR_green_green.network_ovn-worker3",
-                        "ovn-worker3"} <= {r.name for t in ("Logical_Switch", "Logical_Router")
-                                           for r in zone.nb.rows(t).values()}, timeout=30)
+                        "ovn-worker3"} <= switch_and_router_names(zone.nb), timeout=30)
     # ... and goes: exactly its rows leave.
     client.delete(NODES, "ovn-worker3")
-    wait_until(lambda: not any("ovn-worker3" in r.name for t in ("Logical_Switch",
-                                                                  "Logical_Router")
-                               for r in zone.nb.rows(t).values()), timeout=30)
+    wait_until(lambda: not any("ovn-worker3" in name
+                               for name in switch_and_router_names(zone.nb)), timeout=30)
     assert difference(settled(zone), before) == []
 
     # The green network and a blue pod go while the controller is down.
@@ -261,9 +263,7 @@ def test_churn_and_restarts_converge_to_a_clean_render(client: KubeClient,
     client.delete(PODS, "a", "blue")
     zone = start_zone(ovn_stack.nb.remote)
     wait_until(lambda: not any(name.startswith(("green", "GR_green", "ext_green"))
-                               for t in ("Logical_Switch", "Logical_Router")
-                               for name in (r.name for r in zone.nb.rows(t).values())),
-               timeout=30)
+                               for name in switch_and_router_names(zone.nb)), timeout=30)
     wait_until(lambda: "blue.blue.network_blue_a" not in port_names(zone.nb), timeout=30)
     churned = settled(zone)
 
@@ -283,10 +283,10 @@ def test_bad_node_annotation_is_reported_and_the_rest_is_rendered(
     client.patch(NODES, "ovn-worker2", {"metadata": {"annotations": {
         "k8s.ovn.org/l3-gateway-config": "{not json"}}})
     zone = start_zone(ovn_stack.nb.remote)
-    routers = lambda: {r.name for r in zone.nb.rows("Logical_Router").values()}  # noqa: E731
+    routers = lambda: committed_names(zone.nb, "Logical_Router")  # noqa: E731
     wait_until(lambda: {"ovn_cluster_router", "GR_ovn-worker"} <= routers(), timeout=30)
-    wait_until(lambda: "ovn-worker2" in {r.name for r in zone.nb.rows("Logical_Switch")
-                                         .values()}, timeout=30)
+    wait_until(lambda: "ovn-worker2" in committed_names(zone.nb, "Logical_Switch"),
+               timeout=30)
     assert "GR_ovn-worker2" not in routers()  # no gateway without a valid gateway config
     events = wait_until(lambda: [e for e in client.list(EVENTS, "default")["items"]
                                  if e["reason"] == "InvalidNodeAnnotation"], timeout=30)
