@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: a local cluster (API server, OVN NB/SB + northd, scheduler, kubelet and
-# EndpointSlice stand-ins, the ovnk cluster manager) with the workshop's user-defined
-# networks applied, then what ovnk made of them.  The cluster keeps running afterwards.
+# EndpointSlice stand-ins, the ovnk cluster manager and zone controller) with the workshop's
+# user-defined networks applied, then what ovnk made of them: NADs, allocations, the OVN
+# topology, and the reachability matrix from ovn-trace.  The cluster keeps running afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$PWD/.venv/bin
@@ -44,10 +45,14 @@ for ns in blue green teal; do
   $KUBECTL wait --for=condition=Ready --timeout=60s -n "$ns" pod --all >/dev/null
 done
 $KUBECTL get pods -A -o wide -l network
-for pod in blue/blue blue/blue1 green/green teal/teal; do
+for pod in blue/blue blue/blue1 green/green green/green1 teal/teal teal/teal1; do
   echo "$pod: $($KUBECTL get pod -n "${pod%/*}" "${pod#*/}" -o jsonpath='{.metadata.annotations.k8s\.ovn\.org/pod-networks}')"
 done
 echo "(teal reuses blue's CIDR: overlapping pod IPs in separate networks)"
+echo
+echo "== reachability (ovn-trace: is a packet from each pod delivered to each other pod?)"
+$BIN/ovnk reachability --config "$DIR/ovnk.toml" -n blue -n green -n teal --wait 60 \
+  --output "$DIR/reachability.svg"
 echo
 echo "== an invalid UDN is rejected at apply time"
 $KUBECTL apply -f examples/workshop/90-invalid.yaml || true

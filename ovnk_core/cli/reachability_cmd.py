@@ -10,15 +10,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from ovnk_core.config import add_config_arguments, load_config
 from ovnk_core.errors import OvnkError
-from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
+from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.resources import PODS
 from ovnk_core.ovn.nb import NbClient
-from ovnk_core.reachability.endpoints import EndpointError, find_endpoint
+from ovnk_core.reachability.endpoints import Endpoint, EndpointError, find_endpoint
 from ovnk_core.reachability.matrix import build_matrix
 from ovnk_core.reachability.render import render_text, write_picture
 
@@ -39,12 +40,26 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--output", type=Path, default=None,
                         help="also write the matrix as a picture (FILE.svg or FILE.png)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                        help="wait up to this long for every selected pod to be rendered")
     add_config_arguments(parser)
     parser.set_defaults(func=run)
 
 
+def collect(nb: NbClient, pods: list[JSON]) -> tuple[list[Endpoint], list[str]]:
+    """The traceable pods' endpoints, and why the others cannot be traced."""
+    endpoints, skipped = [], []
+    for pod in sorted(pods, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"])):
+        try:
+            endpoints.append(find_endpoint(nb, pod))
+        except EndpointError as exc:
+            skipped.append(f"{pod['metadata']['namespace']}/{pod['metadata']['name']}: {exc}")
+    return endpoints, skipped
+
+
 def run(args: argparse.Namespace) -> int:
-    skip = ("namespace", "selector", "protocol", "port", "output", "format", "func", "command")
+    skip = ("namespace", "selector", "protocol", "port", "output", "format", "wait", "func",
+            "command")
     config = load_config({k: v for k, v in vars(args).items() if k not in skip})
     if args.protocol != "icmp" and args.port is not None and not 0 < args.port < 65536:
         raise OvnkError(f"--port {args.port} is not a port number")
@@ -57,15 +72,15 @@ def run(args: argparse.Namespace) -> int:
     pods = [p for p in pods if (p.get("spec") or {}).get("nodeName")]
     if not pods:
         raise OvnkError("no scheduled pod matches the selection")
+    deadline = time.monotonic() + max(0.0, args.wait)
     with NbClient(list(config.nb_address)).start() as nb:
-        endpoints, skipped = [], []
-        for pod in sorted(pods, key=lambda p: (p["metadata"]["namespace"],
-                                               p["metadata"]["name"])):
-            try:
-                endpoints.append(find_endpoint(nb, pod))
-            except EndpointError as exc:
-                skipped.append(f"{pod['metadata']['namespace']}/{pod['metadata']['name']}: "
-                               f"{exc}")
+        while True:
+            endpoints, skipped = collect(nb, pods)
+            if not skipped or time.monotonic() >= deadline:
+                break
+            time.sleep(0.5)
+            pods = [client.get(PODS, p["metadata"]["name"], p["metadata"]["namespace"])
+                    for p in pods]
     if not endpoints:
         raise OvnkError("none of the selected pods can be traced: " + "; ".join(skipped))
     matrix = build_matrix(",".join(config.sb_address), endpoints, args.protocol, args.port)

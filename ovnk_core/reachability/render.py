@@ -13,7 +13,7 @@ from ovnk_core.errors import OvnkError
 from ovnk_core.reachability.matrix import Matrix
 
 YES, NO, ERROR, SELF = "✓", "✗", "?", "·"
-CELL, LABEL, HEADER, PAD = 28, 230, 230, 12
+CELL, PAD, CHAR, TITLE = 28, 12, 7.2, 40
 PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
            "#ff7f0e")
 
@@ -53,15 +53,20 @@ def render_svg(matrix: Matrix) -> str:
     ordered = matrix.ordered()
     groups = matrix.groups()
     n = len(ordered)
-    width = LABEL + n * CELL + 2 * PAD
-    height = HEADER + n * CELL + 2 * PAD + 60
+    longest = max(len(e.pod) for e in ordered)
+    label = int(longest * CHAR) + 16  # row labels on the left
+    header = TITLE + int(longest * CHAR * 0.87) + 16  # column labels rotated by 60 degrees
+    title = f"Pod reachability ({describe_probe(matrix)}) — ovn-trace verdicts"
+    width = int(max(label + n * CELL + longest * CHAR * 0.5, len(title) * 8.5,
+                    max(len(name) for name, _ in groups) * CHAR + 90)) + 2 * PAD
+    height = header + n * CELL + 2 * PAD + 24 * len(groups) + 16
     colour = {name: PALETTE[i % len(PALETTE)] for i, (name, _) in enumerate(groups)}
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{PAD}" y="{PAD + 14}" font-size="15" font-weight="bold">Pod reachability '
-           f'({escape(describe_probe(matrix))}) — ovn-trace verdicts</text>']
-    x0, y0 = PAD + LABEL, PAD + HEADER
+           f'<text x="{PAD}" y="{PAD + 14}" font-size="15" font-weight="bold">'
+           f'{escape(title)}</text>']
+    x0, y0 = PAD + label, PAD + header
     for index, endpoint in enumerate(ordered):
         fill = colour[endpoint.network]
         y = y0 + index * CELL + CELL * 0.65
@@ -86,12 +91,12 @@ def render_svg(matrix: Matrix) -> str:
                    f'stroke="{colour[name]}" stroke-width="2.5"/>')
         start += len(items)
     legend_y = y0 + n * CELL + 30
-    x = PAD
-    for name, _ in groups:
-        out.append(f'<rect x="{x}" y="{legend_y - 10}" width="12" height="12" '
+    for index, (name, items) in enumerate(groups):
+        y = legend_y + index * 24
+        out.append(f'<rect x="{PAD}" y="{y - 10}" width="12" height="12" '
                    f'fill="{colour[name]}"/>')
-        out.append(f'<text x="{x + 16}" y="{legend_y}">network {escape(name)}</text>')
-        x += 30 + 7 * len(name) + 60
+        out.append(f'<text x="{PAD + 18}" y="{y}">network {escape(name)} '
+                   f'({len(items)} pod{"s" if len(items) != 1 else ""})</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -177,6 +178,26 @@ def test_seed_walkthrough_with_kubectl(cluster: LocalCluster) -> None:
         assert udn_ip in ipaddress.ip_network("103.103.0.0/16")
         # kubectl shows the default-network IP, as upstream does for primary-UDN pods
         assert item["status"]["podIP"] == networks["default"]["ip_addresses"][0].split("/")[0]
+    # The zone controller rendered them: ovn-trace lets only same-network pods talk, and
+    # teal's pods (blue's CIDR) reuse blue's IPs without reaching blue.
+    result = subprocess.run(
+        [sys.executable, "-m", "ovnk_core.cli.main", "reachability", "--config",
+         str(cluster.config_file), "-n", "blue", "-n", "green", "-n", "teal", "--wait", "60",
+         "--format", "json", "--output", str(cluster.dir / "reachability.svg")],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert not report["skipped"] and not report["errors"]
+    pods = {p["pod"]: p for p in report["pods"]}
+    assert set(pods) == {"blue/blue", "blue/blue1", "green/green", "green/green1", "teal/teal",
+                         "teal/teal1"}
+    assert all(ipaddress.ip_address(p["ip"]) in ipaddress.ip_network("103.103.0.0/16")
+               for p in pods.values() if p["pod"].startswith(("teal", "blue")))
+    assert sorted(map(tuple, report["reachable"])) == [
+        ("blue/blue", "blue/blue1"), ("blue/blue1", "blue/blue"), ("green/green", "green/green1"),
+        ("green/green1", "green/green"), ("teal/teal", "teal/teal1"),
+        ("teal/teal1", "teal/teal")]
+    assert (cluster.dir / "reachability.svg").read_text().startswith("<svg")
     rejected = kubectl(cluster, "apply", "-f", str(workshop / "90-invalid.yaml"), check=False)
     assert rejected.returncode != 0
     assert "spec.layer3 is required when topology is Layer3 and forbidden otherwise" in \
