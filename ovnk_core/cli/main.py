@@ -20,13 +20,14 @@ from ovnk_core.cli import (
     local_cmd,
     plugins_cmd,
     reachability_cmd,
+    show_cmd,
     version_cmd,
 )
 from ovnk_core.errors import OvnkError
 from ovnk_core.logsetup import setup_logging
 
 SUBCOMMANDS = (plugins_cmd, config_cmd, cluster_manager_cmd, controller_cmd, local_cmd,
-               reachability_cmd, version_cmd)
+               reachability_cmd, show_cmd, version_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,35 @@
+"""``ovnk show network NAME``: the logical topology ovnk rendered for a network."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ovnk_core.config import add_config_arguments, load_config
+from ovnk_core.inspect.network_view import build_view, render_dot, render_tree, resolve_network_name
+from ovnk_core.ovn.nb import NbClient
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("show", help="show what ovnk rendered into OVN",
+                                   description="Read-only views of OVN Northbound.")
+    what = parser.add_subparsers(dest="what", metavar="WHAT", required=True)
+    network = what.add_parser(
+        "network", help="a network's routers, switches, ports, routes and NATs",
+        description="Prints the logical topology of one network from OVN Northbound. NAME "
+                    "is the network name (ns_udn or ns/udn, a CUDN name, or default).")
+    network.add_argument("name", metavar="NAME")
+    network.add_argument("--format", choices=("tree", "dot"), default="tree",
+                         help="indented tree (default) or Graphviz dot")
+    add_config_arguments(network)
+    network.set_defaults(func=run_network)
+
+
+def run_network(args: argparse.Namespace) -> int:
+    skip = ("name", "format", "what", "func", "command")
+    config = load_config({k: v for k, v in vars(args).items() if k not in skip})
+    with NbClient(list(config.nb_address)).start() as nb:
+        view = build_view(nb, resolve_network_name(nb, args.name))
+    sys.stdout.write(render_dot(view) if args.format == "dot" else render_tree(view))
+    return 0

@@ -1,0 +1,1 @@
+"""Read-only views of what ovnk rendered, for people (``ovnk show ...``)."""

@@ -1,0 +1,68 @@
+"""``ovnk show network``: the tree and dot views of a network read back from NB."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+from ovnk_layer3.desired import build_network, build_node, build_pod
+
+from ovnk_core.config.values import ClusterSubnet
+from ovnk_core.errors import OvnkError
+from ovnk_core.inspect.network_view import build_view, render_dot, render_tree, resolve_network_name
+from ovnk_core.networks.addressing import mac_from_ip
+from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.ovn.declarative import apply
+from ovnk_core.ovn.nb import NbClient
+from ovnk_core.zone.model import GatewayConfig, NetworkState, NodeState, PodAttachment
+from ovnk_core.zone.owners import network_owner, node_owner, pod_owner
+
+pytestmark = pytest.mark.ovsdb
+net = ipaddress.ip_network
+
+
+def render_blue(nb: NbClient) -> None:
+    netinfo = NetInfo(name="blue_blue-network", topology="layer3", role="primary", mtu=1400,
+                      subnets=(ClusterSubnet(net("103.103.0.0/16"), 24),),
+                      join_subnets=(net("100.65.0.0/16"),))
+    state = NetworkState(netinfo, 1, (net("169.254.0.0/17"),), ())
+    node = NodeState("ovn-worker", (net("103.103.0.0/24"),), 2, "chassis-1",
+                     GatewayConfig("shared", "breth0", "0a:58:ac:12:00:02", ("172.18.0.2/16",),
+                                   ("172.18.0.1",)))
+    pod = PodAttachment("blue", "blue", "uid", "ovn-worker", "blue/blue-network",
+                        mac_from_ip("103.103.0.3"), ("103.103.0.3/24",))
+    apply(nb, network_owner(netinfo), build_network(state))
+    apply(nb, node_owner(netinfo, "ovn-worker"), build_node(state, node))
+    apply(nb, pod_owner(netinfo, "blue", "blue"), build_pod(state, pod))
+
+
+def test_tree_shows_routers_switches_ports_routes_and_nat(ovn_nb: NbClient) -> None:
+    render_blue(ovn_nb)
+    view = build_view(ovn_nb, resolve_network_name(ovn_nb, "blue/blue-network"))
+    text = render_tree(view)
+    lines = text.splitlines()
+    assert lines[0] == "network blue_blue-network (layer3, primary)"
+    assert lines[1] == "├─ router blue_blue.network_ovn_cluster_router  [distributed router]"
+    assert "│  ├─ port rtos-blue_blue.network_ovn-worker  0a:58:67:67:00:01 103.103.0.1/24  " \
+           "↔ blue_blue.network_ovn-worker" in lines
+    assert "│  ├─ port blue.blue.network_blue_blue  pod blue/blue: 0a:58:67:67:00:03 " \
+           "103.103.0.3" in lines
+    assert any(line.endswith("─ nat snat 103.103.0.0/16 → 169.254.0.11") for line in lines)
+    assert "│  ├─ route 103.103.0.0/24 via 100.65.0.2 (src-ip)" in lines
+    assert lines[-1].startswith("   └─ port ") and "localnet to physnet" in lines[-2] + lines[-1]
+
+
+def test_dot_is_a_graph_of_routers_and_switches(ovn_nb: NbClient) -> None:
+    render_blue(ovn_nb)
+    dot = render_dot(build_view(ovn_nb, "blue_blue-network"))
+    assert dot.startswith('graph "blue_blue-network" {') and dot.rstrip().endswith("}")
+    assert '"blue_blue.network_ovn_cluster_router" [shape=box];' in dot
+    assert '"blue_blue.network_join" -- "blue_blue.network_ovn_cluster_router";' in dot
+    assert '"GR_blue_blue.network_ovn-worker" -- "ext_blue_blue.network_ovn-worker";' in dot
+
+
+def test_unknown_network_lists_the_rendered_ones(ovn_nb: NbClient) -> None:
+    render_blue(ovn_nb)
+    with pytest.raises(OvnkError, match=r"no network 'red' is rendered in OVN Northbound "
+                                        r"\(rendered: blue_blue-network\)"):
+        resolve_network_name(ovn_nb, "red")
