@@ -54,6 +54,9 @@ echo "== reachability (ovn-trace: is a packet from each pod delivered to each ot
 $BIN/ovnk reachability --config "$DIR/ovnk.toml" -n blue -n green -n teal --wait 60 \
   --output "$DIR/reachability.svg"
 echo
+echo "== the OVN topology ovnk rendered for the blue network (ovnk show network)"
+$BIN/ovnk show network blue/blue-network --config "$DIR/ovnk.toml"
+echo
 echo "== an invalid UDN is rejected at apply time"
 $KUBECTL apply -f examples/workshop/90-invalid.yaml || true
 echo

@@ -311,8 +311,12 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
      (["local"], ["up", "status", "restart", "down"]),
      (["cluster-manager"], ["--ready-file", "--config", "--enable-network-segmentation",
                             "OVNK_MTU"]),
-     (["controller"], ["--ready-file", "--nb-address", "--k8s-kubeconfig"])],
-    ids=["ovnk", "plugins", "config", "version", "local", "cluster-manager", "controller"],
+     (["controller"], ["--ready-file", "--nb-address", "--k8s-kubeconfig"]),
+     (["reachability"], ["--namespace", "--selector", "--protocol", "--port", "--output",
+                         "--wait", "--sb-address"]),
+     (["show", "network"], ["NAME", "--format", "--nb-address"])],
+    ids=["ovnk", "plugins", "config", "version", "local", "cluster-manager", "controller",
+         "reachability", "show-network"],
 )
 def test_help_exits_0_and_mentions_the_flags(capsys: pytest.CaptureFixture[str],
                                              argv: list[str], mentions: list[str]) -> None:
@@ -358,3 +362,26 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]
         main(argv)
     assert info.value.code == 2
     assert error in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [(["reachability", "--output", "matrix.gif"],
+      "ovnk reachability: --output matrix.gif: use a .svg or .png file name"),
+     (["reachability", "--protocol", "tcp", "--port", "70000"],
+      "ovnk reachability: --port 70000 is not a port number"),
+     (["reachability", "--gateway-v4-masquerade-subnet", "nonsense"],
+      "gateway-v4-masquerade-subnet")],
+    ids=["picture-format", "port-range", "bad-config"],
+)
+def test_reachability_rejects_bad_arguments_before_connecting(
+        capsys: pytest.CaptureFixture[str], argv: list[str], error: str) -> None:
+    assert main(argv) == 2
+    assert error in capsys.readouterr().err
+
+
+def test_show_network_requires_a_name(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["show", "network"])
+    assert info.value.code == 2
+    assert "the following arguments are required: NAME" in capsys.readouterr().err
