@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
-APT_PACKAGES=(ovn-central ovn-host openvswitch-switch nftables libnftables1 python3-nftables
+APT_PACKAGES=(ovn-central ovn-host openvswitch-switch python3-openvswitch nftables libnftables1 python3-nftables
               iproute2 iputils-ping procps)
 
 missing=()
@@ -53,4 +53,17 @@ if ! "$VENV/bin/python" -c "import nftables" 2>/dev/null; then
   ln -sfn /usr/lib/python3/dist-packages/nftables "$site/nftables"
   "$VENV/bin/python" -c "import nftables" || {
     echo "bootstrap: cannot import the nftables binding" >&2; exit 1; }
+fi
+
+# OVSDB JSON parsing dominates the IDL's time; Debian's python3-openvswitch ships the C
+# parser (ovs/_json) for this CPython minor version.  Use it when it loads (bench/
+# render_layer3.py measures the difference); the pure-Python parser still works without.
+c_json=$(ls /usr/lib/python3/dist-packages/ovs/_json.cpython-*.so 2>/dev/null | head -1 || true)
+if [ -n "$c_json" ] && ! "$VENV/bin/python" -c "import ovs._json" 2>/dev/null; then
+  ovs_dir=$("$VENV/bin/python" -c "import ovs, os; print(os.path.dirname(ovs.__file__))")
+  ln -sfn "$c_json" "$ovs_dir/$(basename "$c_json")"
+  if ! "$VENV/bin/python" -c "import ovs.json, sys; sys.exit(ovs.json.PARSER != 'C')"; then
+    rm -f "$ovs_dir/$(basename "$c_json")"
+    echo "bootstrap: Debian's ovs C JSON parser does not load here; using the Python one"
+  fi
 fi

@@ -36,7 +36,7 @@ from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import NADS, NODES, PODS, object_key, split_key
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
-from ovnk_core.ovn.declarative import MissingReference, apply, apply_many
+from ovnk_core.ovn.declarative import MissingReference, apply_many
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.ownership import OWNER_KEY, Owner
 from ovnk_core.plugins import PluginHost
@@ -185,27 +185,27 @@ class ZoneController:
                        f"{state.netinfo.topology} does not render into OVN Northbound")
             return
         netinfo = state.netinfo
+        controller = owners.controller_name(name)
         try:
-            changed = apply(self.nb, owners.network_owner(netinfo),
-                            topology.build_network(state)).changed
-            node_rows = {}
+            # One transaction: the network's rows, every node's rows, and the removal of
+            # nodes that are gone.
+            desired = {owners.network_owner(netinfo): topology.build_network(state)}
             live_nodes = set()
             for node in self.nodes.items():
                 node_state = self._node_state(node, name)
                 live_nodes.add(node_state.name)
-                node_rows[owners.node_owner(netinfo, node_state.name)] = \
+                desired[owners.node_owner(netinfo, node_state.name)] = \
                     topology.build_node(state, node_state)
-            changed = apply_many(self.nb, node_rows).changed or changed
         except RenderingNotSupported:
             return
+        for owner in self.nb.owners(controller=controller):
+            node_name = owners.scope_node(owner)
+            if node_name is not None and node_name not in live_nodes:
+                desired[owner] = []
+        try:
+            changed = apply_many(self.nb, desired).changed
         except MissingReference as exc:
             raise NotReady(f"network {name}: {exc}") from None
-        controller = owners.controller_name(name)
-        stale = [owner for owner in self.nb.owners(controller=controller)
-                 if (node_name := owners.scope_node(owner)) is not None
-                 and node_name not in live_nodes]
-        if stale:
-            changed = apply_many(self.nb, {owner: [] for owner in stale}).changed or changed
         with self._lock:
             previous = self.rendered.get(name)
             self.rendered[name] = state

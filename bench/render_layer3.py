@@ -1,0 +1,283 @@
+"""Benchmark: render U Layer3 primary networks over N nodes into a real NB, against the floor.
+
+For each repetition, on fresh standalone NB servers:
+
+* **ovnk**: a child process connects an ``NbClient`` and converges every owner the way
+  the zone controller does (the network, then its nodes, then its pods: one transaction
+  each step per network), reporting the time and its peak RSS;
+* **floor**: the same rows, written by one ``ovn-nbctl`` transaction per network;
+* **restart**: a fresh child process connects to ovnk's NB and converges everything again;
+  it must write nothing (0 transactions); its time is the resync time;
+* **leak check**: every owner is deleted; zero ovnk-owned rows may remain.
+
+Both NBs are compared row by row (``ovnk_core.ovn.snapshot``): the ratio is only reported
+for equal content.  The ovnk phases run once with the pure-Python ``ovs`` JSON parser and
+once with the C parser of Debian's python3-openvswitch (when it is installed).
+
+    python bench/render_layer3.py --networks 100 --nodes 20 --repeat 5
+
+prints a table and writes ``bench/results/render_layer3-<time>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import multiprocessing
+import os
+import platform
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+DEBIAN_OVS = Path("/usr/lib/python3/dist-packages/ovs")
+C_JSON_ENV = "OVNK_BENCH_C_JSON"
+if os.environ.get(C_JSON_ENV) == "1":
+    # Before anything imports ovs.json: let the ovs package find Debian's C parser
+    # (python3-openvswitch, built for this CPython minor version) if bootstrap did not
+    # link it into the virtualenv.
+    import ovs
+
+    ovs.__path__.append(str(DEBIAN_OVS))
+elif os.environ.get(C_JSON_ENV) == "0":
+    import ovs.json
+
+    ovs.json.PARSER = ovs.json.PARSER_PY  # the pure-Python parser, for comparison
+
+from nbctl_floor import nbctl_commands, run_nbctl  # noqa: E402
+from ovnk_layer3.desired import build_network, build_node, build_pod  # noqa: E402
+
+from ovnk_core.config.values import ClusterSubnet  # noqa: E402
+from ovnk_core.networks.addressing import mac_from_ip  # noqa: E402
+from ovnk_core.networks.netinfo import NetInfo  # noqa: E402
+from ovnk_core.ovn.declarative import DesiredRow, apply_many  # noqa: E402
+from ovnk_core.ovn.ownership import Owner  # noqa: E402
+from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer  # noqa: E402
+from ovnk_core.zone.model import GatewayConfig, NetworkState, NodeState, PodAttachment  # noqa: E402
+from ovnk_core.zone.owners import network_owner, node_owner, pod_owner  # noqa: E402
+
+MASQUERADE = (ipaddress.ip_network("169.254.0.0/17"),)
+CLUSTER = ipaddress.ip_network("10.128.0.0/14")
+
+
+@dataclass(frozen=True)
+class Workload:
+    networks: int
+    nodes: int
+    pods: int  # per network per node
+
+
+def network_state(index: int) -> NetworkState:
+    netinfo = NetInfo(name=f"ns{index}_udn", topology="layer3", role="primary", mtu=1400,
+                      subnets=(ClusterSubnet(CLUSTER, 24),),
+                      join_subnets=(ipaddress.ip_network("100.65.0.0/16"),))
+    return NetworkState(netinfo, index + 1, MASQUERADE, ())
+
+
+def node_state(index: int) -> NodeState:
+    ip = f"172.18.{index // 250}.{index % 250 + 2}"
+    subnet = ipaddress.ip_network(f"10.{128 + index // 256}.{index % 256}.0/24")
+    return NodeState(f"node-{index}", (subnet,), index + 2, f"chassis-{index}",
+                     GatewayConfig("shared", "breth0", mac_from_ip(ip), (f"{ip}/16",),
+                                   ("172.18.0.1",)))
+
+
+def owners_of(workload: Workload, index: int) -> list[dict[Owner, list[DesiredRow]]]:
+    """The transactions of one network, in the zone controller's order."""
+    state = network_state(index)
+    netinfo = state.netinfo
+    nodes = [node_state(n) for n in range(workload.nodes)]
+    network_and_nodes = {network_owner(netinfo): build_network(state)}
+    for node in nodes:
+        network_and_nodes[node_owner(netinfo, node.name)] = build_node(state, node)
+    steps: list[dict[Owner, list[DesiredRow]]] = [network_and_nodes]
+    pods: dict[Owner, list[DesiredRow]] = {}
+    for node in nodes:
+        for p in range(workload.pods):
+            ip = node.subnets[0].network_address + 3 + p
+            attachment = PodAttachment(f"ns{index}", f"pod-{node.name}-{p}", f"uid-{p}",
+                                       node.name, f"ns{index}/udn", mac_from_ip(ip),
+                                       (f"{ip}/24",))
+            pods[pod_owner(netinfo, attachment.namespace, attachment.name)] = \
+                build_pod(state, attachment)
+    if pods:
+        steps.append(pods)
+    return steps
+
+
+def json_parser() -> str:
+    import ovs.json
+
+    return str(ovs.json.PARSER)
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def ovnk_phase(remote: str, workload: Workload, queue: Any) -> None:
+    """Child process: converge everything; report time, writes, RSS."""
+    from ovnk_core.ovn.nb import NbClient
+
+    parser = json_parser()
+    start = time.perf_counter()
+    nb = NbClient([remote], timeout=600).start()
+    connected = time.perf_counter()
+    for index in range(workload.networks):
+        for step in owners_of(workload, index):
+            apply_many(nb, step)
+    done = time.perf_counter()
+    queue.put({"seconds": done - start, "connect_seconds": connected - start,
+               "transactions": nb.transactions, "peak_rss_mb": _peak_rss_mb(),
+               "parser": parser})
+    nb.stop()
+
+
+def delete_phase(remote: str, workload: Workload, queue: Any) -> None:
+    from ovnk_core.ovn.nb import NbClient
+    from ovnk_core.ovn.snapshot import snapshot
+
+    nb = NbClient([remote], timeout=600).start()
+    start = time.perf_counter()
+    for index in range(workload.networks):
+        steps = owners_of(workload, index)
+        for step in reversed(steps):  # pods, then the network with its nodes
+            network = [o for o in step if o.key == "network"]
+            apply_many(nb, {owner: [] for owner in step if owner not in network})
+            apply_many(nb, {owner: [] for owner in network})
+    seconds = time.perf_counter() - start
+    queue.put({"seconds": seconds, "left": len(snapshot(nb))})
+    nb.stop()
+
+
+def in_child(target: Any, *args: Any, c_json: bool = False) -> dict[str, Any]:
+    """Run ``target`` in a fresh interpreter (its own RSS, its own IDL)."""
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=target, args=(*args, queue))
+    os.environ[C_JSON_ENV] = "1" if c_json else "0"
+    try:
+        process.start()
+    finally:
+        os.environ.pop(C_JSON_ENV, None)
+    result: dict[str, Any] = queue.get(timeout=3600)
+    process.join()
+    return result
+
+
+def floor_phase(remote: str, workload: Workload) -> float:
+    batches = []
+    for index in range(workload.networks):
+        rows = [row for step in owners_of(workload, index) for rows in step.values()
+                for row in rows]
+        batches.append(nbctl_commands(rows))
+    start = time.perf_counter()
+    for args in batches:
+        run_nbctl(remote, args)
+    return time.perf_counter() - start
+
+
+def same_rows(remote_a: str, remote_b: str) -> list[str]:
+    from ovnk_core.ovn.nb import NbClient
+    from ovnk_core.ovn.snapshot import difference, snapshot
+
+    with NbClient([remote_a]).start() as a, NbClient([remote_b]).start() as b:
+        return difference(snapshot(a), snapshot(b))
+
+
+def one_run(workload: Workload, workdir: Path, c_json: bool, check: bool) -> dict[str, Any]:
+    ovnk_db = OvsdbServer("ovnk", workdir / f"ovnk-{time.monotonic_ns()}", NB_SCHEMA).start()
+    floor_db = OvsdbServer("floor", workdir / f"floor-{time.monotonic_ns()}", NB_SCHEMA).start()
+    try:
+        floor = floor_phase(floor_db.remote, workload)
+        ovnk = in_child(ovnk_phase, ovnk_db.remote, workload, c_json=c_json)
+        restart = in_child(ovnk_phase, ovnk_db.remote, workload, c_json=c_json)
+        differences = same_rows(ovnk_db.remote, floor_db.remote) if check else []
+        deleted = in_child(delete_phase, ovnk_db.remote, workload)
+    finally:
+        ovnk_db.stop()
+        floor_db.stop()
+    if differences:
+        raise SystemExit("ovnk and the floor wrote different rows:\n" +
+                         "\n".join(differences[:20]))
+    if restart["transactions"]:
+        raise SystemExit(f"restart wrote {restart['transactions']} transaction(s); "
+                         "expected 0")
+    if deleted["left"]:
+        raise SystemExit(f"leak: {deleted['left']} ovnk-owned rows left after deleting all")
+    return {"floor_seconds": floor, "ovnk_seconds": ovnk["seconds"],
+            "ratio": ovnk["seconds"] / floor, "peak_rss_mb": ovnk["peak_rss_mb"],
+            "restart_seconds": restart["seconds"], "restart_writes": restart["transactions"],
+            "delete_seconds": deleted["seconds"], "parser": ovnk["parser"]}
+
+
+def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    keys = ("floor_seconds", "ovnk_seconds", "ratio", "peak_rss_mb", "restart_seconds",
+            "delete_seconds")
+    return {key: statistics.median(r[key] for r in runs) for key in keys} | {
+        "parser": runs[0]["parser"], "runs": len(runs)}
+
+
+def environment() -> dict[str, Any]:
+    import subprocess
+
+    import ovsdbapp  # type: ignore[import-untyped]
+
+    ovn = subprocess.run(["ovn-nbctl", "--version"], capture_output=True, text=True)
+    return {"python": platform.python_version(), "ovn": ovn.stdout.splitlines()[0],
+            "ovsdbapp": getattr(ovsdbapp, "__version__", "?"), "cpus": os.cpu_count(),
+            "db_mode": "standalone", "c_json_available": DEBIAN_OVS.joinpath(
+                "_json.cpython-311-x86_64-linux-gnu.so").exists()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--networks", type=int, default=10)
+    parser.add_argument("--nodes", type=int, default=5)
+    parser.add_argument("--pods", type=int, default=0, help="pods per network per node")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--no-warmup", action="store_true")
+    parser.add_argument("--results", type=Path, default=Path(__file__).parent / "results")
+    args = parser.parse_args(argv)
+    workload = Workload(args.networks, args.nodes, args.pods)
+    report: dict[str, Any] = {"workload": vars(workload) | {"repeat": args.repeat},
+                              "environment": environment(), "parsers": {}}
+    with tempfile.TemporaryDirectory(prefix="ovnk-bench-") as tmp:
+        workdir = Path(tmp)
+        if not args.no_warmup:
+            one_run(Workload(2, 2, 0), workdir, False, True)
+        parsers = [False, True] if report["environment"]["c_json_available"] else [False]
+        for c_json in parsers:
+            runs = [one_run(workload, workdir, c_json, check=(i == 0))
+                    for i in range(args.repeat)]
+            summary = summarise(runs)
+            report["parsers"][summary["parser"]] = {"median": summary, "runs": runs}
+    print(f"Layer3 render: {workload.networks} networks x {workload.nodes} nodes x "
+          f"{workload.pods} pods/node, median of {args.repeat} run(s) "
+          f"({report['environment']['ovn']}, Python {report['environment']['python']}, "
+          f"{report['environment']['cpus']} CPUs, standalone NB)")
+    print(f"{'ovs JSON parser':<16}{'floor s':>9}{'ovnk s':>9}{'ratio':>7}{'RSS MB':>8}"
+          f"{'restart s':>11}{'writes':>8}{'delete s':>10}")
+    for name, entry in report["parsers"].items():
+        m = entry["median"]
+        print(f"{name:<16}{m['floor_seconds']:>9.2f}{m['ovnk_seconds']:>9.2f}"
+              f"{m['ratio']:>7.2f}{m['peak_rss_mb']:>8.0f}{m['restart_seconds']:>11.2f}"
+              f"{0:>8}{m['delete_seconds']:>10.2f}")
+    print("rows: ovnk's NB equals the floor's NB (checked); restart wrote nothing; "
+          "no ovnk-owned row left after delete-all")
+    args.results.mkdir(parents=True, exist_ok=True)
+    out = args.results / f"render_layer3-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.write_text(json.dumps(report, indent=2))
+    print(f"raw results: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""The render benchmark keeps working: a tiny size, with all of its own checks.
+
+``bench/render_layer3.py`` fails by itself when ovnk's NB differs from the
+ovn-nbctl floor's, when a restart writes anything, or when rows are left
+after deleting everything; this runs it at the smallest size so CI notices
+when it breaks.  It asserts nothing about speed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def test_render_benchmark_runs_and_checks_itself(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import render_layer3
+    finally:
+        sys.path.remove(str(BENCH))
+    assert render_layer3.main(["--networks", "2", "--nodes", "2", "--pods", "1", "--repeat",
+                               "1", "--no-warmup", "--results", str(tmp_path)]) == 0
+    [result] = tmp_path.glob("render_layer3-*.json")
+    report = json.loads(result.read_text())
+    for entry in report["parsers"].values():
+        assert entry["median"]["ovnk_seconds"] > 0 and entry["median"]["floor_seconds"] > 0
+        assert all(run["restart_writes"] == 0 for run in entry["runs"])
+    assert "ovnk's NB equals the floor's NB" in capsys.readouterr().out
