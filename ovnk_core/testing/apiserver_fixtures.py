@@ -17,8 +17,22 @@ import pytest
 from kubernetes import client
 
 from ovnk_core.apiserver.server import ServerHandle, ServerOptions, serve
+from ovnk_core.kube.client import KubeClient
 
 ServerFactory = Callable[..., ServerHandle]
+
+
+def with_crds(handle: ServerHandle) -> KubeClient:
+    """A ``KubeClient`` of ``handle`` once the project's CRDs are served there."""
+    from ovnk_core.kube.resources import CRDS, NADS
+    from ovnk_core.manifests.crds import build_crds
+    from ovnk_core.testing.waiting import wait_until
+
+    api = KubeClient(client_for(handle))
+    for crd in build_crds():
+        api.create(CRDS, crd)
+    wait_until(lambda: api.list(NADS) is not None)
+    return api
 
 
 def client_for(handle: ServerHandle) -> client.ApiClient:

@@ -29,14 +29,14 @@ from collections.abc import Iterable
 
 from ovnk_core.clustermanager.nad_controller import nad_network_name
 from ovnk_core.config import Config
-from ovnk_core.errors import NotReady, PermanentError
+from ovnk_core.errors import NotReady, PermanentError, TopologyNotSupported
 from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import NADS, NODES, PODS, object_key, split_key
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
-from ovnk_core.ovn.declarative import MissingReference, apply_many
+from ovnk_core.ovn.declarative import DesiredRow, MissingReference, apply_many
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.ownership import OWNER_KEY, Owner
 from ovnk_core.plugins import PluginHost
@@ -164,8 +164,8 @@ class ZoneController:
     def _topology(self, state: NetworkState) -> Topology | None:
         try:
             topology = self.host.topology(state.netinfo.topology)
-        except Exception as exc:  # TopologyNotSupported: reported by the cluster manager
-            log.warning("network %s: %s", state.netinfo.name, exc)
+        except TopologyNotSupported as exc:  # reported on the network by the cluster manager
+            self._note(f"network/{state.netinfo.name}", f"network {state.netinfo.name}: {exc}")
             return None
         return topology if topology.renders else None
 
@@ -243,7 +243,7 @@ class ZoneController:
     # -- pods ------------------------------------------------------------------------------
     def reconcile_pod(self, key: str) -> None:
         pod = self.pods.get(key)
-        wanted: dict[Owner, list] = {}  # type: ignore[type-arg]
+        wanted: dict[Owner, list[DesiredRow]] = {}
         keep: set[str] = set()  # controllers whose rows of this pod stay as they are
         if pod is not None and self._pod_is_running(pod):
             for nad_key, attachment in pod_attachments(pod).items():

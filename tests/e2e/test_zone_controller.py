@@ -23,9 +23,8 @@ from ovnk_core.config import load_config
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
-from ovnk_core.kube.resources import CRDS, EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
+from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.local.cluster import build_node
-from ovnk_core.manifests.crds import build_crds
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
 from ovnk_core.ovn.snapshot import Snapshot, committed_names, difference, snapshot
@@ -34,7 +33,7 @@ from ovnk_core.plugins import PluginHost
 from ovnk_core.reachability.endpoints import find_endpoint
 from ovnk_core.reachability.matrix import build_matrix
 from ovnk_core.reachability.render import render_svg, render_text, write_picture
-from ovnk_core.testing.apiserver_fixtures import client_for
+from ovnk_core.testing.apiserver_fixtures import with_crds
 from ovnk_core.testing.neighbors import learn_neighbor
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
 from ovnk_core.testing.waiting import wait_until
@@ -62,10 +61,7 @@ class Zone:
 
 @pytest.fixture
 def client(kube_apiserver: ServerHandle) -> KubeClient:
-    api = KubeClient(client_for(kube_apiserver))
-    for crd in build_crds():
-        api.create(CRDS, crd)
-    wait_until(lambda: api.list(NADS) is not None)
+    api = with_crds(kube_apiserver)
     for index, name in enumerate(("ovn-worker", "ovn-worker2")):
         api.create(NODES, build_node(name, index))
     return api

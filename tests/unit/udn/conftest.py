@@ -10,11 +10,9 @@ from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.config import load_config
 from ovnk_core.kube.client import KubeClient
-from ovnk_core.kube.resources import CRDS, NADS, NODES
-from ovnk_core.manifests.crds import build_crds
+from ovnk_core.kube.resources import NODES
 from ovnk_core.plugins import PluginHost
-from ovnk_core.testing.apiserver_fixtures import client_for
-from ovnk_core.testing.waiting import wait_until
+from ovnk_core.testing.apiserver_fixtures import with_crds
 
 UDN_CONFIG = load_config({"enable_multi_network": "true", "enable_network_segmentation": "true",
                           "v4_masquerade_subnet": "169.254.0.0/17"}, env={})
@@ -23,10 +21,7 @@ UDN_CONFIG = load_config({"enable_multi_network": "true", "enable_network_segmen
 @pytest.fixture
 def client(kube_apiserver: ServerHandle) -> KubeClient:
     """A client of a server that serves the CRDs and has nodes ovn-worker and ovn-worker2."""
-    api = KubeClient(client_for(kube_apiserver))
-    for crd in build_crds():
-        api.create(CRDS, crd)
-    wait_until(lambda: api.list(NADS) is not None)
+    api = with_crds(kube_apiserver)
     for name in ("ovn-worker", "ovn-worker2"):
         api.create(NODES, {"metadata": {"name": name}})
     return api
