@@ -37,6 +37,7 @@ from typing import Any
 from ovsdbapp.backend.ovs_idl import command as ovsdbapp_command
 
 from ovnk_core.errors import OvnkError
+from ovnk_core.ovn.index import OWNER_SCOPE_KEY, owner_scope
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.ownership import (
     ID_KEY,
@@ -227,8 +228,8 @@ class _Applier:
 
     def _owned_rows(self, owner: Owner) -> dict[tuple[str, str], Any]:
         with self.idl.index_lock:
-            keys = (self.idl.ids_index.find(OWNER_CONTROLLER_KEY, owner.controller)
-                    & self.idl.ids_index.find(OWNER_KEY, owner.key))
+            keys = self.idl.ids_index.find(OWNER_SCOPE_KEY,
+                                           owner_scope(owner.controller, owner.key))
         found = {}
         for table, row_uuid in keys:
             row = self._row(table, row_uuid)

@@ -22,9 +22,16 @@ from typing import Any
 from ovs.db import idl as ovs_idl
 from ovsdbapp.backend.ovs_idl import connection
 
-from ovnk_core.ovn.ownership import INDEXED_KEYS
+from ovnk_core.ovn.ownership import INDEXED_KEYS, OWNER_CONTROLLER_KEY, OWNER_KEY
 
 RowKey = tuple[str, uuid.UUID]  # (table, row uuid)
+# A synthetic key: (owner-controller, owner) together, so the rows of one owner are one
+# lookup, not the intersection of two sets that grow with the number of networks and nodes.
+OWNER_SCOPE_KEY = "\0owner-scope"
+
+
+def owner_scope(controller: str, owner: str) -> str:
+    return f"{controller}\0{owner}"
 
 
 class ExternalIdsIndex:
@@ -41,6 +48,9 @@ class ExternalIdsIndex:
     def update(self, table: str, row_uuid: uuid.UUID, external_ids: dict[str, str]) -> None:
         self.remove(table, row_uuid)
         pairs = [(key, external_ids[key]) for key in INDEXED_KEYS if key in external_ids]
+        if OWNER_CONTROLLER_KEY in external_ids and OWNER_KEY in external_ids:
+            pairs.append((OWNER_SCOPE_KEY, owner_scope(external_ids[OWNER_CONTROLLER_KEY],
+                                                       external_ids[OWNER_KEY])))
         if not pairs:
             return
         row_key = (table, row_uuid)

@@ -28,7 +28,7 @@ from ovsdbapp.backend.ovs_idl import connection, idlutils
 from ovsdbapp.schema.ovn_northbound import impl_idl
 
 from ovnk_core.errors import OvnkError, OvnTransactionError
-from ovnk_core.ovn.index import IndexedIdl
+from ovnk_core.ovn.index import OWNER_SCOPE_KEY, IndexedIdl, owner_scope
 from ovnk_core.ovn.ownership import (
     ID_KEY,
     INDEXED_KEYS,
@@ -195,13 +195,14 @@ class NbClient:
             raise ValueError("owners() needs a controller or an owner key")
         idl = self.idl
         with idl.index_lock:
-            keys: set[tuple[str, uuid.UUID]] | None = None
-            for index_key, value in ((OWNER_CONTROLLER_KEY, controller), (OWNER_KEY, owner_key)):
-                if value is not None:
-                    found = idl.ids_index.find(index_key, value)
-                    keys = found if keys is None else keys & found
+            if controller is not None and owner_key is not None:
+                keys = idl.ids_index.find(OWNER_SCOPE_KEY, owner_scope(controller, owner_key))
+            elif controller is not None:
+                keys = idl.ids_index.find(OWNER_CONTROLLER_KEY, controller)
+            else:
+                keys = idl.ids_index.find(OWNER_KEY, owner_key or "")
         result = set()
-        for table, row_uuid in keys or ():
+        for table, row_uuid in keys:
             ext = committed_external_ids(idl.tables[table].rows.get(row_uuid))
             owner = owner_of(ext) if ext is not None else None
             if owner is not None:
