@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -229,6 +230,10 @@ def test_churn_and_restarts_converge_to_a_clean_render(client: KubeClient,
     layer3_udn(client, "green", "203.203.0.0/16")
     pod(client, "blue", "a", "ovn-worker")
     pod(client, "green", "a", "ovn-worker2")
+    # Rows someone else made (no ovnk ownership ids) must survive everything below.
+    subprocess.run(["ovn-nbctl", f"--db={ovn_stack.nb.remote}", "ls-add", "foreign", "--",
+                    "lsp-add", "foreign", "foreign-port", "--", "lr-add", "foreign-router"],
+                   check=True)
     zone = start_zone(ovn_stack.nb.remote)
     networks_of(client, "green", "a", 2)
     wait_until(lambda: {"blue.blue.network_blue_a", "green.green.network_green_a"}
@@ -262,6 +267,8 @@ def test_churn_and_restarts_converge_to_a_clean_render(client: KubeClient,
                                for name in switch_and_router_names(zone.nb)), timeout=30)
     wait_until(lambda: "blue.blue.network_blue_a" not in port_names(zone.nb), timeout=30)
     churned = settled(zone)
+    assert {"foreign", "foreign-router"} <= switch_and_router_names(zone.nb)
+    assert "foreign-port" in port_names(zone.nb)
 
     # A fresh NB rendered by a fresh controller from the same cluster is identical.
     clean_nb = OvsdbServer("clean-nb", tmp_path / "clean", NB_SCHEMA).start()
@@ -305,3 +312,36 @@ def test_malformed_pod_annotation_is_an_event_not_a_crash(
     events = wait_until(lambda: [e for e in client.list(EVENTS, "plain")["items"]
                                  if e["involvedObject"]["name"] == "bad"], timeout=30)
     assert "is not valid JSON" in events[0]["message"]
+
+
+def test_secondary_layer3_network_pods_get_ports_and_reach_each_other(
+        client: KubeClient, manager: ClusterManager, start_zone: Callable[[str], Zone],
+        ovn_stack: OvnStack) -> None:
+    namespace(client, "side", primary=False)
+    client.create(NADS, {"metadata": {"name": "red", "namespace": "side"}, "spec": {
+        "config": json.dumps({"cniVersion": "1.1.0", "type": "ovn-k8s-cni-overlay",
+                              "name": "side_red", "netAttachDefName": "side/red",
+                              "topology": "layer3", "role": "secondary",
+                              "subnets": "192.168.0.0/16/24"})}})
+    for name, node in (("x", "ovn-worker"), ("y", "ovn-worker2")):
+        client.create(PODS, {"metadata": {"name": name, "namespace": "side", "annotations": {
+            "k8s.v1.cni.cncf.io/networks": "red"}},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x"}]}})
+    zone = start_zone(ovn_stack.nb.remote)
+    x = networks_of(client, "side", "x", 2)
+    y = networks_of(client, "side", "y", 2)
+    assert x["side/red"]["role"] == "secondary" and x["default"]["role"] == "primary"
+    wait_until(lambda: {"side.red_side_x", "side.red_side_y", "side_x", "side_y"}
+               <= port_names(zone.nb), timeout=30)
+    settled(zone)
+    wait_for_sb(ovn_stack.nb.remote)
+    names = switch_and_router_names(zone.nb)
+    assert {"side_red_ovn-worker", "side_red_ovn_cluster_router"} <= names
+    assert not any(n.startswith(("GR_side", "ext_side", "side_red_join")) for n in names)
+    ip_y = y["side/red"]["ip_addresses"][0].split("/")[0]
+    out = trace_between(ovn_stack, "side_red_ovn-worker", "side.red_side_x", x["side/red"], ip_y)
+    assert out.outputs == ("side.red_side_y",)
+    # A deleted pod loses its ports on every network; the others keep theirs.
+    client.delete(PODS, "x", "side")
+    wait_until(lambda: not {"side.red_side_x", "side_x"} & port_names(zone.nb), timeout=30)
+    assert {"side.red_side_y", "side_y"} <= port_names(zone.nb)
