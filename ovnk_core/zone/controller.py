@@ -156,7 +156,7 @@ class ZoneController:
         with self.nb.idl.index_lock:
             keys = self.nb.idl.ids_index.values(OWNER_KEY)
         for key in keys:
-            pod = owners.scope_pod(Owner("", key))
+            pod = owners.pod_of_scope(key)
             if pod is not None:
                 self.pod_controller.queue.add(pod)
 

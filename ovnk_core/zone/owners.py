@@ -53,5 +53,9 @@ def scope_node(owner: Owner) -> str | None:
 
 def scope_pod(owner: Owner) -> str | None:
     """The ``ns/name`` of a pod owner."""
-    return owner.key[len(POD_SCOPE_PREFIX):] if owner.key.startswith(POD_SCOPE_PREFIX) \
-        else None
+    return pod_of_scope(owner.key)
+
+
+def pod_of_scope(scope: str) -> str | None:
+    """The ``ns/name`` in an owner scope ``pod:<ns>/<name>`` (``None`` for other scopes)."""
+    return scope[len(POD_SCOPE_PREFIX):] if scope.startswith(POD_SCOPE_PREFIX) else None
