@@ -16,7 +16,7 @@ from typing import Any
 from ovnk_core.kube.client import JSON
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
 from ovnk_core.ovn.nb import NbClient
-from ovnk_core.ovn.ownership import NETWORK_KEY
+from ovnk_core.ovn.ownership import NETWORK_KEY, OWNER_KEY
 from ovnk_core.pods import annotation
 from ovnk_core.zone.owners import POD_SCOPE_PREFIX
 
@@ -81,7 +81,7 @@ def find_endpoint(nb: NbClient, pod: JSON) -> Endpoint:
     network_ports = []
     for row in nb.rows("Logical_Switch_Port").values():
         ext = row.external_ids
-        if ext.get("k8s.ovn.org/owner") != POD_SCOPE_PREFIX + key:
+        if ext.get(OWNER_KEY) != POD_SCOPE_PREFIX + key:
             continue
         on_default = nad_key == DEFAULT_NETWORK_NAME and \
             ext.get(NETWORK_KEY) == DEFAULT_NETWORK_NAME
