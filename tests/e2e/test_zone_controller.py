@@ -211,6 +211,8 @@ def test_isolated_overlapping_networks_end_to_end(client: KubeClient, manager: C
     assert not matrix.errors and len(matrix.verdicts) == 30
     for (src, dst), delivered in matrix.verdicts.items():
         assert delivered == (src.split("/")[0] == dst.split("/")[0]), (src, dst)
+    tcp = build_matrix(ovn_stack.sb.remote, endpoints, protocol="tcp", port=8080)
+    assert not tcp.errors and tcp.verdicts == matrix.verdicts  # no ACLs yet: same verdicts
     text = render_text(matrix)
     assert "blue/a [blue_blue-network]" in text and text.count("✓") == 6 + 1
     svg = render_svg(matrix)
