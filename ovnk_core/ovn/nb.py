@@ -43,13 +43,23 @@ log = logging.getLogger(__name__)
 NB_SCHEMA_NAME = "OVN_Northbound"
 
 
-def committed_external_ids(row: Any) -> dict[str, str] | None:
-    """A row's committed external_ids; ``None`` for no row, or one a transaction is still
-    inserting (other threads must not read its columns yet)."""
+def _as_uuid(value: uuid.UUID, _base: Any = None) -> uuid.UUID:
+    return value
+
+
+def committed_value(row: Any, column: str) -> Any:
+    """A column's committed value (references as UUIDs), read without touching the row's
+    pending changes; ``None`` for no row, or one a transaction is still inserting (other
+    threads must not read its columns yet)."""
     data = getattr(row, "_data", None) if row is not None else None
-    if not data:
+    if not data or column not in data:
         return None
-    value: dict[str, str] = data["external_ids"].to_python(lambda u, _base=None: u)
+    return data[column].to_python(_as_uuid)
+
+
+def committed_external_ids(row: Any) -> dict[str, str] | None:
+    """A row's committed external_ids (see ``committed_value``)."""
+    value: dict[str, str] | None = committed_value(row, "external_ids")
     return value
 
 

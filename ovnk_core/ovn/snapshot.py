@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from ovnk_core.ovn.nb import NbClient
+from ovnk_core.ovn.nb import NbClient, committed_external_ids, committed_value
 from ovnk_core.ovn.ownership import ID_KEY, is_owned
 
 Snapshot = dict[tuple[str, str], dict[str, Any]]
@@ -27,17 +27,13 @@ OWNED_TABLES = ("Logical_Router", "Logical_Router_Port", "Logical_Router_Static_
                 "Address_Set", "Port_Group", "Load_Balancer", "Load_Balancer_Group")
 
 
-def _uuid(value: uuid.UUID, _base: Any = None) -> uuid.UUID:
-    return value
-
-
 def _plain(value: Any, refs: Any) -> Any:
     """``value`` with references replaced by ``<table>:<k8s.ovn.org/id>``."""
     if isinstance(value, uuid.UUID):
         for table in refs:
             row = table.rows.get(value)
             if row is not None:
-                ext = row._data["external_ids"].to_python(_uuid) if row._data else {}
+                ext = committed_external_ids(row) or {}
                 return f"{table.name}:{ext.get(ID_KEY, '<not ovnk>')}"
         return "<dangling>"
     if isinstance(value, dict):
@@ -60,11 +56,8 @@ def snapshot(nb: NbClient, tables: tuple[str, ...] = OWNED_TABLES) -> Snapshot:
         if schema is None:
             continue
         for row in list(schema.rows.values()):
-            data = row._data
-            if not data:
-                continue
-            ext = data["external_ids"].to_python(_uuid)
-            if not is_owned(ext):
+            ext = committed_external_ids(row)
+            if ext is None or not is_owned(ext):
                 continue
             columns = {}
             for name, column in schema.columns.items():
@@ -73,7 +66,7 @@ def snapshot(nb: NbClient, tables: tuple[str, ...] = OWNED_TABLES) -> Snapshot:
                 ref_names = {t.ref_table_name for t in (column.type.key, column.type.value)
                              if t is not None and t.ref_table_name}
                 refs = [idl_tables[n] for n in sorted(ref_names) if n in idl_tables]
-                columns[name] = _plain(data[name].to_python(_uuid), refs)
+                columns[name] = _plain(committed_value(row, name), refs)
             result[(table, ext[ID_KEY])] = columns
     return result
 
@@ -98,7 +91,7 @@ def committed_names(nb: NbClient, table: str) -> set[str]:
     """The ``name`` of every row of ``table`` as committed (safe while others write)."""
     names = set()
     for row in list(nb.idl.tables[table].rows.values()):
-        data = row._data
-        if data and "name" in data:
-            names.add(str(data["name"].to_python(_uuid)))
+        name = committed_value(row, "name")
+        if name is not None:
+            names.add(str(name))
     return names
