@@ -23,14 +23,17 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
+    from ovnk_core.clustermanager.context import ClusterManagerContext
     from ovnk_core.config import Config
+    from ovnk_core.kube.controller import Controller
     from ovnk_core.networks.netinfo import NetInfo
 
 PROJECT = "ovnk"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
-__all__ = ["hookimpl", "hookspec", "ovnk_configure", "ovnk_validate_network"]
+__all__ = ["hookimpl", "hookspec", "ovnk_cluster_manager_controllers", "ovnk_configure",
+           "ovnk_validate_network"]
 
 
 @hookspec
@@ -62,3 +65,27 @@ def ovnk_validate_network(netinfo: NetInfo, config: Config) -> None:
     :raises NetworkConfigError: the network is rejected; the message becomes the
         network's status condition and an event.  Other networks are unaffected.
     """
+
+
+@hookspec
+def ovnk_cluster_manager_controllers(context: ClusterManagerContext) -> list[Controller]:
+    """Contribute controllers to the cluster-manager process.
+
+    **When:** once per cluster-manager process, while it is being built (before leader
+    election; nothing runs yet).  The returned controllers are started when this replica
+    becomes leader — after the core's own controllers, with the shared informers already
+    running — and stopped when it stops leading.  Their reconcile counters appear in the
+    process's metrics like the core's.
+
+    Get informers from ``context.informers`` here (they are shared with the core's
+    controllers and started together); subscribe to network changes with
+    ``context.on_networks_changed``.  Each ``Controller`` waits for its informers and
+    runs its ``initial_sync`` (the startup repair) before its workers start.
+
+    :param context: the cluster manager's shared parts (client, informers, event recorder,
+        network registry); see ``ovnk_core.clustermanager.context``.
+    :returns: the controllers to run (an empty list is fine).
+    :raises ConfigError: the plugin cannot build its controllers; startup aborts with the
+        message.
+    """
+    raise NotImplementedError  # a specification: plugins implement it

@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from ovnk_core.allocators.ids import IdAllocator
 from ovnk_core.allocators.tunnel_keys import MAX_NETWORKS, TunnelKeyAllocator
+from ovnk_core.clustermanager.context import ClusterManagerContext
 from ovnk_core.clustermanager.nad_controller import NadController
 from ovnk_core.clustermanager.node_allocator import NodeAllocator
 from ovnk_core.config import Config
@@ -61,9 +62,16 @@ class ClusterManager:
                                    self.recorder)
         self.pods = PodAllocator(client, self.informers, config, self.registry_networks,
                                  self.recorder)
+        self.context = ClusterManagerContext(config, client, self.informers, self.recorder,
+                                             self.registry_networks)
         if self.nad is not None:
             self.nad.listeners.append(lambda _network: self.nodes.networks_changed())
             self.nad.listeners.append(lambda _network: self.pods.networks_changed())
+            self.nad.listeners.append(self.context.networks_changed)
+        self.plugin_controllers: list[Controller] = [
+            controller
+            for contributed in host.hook.ovnk_cluster_manager_controllers(context=self.context)
+            for controller in contributed or []]
         self.udn: UdnControllers | None = None
         if config.enable_network_segmentation:
             udn = self.udn = UdnControllers(client, self.informers, config, host, self.recorder)
@@ -97,7 +105,7 @@ class ClusterManager:
             result.append(self.nad.controller)
         if self.udn is not None:
             result += [self.udn.udn_controller, self.udn.cudn_controller]
-        return result
+        return result + self.plugin_controllers
 
     def start_controllers(self) -> None:
         self.informers.start()
@@ -107,10 +115,14 @@ class ClusterManager:
         self.pods.start()
         if self.udn is not None:
             self.udn.start()
+        for controller in self.plugin_controllers:
+            controller.start()
         self._running.set()
         log.info("cluster manager %s: controllers running", self.identity)
 
     def stop_controllers(self) -> None:
+        for controller in self.plugin_controllers:
+            controller.stop()
         if self.udn is not None:
             self.udn.stop()
         self.pods.stop()

@@ -147,7 +147,8 @@ class NadController:
 
     def _snapshot(self, network: str) -> tuple[object, ...] | None:
         entry = self.registry.get(network)
-        return None if entry is None else (entry.netinfo, entry.network_id)
+        return None if entry is None else (entry.netinfo, entry.network_id,
+                                           frozenset(entry.nads))
 
     def _reconcile(self, network: str) -> None:
         nads = sorted(self.nads.by_index("network", network), key=object_key)

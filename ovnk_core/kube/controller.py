@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 KeyFunc = Callable[[JSON], Iterable[str]]
 ErrorReporter = Callable[[str, BaseException, str], None]  # (key, error, kind)
+ChangeFilter = Callable[[JSON | None, JSON | None], bool]  # (old, new) -> enqueue?
 
 NOT_READY_DELAY = 1.0
 
@@ -88,14 +89,19 @@ class Controller:
 
     # -- wiring ----------------------------------------------------------------------------
     def watch(self, informer: Informer, key_func: KeyFunc | None = None,
-              primary: bool = False) -> None:
+              primary: bool = False, relevant: ChangeFilter | None = None) -> None:
         """Enqueue ``key_func(obj)`` (default: the object's own key) on every change.
 
         ``primary=True`` marks the informer whose keys ``reconcile_all`` enqueues.
+        ``relevant(old, new)``, when given, drops changes the controller does not
+        care about (say, a pod update that did not touch its addresses) before any
+        key is computed; adds and deletes have ``old`` or ``new`` as None.
         """
         keys_of = key_func or (lambda obj: [object_key(obj)])
 
         def on_change(_event: str, old: JSON | None, new: JSON | None) -> None:
+            if relevant is not None and not relevant(old, new):
+                return
             keys: set[str] = set()
             for obj in (old, new):
                 if obj is not None:

@@ -107,6 +107,9 @@ class Informer:
         self._stream: WatchStream | None = None
         self._last_resync = time.monotonic()
         self.last_activity = time.monotonic()
+        # The resourceVersion up to which every change has been handed to the handlers
+        # (bookmarks included): once it reaches a version, handlers have seen all before it.
+        self.handled_version = ""
 
     # -- public API ----------------------------------------------------------------------
     def add_handler(self, handler: Handler) -> None:
@@ -163,6 +166,13 @@ class Informer:
             return [copy.deepcopy(self._items[key])
                     for key in sorted(self._indexes[name].get(value, ()))]
 
+    def keys_by_index(self, name: str, value: str) -> list[str]:
+        """Keys of the objects whose index ``name`` has ``value`` (no copies made)."""
+        with self._lock:
+            if name not in self._indexers:
+                raise KeyError(f"informer {self.resource} has no index {name!r}")
+            return sorted(self._indexes[name].get(value, ()))
+
     @property
     def resource_version(self) -> str:
         return self._resource_version
@@ -212,6 +222,7 @@ class Informer:
                 self._put(key, obj)
         for event, old, new in notifications:
             self._dispatch(event, old, new)
+        self.handled_version = self._resource_version
         self._synced.set()
 
     def _watch_once(self) -> None:
@@ -234,6 +245,7 @@ class Informer:
                 self.stats.bookmarks += 1
                 self._resource_version = obj.get("metadata", {}).get("resourceVersion",
                                                                      self._resource_version)
+                self.handled_version = self._resource_version
                 continue
             self._apply_event(str(kind), obj)
             self._maybe_resync()
@@ -252,6 +264,7 @@ class Informer:
             self._dispatch(DELETED, old, None)
         else:
             self._dispatch(ADDED if old is None else MODIFIED, old, obj)
+        self.handled_version = self._resource_version
 
     def _maybe_resync(self) -> None:
         if self.resync_period <= 0 or not self._synced.is_set():
