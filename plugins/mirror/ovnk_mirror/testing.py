@@ -110,16 +110,14 @@ class MirrorEnv:
     def the_mirror(self, namespace: str, source: str = "default-endpointslice",
                    addresses: list[str] | None = None) -> JSON:
         """Wait for exactly one mirror of ``source`` (with ``addresses``, if given)."""
-        def found() -> JSON | None:
+        def found() -> JSON:
             mirrors = self.mirrors(namespace, source)
             if len(mirrors) != 1:
-                return None
+                return {}
             if addresses is not None and mirror_addresses(mirrors[0]) != addresses:
-                return None
+                return {}
             return mirrors[0]
-        result: JSON = wait_until(found, what=f"one mirror of {namespace}/{source} "
-                                              f"with {addresses}")
-        return result
+        return wait_until(found, what=f"one mirror of {namespace}/{source} with {addresses}")
 
     def settle(self, write: Callable[[], object] | None = None) -> None:
         """Run ``write``, then wait until the controller has been told of everything written
