@@ -202,3 +202,69 @@ def test_seed_walkthrough_with_kubectl(cluster: LocalCluster) -> None:
     assert rejected.returncode != 0
     assert "spec.layer3 is required when topology is Layer3 and forbidden otherwise" in \
         rejected.stderr
+
+
+def test_service_in_a_udn_namespace_gets_a_mirrored_endpoint_slice(cluster: LocalCluster) -> None:
+    workshop = Path(__file__).resolve().parents[2] / "examples" / "workshop"
+    for manifest in ("00-namespaces.yaml", "10-networks.yaml", "20-pods.yaml",
+                     "30-service.yaml"):
+        kubectl(cluster, "apply", "-f", str(workshop / manifest))
+    kubectl(cluster, "wait", "--for=condition=Ready", "pod", "--all", "-n", "blue",
+            "--timeout=60s")
+
+    def addresses_by_manager() -> dict[str, list[str]]:
+        slices = get_json(cluster, "endpointslices", "-n", "blue")["items"]
+        found: dict[str, list[str]] = {}
+        for item in slices:
+            manager = item["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"]
+            found.setdefault(manager, []).extend(
+                a for e in item.get("endpoints") or [] for a in e["addresses"])
+        return {manager: sorted(addresses) for manager, addresses in found.items()}
+
+    def expected() -> dict[str, list[str]]:
+        default, udn = [], []
+        for item in get_json(cluster, "pods", "-n", "blue", "-l", "network=blue")["items"]:
+            networks = json.loads(item["metadata"]["annotations"][POD_NETWORKS])
+            if not item["status"].get("podIP") or item["metadata"].get("deletionTimestamp"):
+                continue
+            default.append(item["status"]["podIP"])
+            udn.append(networks["blue/blue-network"]["ip_addresses"][0].split("/")[0])
+        return {"endpointslice-controller.k8s.io": sorted(default),
+                "endpointslice-mirror-controller.k8s.ovn.org": sorted(udn)}
+
+    def exact(count: int) -> bool:
+        want = expected()
+        return all(len(v) == count for v in want.values()) and addresses_by_manager() == want
+
+    wait_until(lambda: exact(2), timeout=30, what="default and mirrored slices of blue/web")
+    mirrors = get_json(cluster, "endpointslices", "-n", "blue", "-l",
+                       "endpointslice.kubernetes.io/managed-by="
+                       "endpointslice-mirror-controller.k8s.ovn.org")["items"]
+    [mirror] = mirrors
+    assert mirror["metadata"]["labels"]["k8s.ovn.org/service-name"] == "web"
+    assert "kubernetes.io/service-name" not in mirror["metadata"]["labels"]
+    assert mirror["metadata"]["annotations"]["k8s.ovn.org/endpointslice-network"] == \
+        "blue_blue-network"
+    assert mirror["metadata"]["ownerReferences"][0]["kind"] == "Service"
+    assert all(ipaddress.ip_address(a) in ipaddress.ip_network("103.103.0.0/16")
+               for e in mirror["endpoints"] for a in e["addresses"])
+    listing = kubectl(cluster, "get", "endpointslice", "-n", "blue").stdout
+    assert "IPv4" in listing and len(listing.strip().splitlines()) == 3
+
+    # scale up and down: both slices follow, still exactly one mirror
+    for name in ("web-a", "web-b"):
+        kubectl(cluster, "run", name, "-n", "blue", "--labels=network=blue",
+                "--image=agnhost")
+    wait_until(lambda: exact(4), timeout=30, what="four endpoints in both slices")
+    kubectl(cluster, "delete", "pod", "web-a", "blue1", "-n", "blue", "--wait=false")
+    wait_until(lambda: exact(2), timeout=30, what="two endpoints in both slices")
+    assert len(get_json(cluster, "endpointslices", "-n", "blue", "-l",
+                        "endpointslice.kubernetes.io/managed-by="
+                        "endpointslice-mirror-controller.k8s.ovn.org")["items"]) == 1
+
+    kubectl(cluster, "delete", "service", "web", "-n", "blue")
+    wait_until(lambda: get_json(cluster, "endpointslices", "-n", "blue")["items"] == [],
+               timeout=30, what="both slices gone with the service")
+    # put blue back as the walkthrough left it
+    kubectl(cluster, "delete", "pod", "web-b", "-n", "blue", "--wait=false")
+    kubectl(cluster, "apply", "-f", str(workshop / "20-pods.yaml"))
