@@ -57,6 +57,17 @@ echo
 echo "== the OVN topology ovnk rendered for the blue network (ovnk show network)"
 $BIN/ovnk show network blue/blue-network --config "$DIR/ovnk.toml"
 echo
+echo "== a Service in blue: default EndpointSlice (default-network IPs) and its mirror (blue IPs)"
+$KUBECTL apply -f examples/workshop/30-service.yaml
+for _ in $(seq 1 100); do
+  mirrored=$($KUBECTL get endpointslice -n blue \
+    -l endpointslice.kubernetes.io/managed-by=endpointslice-mirror-controller.k8s.ovn.org \
+    -o jsonpath='{range .items[*].endpoints[*]}{.addresses[0]}{" "}{end}' | wc -w)
+  [ "$mirrored" -ge 2 ] && break
+  sleep 0.2
+done
+$KUBECTL get endpointslice -n blue -o custom-columns='NAME:.metadata.name,MANAGED-BY:.metadata.labels.endpointslice\.kubernetes\.io/managed-by,ADDRESSES:.endpoints[*].addresses[0]'
+echo
 echo "== an invalid UDN is rejected at apply time"
 $KUBECTL apply -f examples/workshop/90-invalid.yaml || true
 echo

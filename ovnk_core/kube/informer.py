@@ -166,6 +166,22 @@ class Informer:
             return [copy.deepcopy(self._items[key])
                     for key in sorted(self._indexes[name].get(value, ()))]
 
+    def peek(self, key: str) -> JSON | None:
+        """The cached object itself, not a copy: for hot read-only paths.
+
+        The caller must not modify it (or anything inside it); the informer replaces,
+        never mutates, cached objects, so a peeked object stays a consistent snapshot.
+        """
+        with self._lock:
+            return self._items.get(key)
+
+    def peek_by_index(self, name: str, value: str) -> list[JSON]:
+        """``by_index`` without copies; the same read-only contract as ``peek``."""
+        with self._lock:
+            if name not in self._indexers:
+                raise KeyError(f"informer {self.resource} has no index {name!r}")
+            return [self._items[key] for key in sorted(self._indexes[name].get(value, ()))]
+
     def keys_by_index(self, name: str, value: str) -> list[str]:
         """Keys of the objects whose index ``name`` has ``value`` (no copies made)."""
         with self._lock:

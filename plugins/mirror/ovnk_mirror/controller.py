@@ -19,6 +19,7 @@ from then on).  Nothing is ever published with a wrong address.
 from __future__ import annotations
 
 import logging
+import threading
 
 from ovnk_core.clustermanager.context import ClusterManagerContext
 from ovnk_core.errors import NotReady, TemporaryError
@@ -69,6 +70,38 @@ def pod_addresses(pod: JSON | None) -> tuple[object, ...] | None:
         (pod.get("spec") or {}).get("hostNetwork")), repr(status.get("podIPs")))
 
 
+class PodAddressCache:
+    """Each pod's mirror address per (NAD, family), parsed once per pod version.
+
+    A large service's reconcile looks up every endpoint's pod; parsing the same
+    annotations again for every change of the slice would dominate its cost.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[str, dict[tuple[str, bool], str]]] = {}
+        self._lock = threading.Lock()
+
+    def address(self, pod_key: str, pod: JSON, nad_key: str, ipv6: bool) -> str:
+        version = str(pod.get("metadata", {}).get("resourceVersion", ""))
+        with self._lock:
+            entry = self._entries.get(pod_key)
+            if entry is None or entry[0] != version:
+                entry = self._entries[pod_key] = (version, {})
+            found = entry[1].get((nad_key, ipv6))
+        if found is None:
+            found = mirror.pod_address(pod, nad_key, ipv6)
+            with self._lock:
+                entry[1][(nad_key, ipv6)] = found
+        return found
+
+    def forget(self, _event: str, old: JSON | None, new: JSON | None) -> None:
+        """Informer handler: drop deleted pods."""
+        if new is None and old is not None:
+            meta = old.get("metadata", {})
+            with self._lock:
+                self._entries.pop(f"{meta.get('namespace')}/{meta.get('name')}", None)
+
+
 class EndpointSliceMirror:
     """Keeps one mirrored EndpointSlice per default slice in primary-UDN namespaces."""
 
@@ -79,10 +112,12 @@ class EndpointSliceMirror:
             MIRROR_SOURCE_INDEX: index_mirror_source, TARGET_POD_INDEX: index_target_pods})
         self.pods = context.informers.get(PODS)
         self.writes = RecentWrites()
+        self._addresses = PodAddressCache()
         self.controller = Controller(CONTROLLER_NAME, self.reconcile, workers=workers,
                                      max_failures=MAX_RETRIES, on_error=self._report,
                                      initial_sync=self.enqueue_all)
         self.slices.add_handler(self.writes.observe)
+        self.pods.add_handler(self._addresses.forget)
         self.controller.watch(self.slices, key_func=self._keys_of_slice)
         self.controller.watch(self.pods, key_func=self._keys_of_pod,
                               relevant=lambda old, new: pod_addresses(old) != pod_addresses(new))
@@ -101,17 +136,21 @@ class EndpointSliceMirror:
 
     def enqueue_all(self) -> None:
         """Every source and every mirror's source: the startup repair, and network changes."""
-        for slice_ in self.slices.items():
-            for key in self._keys_of_slice(slice_):
+        for cached in self.slices.list_keys():
+            slice_ = self.slices.peek(cached)
+            for key in self._keys_of_slice(slice_) if slice_ is not None else []:
                 self.controller.queue.add(key)
 
     # -- reconcile ---------------------------------------------------------------------------
     def mirrors_of(self, key: str) -> list[JSON]:
-        """The mirrors of source ``key``: the cache, with this controller's own recent writes."""
+        """The mirrors of source ``key``: the cache, with this controller's own recent writes.
+
+        Cached objects are shared, not copied: read them only.
+        """
         return self.writes.overlay(
-            self.slices.by_index(MIRROR_SOURCE_INDEX, key),
+            self.slices.peek_by_index(MIRROR_SOURCE_INDEX, key),
             belongs=lambda obj: mirror.is_mirror(obj) and mirror.source_key(obj) == key,
-            lookup=self.slices.get)
+            lookup=self.slices.peek)
 
     def reconcile(self, key: str) -> None:
         namespace, _name = split_key(key)
@@ -120,7 +159,7 @@ class EndpointSliceMirror:
         if primary is None:
             return  # default network: its slices are the right ones; mirrors are left alone
         nad_key, netinfo = primary
-        source = self.slices.get(key)
+        source = self.slices.peek(key)  # read-only from here on
         if source is not None and not mirror.is_source(source):
             source = None
         mirrors = self.mirrors_of(key)
@@ -165,10 +204,10 @@ class EndpointSliceMirror:
 
     def _address(self, target: JSON, namespace: str, nad_key: str, ipv6: bool) -> str:
         pod_key = f"{target.get('namespace') or namespace}/{target.get('name')}"
-        pod = self.pods.get(pod_key)
+        pod = self.pods.peek(pod_key)
         if pod is None:
             raise mirror.EndpointAddressError(f"pod {pod_key} not found")
-        return mirror.pod_address(pod, nad_key, ipv6)
+        return self._addresses.address(pod_key, pod, nad_key, ipv6)
 
     def _delete(self, slice_: JSON) -> None:
         meta = slice_["metadata"]
@@ -179,7 +218,7 @@ class EndpointSliceMirror:
         self.writes.deleted(slice_)
 
     def _report(self, key: str, error: BaseException, _kind: str) -> None:
-        source = self.slices.get(key)
+        source = self.slices.peek(key)
         if source is not None:
             self.context.recorder.event(source, WARNING, FAILED_REASON,
                                         f"mirroring into the primary network failed: {error}")

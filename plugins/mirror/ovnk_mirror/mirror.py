@@ -145,16 +145,20 @@ def build_mirror(source: JSON, existing: JSON | None, network: str,
     Fields the mirror controller does not manage (other labels, server metadata) are kept
     from ``existing``.  Endpoints keep their order and everything but their addresses;
     endpoints that are not pods (a selector-less service's manual addresses) are copied
-    unchanged.
+    unchanged.  Neither input is modified; to stay cheap for large slices the result shares
+    the endpoints' unchanged nested values (conditions, targetRef, hints) with ``source``,
+    so treat it as read-only, as it is when sent to the API server.
 
     :param address_of: ``address_of(targetRef, ipv6)``, the primary-network address of the
         pod an endpoint points at; its ``EndpointAddressError`` fails the whole build.
     """
     src_meta = source.get("metadata", {})
-    mirror: dict[str, Any] = copy.deepcopy(existing) if existing is not None else {
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"namespace": src_meta.get("namespace")}}
-    meta = mirror.setdefault("metadata", {})
+    mirror: dict[str, Any] = {
+        key: value for key, value in (existing or {}).items()
+        if key not in ("metadata", "endpoints", "ports")} if existing is not None else {
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice"}
+    meta = mirror["metadata"] = copy.deepcopy(existing["metadata"]) if existing is not None \
+        else {"namespace": src_meta.get("namespace")}
     labels = meta.setdefault("labels", {})
     labels[MANAGED_BY_LABEL] = MIRROR_CONTROLLER
     labels[UDN_SERVICE_NAME_LABEL] = str(
@@ -175,16 +179,16 @@ def build_mirror(source: JSON, existing: JSON | None, network: str,
     ipv6 = source.get("addressType") == "IPv6"
     endpoints = []
     for endpoint in source.get("endpoints") or []:
-        copied = copy.deepcopy(endpoint)
         target = endpoint.get("targetRef") or {}
         if target.get("kind") == "Pod":
             try:
-                copied["addresses"] = [address_of(target, ipv6)]
+                address = address_of(target, ipv6)
             except EndpointAddressError as exc:
                 raise EndpointAddressError(
                     f"failed to determine the Pod IP of: {target.get('namespace')}/"
                     f"{target.get('name')}: {exc}") from None
-        endpoints.append(copied)
+            endpoint = {**endpoint, "addresses": [address]}
+        endpoints.append(endpoint)
     mirror["endpoints"] = endpoints
     return mirror
 
