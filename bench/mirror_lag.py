@@ -276,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5, help="measured runs per size")
     parser.add_argument("--no-warmup", action="store_true")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--results", type=Path, default=RESULTS,
+                        help="directory for the JSON results")
     args = parser.parse_args(argv)
 
     sizes = [int(v) for v in args.endpoints.split(",") if v]
@@ -317,8 +319,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{row['lag_p50_ms']:.1f} / {row['lag_p99_ms']:.1f} | "
               f"{row['ratio_p50']:.2f}x | {row['ratio_p99']:.2f}x | "
               f"{row['writes_per_change']:.2f} | {row['initial_s']:.2f} |")
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"mirror_lag-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    args.results.mkdir(parents=True, exist_ok=True)
+    out = args.results / f"mirror_lag-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps({"machine": {"cpus": os.cpu_count(),
                                            "python": platform.python_version()},
                                "rows": rows}, indent=2))

@@ -1,4 +1,4 @@
-"""The render benchmark keeps working: a tiny size, with all of its own checks.
+"""The benchmarks keep working: a tiny size of each, with all of their own checks.
 
 ``bench/render_layer3.py`` fails by itself when ovnk's NB differs from the
 ovn-nbctl floor's, when a restart writes anything, or when rows are left
@@ -34,3 +34,21 @@ def test_render_benchmark_runs_and_checks_itself(tmp_path: Path,
         assert entry["median"]["ovnk_seconds"] > 0 and entry["median"]["floor_seconds"] > 0
         assert all(run["restart_writes"] == 0 for run in entry["runs"])
     assert "ovnk's NB equals the floor's NB" in capsys.readouterr().out
+
+
+@pytest.mark.unit
+def test_mirror_benchmark_runs_and_checks_itself(tmp_path: Path) -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import mirror_lag
+    finally:
+        sys.path.remove(str(BENCH))
+    assert mirror_lag.main(["--endpoints", "1,3", "--changes", "3", "--repeat", "1",
+                            "--no-warmup", "--results", str(tmp_path)]) == 0
+    [result] = tmp_path.glob("mirror_lag-*.json")
+    rows = json.loads(result.read_text())["rows"]
+    assert [row["endpoints"] for row in rows] == [1, 3]
+    for row in rows:
+        assert row["leaked_mirrors"] == 0
+        assert row["writes_per_change"] == 1.0  # one update per pod change, nothing more
+        assert row["lag_p50_ms"] > 0 and row["echo_p50_ms"] > 0
