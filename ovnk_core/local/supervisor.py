@@ -28,11 +28,13 @@ class LocalClusterError(OvnkError):
 @dataclass
 class ProcessRecord:
     name: str
-    role: str  # "infra" (API server, OVN) or "component" (restartable)
+    role: str  # "infra" (API server, OVN), "component" (restartable) or "node" (a node's daemons)
     args: list[str]
     log: str
     pid: int = 0
     started: float = 0.0
+    netns: str = ""  # run inside this named network namespace
+    env: dict[str, str] = field(default_factory=dict)  # added to the inherited environment
 
 
 @dataclass
@@ -73,12 +75,26 @@ def pid_running(pid: int, args: list[str]) -> bool:
     return bool(cmdline) and os.path.basename(cmdline[0].decode()) == os.path.basename(args[0])
 
 
-def spawn(record: ProcessRecord, env: dict[str, str] | None = None) -> ProcessRecord:
+def spawn(record: ProcessRecord) -> ProcessRecord:
+    """Start the record's process detached; inside its network namespace if it names one.
+
+    The namespace is entered between fork and exec (not with ``ip netns exec``), so the
+    process's command line stays its own and ``pid_running`` recognises it.
+    """
     Path(record.log).parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, **record.env} if record.env else None
+    preexec = None
+    if record.netns:
+        from ovnk_core.node.netns import enter_netns
+
+        netns = record.netns
+
+        def preexec() -> None:
+            enter_netns(netns)
     with open(record.log, "ab") as log:
         proc = subprocess.Popen(record.args, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True,
-                                env=env)
+                                env=env, preexec_fn=preexec)
     record.pid = proc.pid
     record.started = time.time()
     return record

@@ -125,6 +125,22 @@ def set_link(ifname: str, netns: str | None = None, up: bool | None = None,
     _with_ipr(netns, apply)
 
 
+def rename_link(ifname: str, new_name: str, netns: str | None = None) -> None:
+    """Rename a link (it must be down; a fresh veth end is)."""
+    def rename(ipr: IPRoute) -> None:
+        index = _index(ipr, ifname)
+        if index is None:
+            if _index(ipr, new_name) is not None:
+                return  # already renamed
+            raise NetlinkOperationError(f"link {ifname} not found"
+                                        + (f" in netns {netns}" if netns else ""))
+        try:
+            ipr.link("set", index=index, ifname=new_name)
+        except NetlinkError as exc:
+            raise _fail(f"rename {ifname} to {new_name}", netns, exc) from None
+    _with_ipr(netns, rename)
+
+
 def delete_link(ifname: str, netns: str | None = None) -> bool:
     """Delete a link; False when it was not there."""
     def delete(ipr: IPRoute) -> bool:

@@ -25,6 +25,7 @@ import ipaddress
 from collections.abc import Iterable
 
 from ovnk_core.config.values import IPNetwork
+from ovnk_core.networks import port_names
 from ovnk_core.networks.addressing import (
     IPAddress,
     gateway_ip,
@@ -33,6 +34,7 @@ from ovnk_core.networks.addressing import (
     masquerade_ips,
 )
 from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.networks.port_names import DEFAULT_NAD_KEY
 from ovnk_core.ovn.declarative import DesiredRow, Link, Ref
 from ovnk_core.ovn.ownership import ObjectIDs, Owner
 from ovnk_core.zone.model import NetworkState, NodeState, PodAttachment
@@ -346,10 +348,8 @@ def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
 
 def pod_port_name(netinfo: NetInfo, pod: PodAttachment) -> str:
     """``<ns>_<pod>`` on the default network; NAD-key prefix + that on a UDN (upstream)."""
-    base = f"{pod.namespace}_{pod.name}"
-    if netinfo.is_default:
-        return base
-    return pod.nad_key.replace("-", ".").replace("/", ".") + "_" + base
+    return port_names.pod_port_name(DEFAULT_NAD_KEY if netinfo.is_default else pod.nad_key,
+                                    pod.namespace, pod.name)
 
 
 def build_pod(network: NetworkState, pod: PodAttachment) -> list[DesiredRow]:

@@ -1,0 +1,176 @@
+"""A pod's network on its node: namespace, interfaces, addresses, routes, OVS ports.
+
+The node side of CNI.  ``build_pod_interfaces`` turns a pod's
+``k8s.ovn.org/pod-networks`` annotation into the interfaces the pod must
+have (pure); ``ensure_pod_network`` makes them exist, idempotently: a network
+namespace for the pod, one veth per network (``eth0`` for the default
+network, ``ovn-udn1`` for a primary user-defined network, ``net1``... for
+secondary ones) with the annotation's MAC, addresses, default route via the
+network's gateway and its explicit routes, and the node end plugged into
+``br-int`` with ``external_ids:iface-id`` = the logical port's name (and
+``iface-id-ver`` = the pod's UID, which the logical port requires), so
+ovn-controller binds it.  ``delete_pod_network`` removes all of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from ovnk_core.errors import OvnkError
+from ovnk_core.kube.client import JSON
+from ovnk_core.networks.port_names import DEFAULT_NAD_KEY, pod_port_name
+from ovnk_core.node import netlink
+from ovnk_core.node.netns import NETNS_DIR
+from ovnk_core.pods import annotation as pod_annotation
+
+DEFAULT_INTERFACE = "eth0"
+PRIMARY_UDN_INTERFACE = "ovn-udn1"
+POD_KEY_ID = "k8s.ovn.org/pod"
+INTEGRATION_BRIDGE = "br-int"
+
+Vsctl = Callable[..., str]  # vsctl(*args) -> stdout; raises on failure
+
+
+class PodNetworkError(OvnkError):
+    """The pod's interfaces could not be built from its annotation or set up."""
+
+
+@dataclass(frozen=True)
+class PodInterface:
+    """One interface of a pod, as the pod sees it and as OVS binds it."""
+
+    nad_key: str
+    ifname: str
+    host_ifname: str
+    port_name: str
+    mac: str
+    addresses: tuple[str, ...]
+    gateways: tuple[str, ...]
+    routes: tuple[tuple[str, str], ...]
+
+
+def host_interface_name(pod_uid: str, nad_key: str) -> str:
+    """The node end of a pod's veth: short (IFNAMSIZ), unique per pod and network."""
+    return "p" + hashlib.sha1(f"{pod_uid}/{nad_key}".encode()).hexdigest()[:12]
+
+
+def build_pod_interfaces(pod: JSON) -> list[PodInterface]:
+    """The interfaces ``pod`` must have, from its pod-networks annotation.
+
+    :raises PodNetworkError: the annotation is missing or unreadable.
+    """
+    meta = pod.get("metadata", {})
+    raw = (meta.get("annotations") or {}).get(pod_annotation.ANNOTATION)
+    if not raw:
+        raise PodNetworkError(f"pod {meta.get('namespace')}/{meta.get('name')} has no "
+                              f"{pod_annotation.ANNOTATION} annotation yet")
+    try:
+        networks = pod_annotation.parse(raw)
+    except pod_annotation.PodAnnotationError as exc:
+        raise PodNetworkError(str(exc)) from None
+    uid = str(meta.get("uid", ""))
+    interfaces = []
+    secondary = 0
+    for nad_key in sorted(networks, key=lambda k: (k != DEFAULT_NAD_KEY, k)):
+        entry = networks[nad_key]
+        if nad_key == DEFAULT_NAD_KEY:
+            ifname = DEFAULT_INTERFACE
+        elif entry.role == "primary":
+            ifname = PRIMARY_UDN_INTERFACE
+        else:
+            secondary += 1
+            ifname = f"net{secondary}"
+        interfaces.append(PodInterface(
+            nad_key=nad_key, ifname=ifname, host_ifname=host_interface_name(uid, nad_key),
+            port_name=pod_port_name(nad_key, str(meta.get("namespace")), str(meta.get("name"))),
+            mac=entry.mac_address, addresses=entry.ip_addresses, gateways=entry.gateway_ips,
+            routes=entry.routes))
+    return interfaces
+
+
+def _netns_exists(name: str) -> bool:
+    return (NETNS_DIR / name).exists()
+
+
+def ensure_pod_network(pod_netns: str, node_netns: str | None, interfaces: list[PodInterface],
+                       pod_key: str, pod_uid: str, vsctl: Vsctl) -> None:
+    """Create (or complete) the pod's namespace, interfaces and OVS ports."""
+    if not _netns_exists(pod_netns):
+        result = subprocess.run(["ip", "netns", "add", pod_netns], capture_output=True,
+                                text=True)
+        if result.returncode != 0 and not _netns_exists(pod_netns):
+            raise PodNetworkError(f"ip netns add {pod_netns}: {result.stderr.strip()}")
+    netlink.set_link("lo", netns=pod_netns, up=True)
+    for interface in interfaces:
+        _ensure_interface(pod_netns, node_netns, interface)
+    for interface in interfaces:
+        for gateway in interface.gateways:
+            default = "0.0.0.0/0" if ipaddress.ip_address(gateway).version == 4 else "::/0"
+            netlink.ensure_route(default, gateway=gateway, oif=interface.ifname,
+                                 netns=pod_netns)
+        for destination, next_hop in interface.routes:
+            netlink.ensure_route(destination, gateway=next_hop, oif=interface.ifname,
+                                 netns=pod_netns)
+    for interface in interfaces:
+        vsctl("--may-exist", "add-port", INTEGRATION_BRIDGE, interface.host_ifname, "--",
+              "set", "interface", interface.host_ifname,
+              f"external_ids:iface-id={interface.port_name}",
+              f"external_ids:iface-id-ver={pod_uid}",
+              f'external_ids:"{POD_KEY_ID}"="{pod_key}"')
+
+
+def _ensure_interface(pod_netns: str, node_netns: str | None, interface: PodInterface) -> None:
+    if netlink.link_index(interface.ifname, netns=pod_netns) is None:
+        netlink.delete_link(interface.host_ifname, netns=node_netns)  # a half-made earlier try
+        temporary = f"{interface.host_ifname}x"[:15]
+        netlink.ensure_veth(interface.host_ifname, temporary, netns=node_netns,
+                            peer_netns=pod_netns)
+        netlink.rename_link(temporary, interface.ifname, netns=pod_netns)
+    netlink.set_link(interface.ifname, netns=pod_netns, mac=interface.mac or None)
+    for cidr in interface.addresses:
+        netlink.ensure_address(interface.ifname, cidr, netns=pod_netns)
+    netlink.set_link(interface.ifname, netns=pod_netns, up=True)
+    netlink.set_link(interface.host_ifname, netns=node_netns, up=True)
+
+
+def bound_ports(vsctl: Vsctl, interfaces: list[PodInterface]) -> Mapping[str, bool]:
+    """Whether ovn-controller has installed the flows of each interface (``ovn-installed``),
+    as upstream's CNI waits for before it reports the pod's network ready."""
+    result = {}
+    for interface in interfaces:
+        try:
+            value = vsctl("--if-exists", "get", "interface", interface.host_ifname,
+                          "external_ids:ovn-installed")
+        except OvnkError:
+            value = ""
+        result[interface.ifname] = value.strip('"') == "true"
+    return result
+
+
+def pod_ports(vsctl: Vsctl) -> dict[str, list[str]]:
+    """OVS ports of pods on this node, by pod key (for cleanup of pods that are gone)."""
+    output = vsctl("--format=csv", "--no-headings", "--columns=name,external_ids", "find",
+                   "interface", f'external_ids:"{POD_KEY_ID}"!=""')
+    ports: dict[str, list[str]] = {}
+    for line in output.splitlines():
+        name, _, ids = line.partition(",")
+        marker = f'"{POD_KEY_ID}"="'
+        if marker in ids:
+            key = ids.split(marker, 1)[1].split('"', 1)[0]
+            ports.setdefault(key, []).append(name.strip('"'))
+    return ports
+
+
+def delete_pod_network(pod_netns: str, host_ifnames: list[str], vsctl: Vsctl) -> None:
+    """Unplug the pod's OVS ports and delete its namespace (its veths go with it)."""
+    for name in host_ifnames:
+        vsctl("--if-exists", "del-port", INTEGRATION_BRIDGE, name)
+    if _netns_exists(pod_netns):
+        result = subprocess.run(["ip", "netns", "del", pod_netns], capture_output=True,
+                                text=True)
+        if result.returncode != 0 and _netns_exists(pod_netns):
+            raise PodNetworkError(f"ip netns del {pod_netns}: {result.stderr.strip()}")
