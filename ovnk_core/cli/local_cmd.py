@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ovnk_core.local.cluster import COMPONENTS, LocalCluster
+from ovnk_core.local.cluster import COMPONENTS, LocalCluster, dataplane_unavailable
 from ovnk_core.local.components import COMPONENTS as STAND_INS
 from ovnk_core.local.components import run_component
 from ovnk_core.logsetup import setup_logging
@@ -26,6 +26,9 @@ def register(subparsers: Any) -> None:
     up.add_argument("--dir", default=DEFAULT_DIR, help="state directory (default .ovnk)")
     up.add_argument("--nodes", type=int, default=2, help="number of Node objects (default 2)")
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for readiness")
+    up.add_argument("--dataplane", action=argparse.BooleanOptionalAction, default=None,
+                    help="give every node a real dataplane (namespace, OVS, ovn-controller, "
+                         "node agent) so pods carry traffic; default: when the machine can")
     up.set_defaults(func=run_up)
 
     status = commands.add_parser("status", help="each process, its pid, health and log")
@@ -52,9 +55,14 @@ def register(subparsers: Any) -> None:
 
 def run_up(args: argparse.Namespace) -> int:
     cluster = LocalCluster(args.dir)
-    state = cluster.up(nodes=args.nodes, timeout=args.timeout)
+    state = cluster.up(nodes=args.nodes, timeout=args.timeout, dataplane=args.dataplane)
     print(f"local cluster up in {cluster.dir}: API server http://127.0.0.1:{state.api_port}, "
           f"nodes {', '.join(state.nodes)}")
+    if state.dataplane:
+        print(f"  real dataplane: network namespaces {cluster.dataplane.prefix}-* (ip netns), "
+              "one OVS + ovn-controller + node agent per node")
+    else:
+        print(f"  no real dataplane: {dataplane_unavailable() or 'disabled (--no-dataplane)'}")
     print(f"  OVN NB: unix:{cluster.nb_socket}  SB: unix:{cluster.sb_socket}")
     print(f"  kubectl --kubeconfig {cluster.kubeconfig} get nodes")
     print(f"  ovnk local status --dir {args.dir}   |   ovnk local down --dir {args.dir}")
@@ -66,10 +74,10 @@ def run_status(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no local cluster in {Path(args.dir).resolve()}")
         return 1
-    print(f"{'NAME':<26}{'ROLE':<11}{'PID':<9}{'STATE':<10}LOG")
+    print(f"{'NAME':<28}{'ROLE':<11}{'PID':<9}{'STATE':<10}LOG")
     for row in rows:
         state = "ready" if row.ready else ("running" if row.running else "DOWN")
-        print(f"{row.name:<26}{row.role:<11}{row.pid:<9}{state:<10}{row.log}")
+        print(f"{row.name:<28}{row.role:<11}{row.pid:<9}{state:<10}{row.log}")
     return 0 if all(row.ready for row in rows) else 1
 
 
@@ -89,4 +97,5 @@ def run_one_component(args: argparse.Namespace) -> int:
     setup_logging(args.loglevel)
     logging.getLogger(__name__).info("starting component %s", args.name)
     cluster = LocalCluster(args.dir)
-    return run_component(args.name, str(cluster.kubeconfig), cluster.ready_file(args.name))
+    return run_component(args.name, str(cluster.kubeconfig), cluster.ready_file(args.name),
+                         cluster.dir)

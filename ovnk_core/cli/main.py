@@ -18,6 +18,7 @@ from ovnk_core.cli import (
     config_cmd,
     controller_cmd,
     local_cmd,
+    node_cmd,
     plugins_cmd,
     reachability_cmd,
     show_cmd,
@@ -26,8 +27,8 @@ from ovnk_core.cli import (
 from ovnk_core.errors import OvnkError
 from ovnk_core.logsetup import setup_logging
 
-SUBCOMMANDS = (plugins_cmd, config_cmd, cluster_manager_cmd, controller_cmd, local_cmd,
-               reachability_cmd, show_cmd, version_cmd)
+SUBCOMMANDS = (plugins_cmd, config_cmd, cluster_manager_cmd, controller_cmd, node_cmd,
+               local_cmd, reachability_cmd, show_cmd, version_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

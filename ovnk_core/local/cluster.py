@@ -7,16 +7,24 @@ controller, and the ovnk components as they arrive); it creates the Node
 objects, applies the project's CRDs, writes ``DIR/kubeconfig`` and waits
 until every component reports ready.  ``restart`` restarts components only,
 the way an operator restarts ovnkube pods; ``down`` stops everything by pid.
+
+Where the machine allows it (root, iproute2, Open vSwitch and ovn-controller
+installed), ``up`` also gives every node a real dataplane (``dataplane``): a
+network namespace with its own OVS and ovn-controller, and a node agent
+(``ovnk node``) that wires pods for the kubelet stand-in; pods then carry real
+traffic.  Without it the cluster runs as before and says why.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
+import shutil
 import socket
 import subprocess
 import sys
 import urllib.request
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +34,7 @@ from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.errors import AlreadyExists
 from ovnk_core.kube.resources import CRDS, NAMESPACES, NODES
 from ovnk_core.local.components import COMPONENTS as STAND_INS
+from ovnk_core.local.dataplane import Dataplane, NodeDataplane, node_ip
 from ovnk_core.local.supervisor import (
     ClusterState,
     LocalClusterError,
@@ -39,7 +48,12 @@ from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.ovn.processes import NB_SCHEMA, SB_SCHEMA
 from ovnk_core.zone.node_facts import CHASSIS_ID_ANNOTATION, GATEWAY_CONFIG_ANNOTATION
 
+log = logging.getLogger(__name__)
+
 CRD_DIR = Path(__file__).resolve().parent.parent / "manifests" / "crds"
+DATAPLANE_BINARIES = ("ip", "ovsdb-server", "ovsdb-tool", "ovs-vswitchd", "ovs-vsctl",
+                      "ovn-controller")
+VSWITCH_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 INFRA = ("apiserver", "nb-ovsdb", "sb-ovsdb", "northd")
 OVNK_COMPONENTS = ("cluster-manager", "controller")
 COMPONENTS = (*STAND_INS, *OVNK_COMPONENTS)
@@ -58,9 +72,9 @@ def node_gateway_annotations(name: str, ip: str, gateway: str = NODE_NETWORK_GAT
                              prefix: int = NODE_NETWORK_PREFIX) -> dict[str, str]:
     """What a node agent publishes about the node's external gateway (shared mode, breth0).
 
-    ``ovnk local`` has no node agent yet, so it writes these itself when it creates the
-    Node, with the values the node's namespace will get: the node IP on ``breth0`` and the
-    node network's gateway as next hop.
+    ``ovnk local`` writes these itself when it creates the Node, with the values the
+    node's namespace gets: the node IP on ``breth0``, the node network's gateway as next
+    hop, and the chassis name (= node name) its ovn-controller registers.
     """
     cidr = f"{ip}/{prefix}"
     config = {"default": {"mode": "shared", "bridge-id": "breth0",
@@ -69,12 +83,25 @@ def node_gateway_annotations(name: str, ip: str, gateway: str = NODE_NETWORK_GAT
                           "next-hops": [gateway], "next-hop": gateway,
                           "node-port-enable": "true", "vlan-id": "0"}}
     return {GATEWAY_CONFIG_ANNOTATION: json.dumps(config, separators=(",", ":")),
-            CHASSIS_ID_ANNOTATION: str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{name}.ovnk.local")),
+            CHASSIS_ID_ANNOTATION: name,
             PRIMARY_IFADDR_ANNOTATION: json.dumps({"ipv4": cidr})}
 
 
+def dataplane_unavailable() -> str | None:
+    """Why this machine cannot run the real dataplane, or None when it can."""
+    if os.geteuid() != 0:
+        return "not root (network namespaces and veths need it)"
+    missing = [name for name in DATAPLANE_BINARIES if shutil.which(name) is None]
+    if missing:
+        return (f"missing {', '.join(missing)} (Debian packages iproute2, "
+                "openvswitch-switch, ovn-host)")
+    if not VSWITCH_SCHEMA.exists():
+        return f"missing the Open vSwitch schema {VSWITCH_SCHEMA}"
+    return None
+
+
 def build_node(name: str, index: int) -> dict[str, object]:
-    ip = f"172.18.0.{index + 2}"
+    ip = node_ip(index)
     return {
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
                                               "kubernetes.io/os": "linux"},
@@ -125,6 +152,10 @@ class LocalCluster:
         self.ovn_dir = self.dir / "ovn"
         self.run_dir = self.dir / "run"
         self.log_dir = self.dir / "logs"
+
+    @property
+    def dataplane(self) -> Dataplane:
+        return Dataplane(self.dir, self.sb_socket, self.log_dir)
 
     @property
     def nb_socket(self) -> Path:
@@ -188,9 +219,19 @@ class LocalCluster:
         return self.run_dir / f"{name}.ready"
 
     # -- up --------------------------------------------------------------------------------
-    def up(self, nodes: int = 2, timeout: float = 60.0) -> ClusterState:
+    def up(self, nodes: int = 2, timeout: float = 60.0,
+           dataplane: bool | None = None) -> ClusterState:
+        """Start everything; ``dataplane`` None means: a real one when the machine allows."""
         if nodes < 1:
             raise LocalClusterError("--nodes must be at least 1")
+        unavailable = dataplane_unavailable()
+        if dataplane and unavailable:
+            raise LocalClusterError(f"no real dataplane on this machine: {unavailable}")
+        if dataplane is None:
+            dataplane = unavailable is None
+            if unavailable:
+                log.warning("local cluster without a real dataplane (pods get addresses but "
+                            "carry no traffic): %s", unavailable)
         state = self.state()
         running = [r.name for r in state.processes.values() if pid_running(r.pid, r.args)]
         if running:
@@ -203,7 +244,7 @@ class LocalCluster:
             stale.unlink()
         self._create_databases()
         port = state.api_port or _free_port()
-        state = ClusterState(api_port=port, nodes=node_names(nodes))
+        state = ClusterState(api_port=port, nodes=node_names(nodes), dataplane=dataplane)
         try:
             for record in self._infra_records(port):
                 state.processes[record.name] = spawn(record)
@@ -223,14 +264,64 @@ class LocalCluster:
                     client.create(NODES, build_node(name, index))
                 except AlreadyExists:
                     pass
+            if dataplane:
+                self._start_dataplane(state, timeout)
             for name in COMPONENTS:
                 state.processes[name] = spawn(self._component_record(name))
                 state.save(self.state_file)
             self._wait_components(state, list(COMPONENTS), timeout)
+            if dataplane:
+                self._wait_node_agents(state, timeout)
         except BaseException:
             self.down()
             raise
         return state
+
+    # -- the real dataplane ----------------------------------------------------------------
+    def _nodes(self, state: ClusterState) -> list[NodeDataplane]:
+        return [self.dataplane.node(name, index) for index, name in enumerate(state.nodes)]
+
+    def _start_dataplane(self, state: ClusterState, timeout: float) -> None:
+        """Underlay, then per node: namespace, OVS, its configuration, ovn-controller, agent."""
+        dataplane = self.dataplane
+        dataplane.create_underlay()
+        nodes = self._nodes(state)
+        for node in nodes:
+            dataplane.create_node(node)
+            for record in dataplane.ovs_records(node):
+                state.processes[record.name] = spawn(record)
+            state.save(self.state_file)
+        for node in nodes:
+            record = state.processes[f"{node.name}/ovs-vswitchd"]
+            wait_until(lambda n=node: (n.dir / "ovs-vswitchd.ctl").exists()  # type: ignore[misc]
+                       and n.ovs_db.exists(), timeout, f"OVS of node {node.name}", record.log)
+            dataplane.configure_node(node)
+            for record in (dataplane.controller_record(node), self._agent_record(node)):
+                state.processes[record.name] = spawn(record)
+            state.save(self.state_file)
+
+    def _agent_record(self, node: NodeDataplane) -> ProcessRecord:
+        dataplane = self.dataplane
+        return ProcessRecord(
+            f"{node.name}/node-agent", "node",
+            [sys.executable, "-m", "ovnk_core.cli.main", "node", "--config",
+             str(self.config_file), "--node-name", node.name, "--ovs-db", str(node.ovs_db),
+             "--cni-socket", str(dataplane.cni_socket(node.name)),
+             "--pod-netns-prefix", dataplane.pod_netns_prefix(node.name),
+             "--node-netns", node.netns,
+             "--ready-file", str(self.ready_file(f"node-agent-{node.name}"))],
+            # in the host's namespace, where the API server's loopback address is; it works
+            # on the node's namespace by name (netlink) and on its OVS by socket
+            str(self.log_dir / f"{node.name}-node-agent.log"))
+
+    def _wait_node_agents(self, state: ClusterState, timeout: float) -> None:
+        for node in state.nodes:
+            record = state.processes[f"{node}/node-agent"]
+            wait_until(lambda r=record, n=node: self.ready_file(  # type: ignore[misc]
+                f"node-agent-{n}").exists() or not pid_running(r.pid, r.args), timeout,
+                f"node agent of {node}", record.log)
+            if not pid_running(record.pid, record.args):
+                raise LocalClusterError(f"node agent of {node} exited; see {record.log}")
 
     def _create_databases(self) -> None:
         for name, schema in (("nb", NB_SCHEMA), ("sb", SB_SCHEMA)):
@@ -291,6 +382,9 @@ class LocalCluster:
                 ready = running and self._healthz(state.api_port)
             elif record.role == "component":
                 ready = running and self.ready_file(record.name).exists()
+            elif record.name.endswith("/node-agent"):
+                node = record.name.split("/", 1)[0]
+                ready = running and self.ready_file(f"node-agent-{node}").exists()
             else:
                 ready = running
             result.append(ProcessStatus(record.name, record.role, record.pid, running, ready,
@@ -326,6 +420,9 @@ class LocalCluster:
                 stopped.append(name)
         for ready in self.run_dir.glob("*.ready") if self.run_dir.exists() else ():
             ready.unlink()
+        removed = self.dataplane.destroy()
+        if removed:
+            log.info("removed network namespaces: %s", ", ".join(removed))
         state.processes = {}
         if self.dir.exists():
             state.save(self.state_file)

@@ -29,21 +29,23 @@ class Runnable(Protocol):
     def stop(self) -> None: ...
 
 
-COMPONENTS: dict[str, Callable[[KubeClient], Runnable]] = {
-    "scheduler": Scheduler,
-    "kubelet": Kubelet,
-    "endpointslice-controller": EndpointSliceController,
+COMPONENTS: dict[str, Callable[[KubeClient, Path], Runnable]] = {
+    "scheduler": lambda client, _dir: Scheduler(client),
+    # the node agents' CNI sockets, when the cluster runs a real dataplane
+    "kubelet": lambda client, cluster_dir: Kubelet(client, cni_dir=cluster_dir / "run" / "cni"),
+    "endpointslice-controller": lambda client, _dir: EndpointSliceController(client),
 }
 
 
-def run_component(name: str, kubeconfig: str, ready_file: Path | None) -> int:
+def run_component(name: str, kubeconfig: str, ready_file: Path | None,
+                  cluster_dir: Path) -> int:
     factory = COMPONENTS.get(name)
     if factory is None:
         raise KeyError(f"unknown component {name!r} (known: {', '.join(COMPONENTS)})")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    component = factory(KubeClient(api_client_from_kubeconfig(kubeconfig)))
+    component = factory(KubeClient(api_client_from_kubeconfig(kubeconfig)), cluster_dir)
     component.start()
     log.info("component %s: running", name)
     if ready_file is not None:

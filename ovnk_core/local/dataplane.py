@@ -9,8 +9,10 @@ added to the host's network.  In the node, the uplink ``eth0`` is a port of
 the OVS bridge ``breth0`` that carries the node IP (the userspace datapath
 routes tunnel traffic only through addresses on its own bridges), so geneve
 between chassis flows node IP to node IP, and ``breth0`` doubles as the
-shared-gateway bridge named in the node's gateway annotation (bridge mapping
-``physnet:breth0``).  An "external host" namespace sits on the underlay too.
+shared-gateway bridge named in the node's gateway annotation.  An "external host"
+namespace sits on the underlay too.  (The gateway path — bridge mapping
+``physnet:breth0`` with the node agent's breth0 flows and management ports — is
+not built yet; pods reach each other, not the outside.)
 
 Namespaces are named ``<prefix>-<role>`` with a prefix derived from the
 cluster directory, so several local clusters can coexist and ``down`` finds
@@ -35,7 +37,6 @@ UNDERLAY_BRIDGE = "underlay"
 NODE_UPLINK = "eth0"
 EXTERNAL_BRIDGE = "breth0"
 INTEGRATION_BRIDGE = "br-int"
-PHYSICAL_NETWORK = "physnet"
 UNDERLAY_NETWORK = ipaddress.ip_network("172.18.0.0/16")
 UNDERLAY_GATEWAY = "172.18.0.1"
 EXTERNAL_HOST_IP = "172.18.255.254"
@@ -137,8 +138,12 @@ class Dataplane:
     def node(self, name: str, index: int) -> NodeDataplane:
         return NodeDataplane(name, index, f"{self.prefix}-{name}", self.dir / name)
 
-    def pod_netns_prefix(self) -> str:
-        return f"{self.prefix}-pod-"
+    def pod_netns_prefix(self, node: str) -> str:
+        """Pods of ``node`` live in namespaces ``<prefix>-<node>-pod-<namespace>.<name>``."""
+        return f"{self.prefix}-{node}-pod-"
+
+    def cni_socket(self, node: str) -> Path:
+        return self.dir.parent / "run" / "cni" / f"{node}.sock"
 
     # -- creation ------------------------------------------------------------------------
     def create_underlay(self) -> None:
@@ -220,13 +225,16 @@ class Dataplane:
         netlink.ensure_address(EXTERNAL_BRIDGE, node.cidr, netns=node.netns)
         netlink.set_link(EXTERNAL_BRIDGE, netns=node.netns, up=True)
         netlink.ensure_route("0.0.0.0/0", gateway=UNDERLAY_GATEWAY, netns=node.netns)
+        # No ovn-bridge-mappings yet: mapping the gateway routers' localnet ports onto
+        # breth0 without the node agent's breth0 flows (upstream's shared-gateway
+        # OpenFlow) lets each GR, which owns the node IP, answer ARP for it on the underlay,
+        # and geneve between nodes breaks.  Pod-to-pod traffic does not need the gateway.
         node.vsctl("set", "open_vswitch", ".",
                    f"external_ids:system-id={node.name}",
                    f"external_ids:hostname={node.name}",
                    f"external_ids:ovn-remote=unix:{self.sb_socket}",
                    "external_ids:ovn-encap-type=geneve",
-                   f"external_ids:ovn-encap-ip={node.ip}",
-                   f"external_ids:ovn-bridge-mappings={PHYSICAL_NETWORK}:{EXTERNAL_BRIDGE}")
+                   f"external_ids:ovn-encap-ip={node.ip}")
 
     # -- teardown ------------------------------------------------------------------------
     def namespaces(self) -> list[str]:
@@ -238,7 +246,7 @@ class Dataplane:
     def destroy(self) -> list[str]:
         """Delete every namespace of this cluster, pods first; the daemons must be stopped."""
         names = self.namespaces()
-        ordered = sorted(names, key=lambda n: (not n.startswith(self.pod_netns_prefix()),
+        ordered = sorted(names, key=lambda n: ("-pod-" not in n,
                                                n in (self.underlay_netns, self.external_netns)))
         for name in ordered:
             delete_netns(name)

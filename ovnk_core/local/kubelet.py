@@ -8,6 +8,12 @@ IPs, as upstream does — so a pod becomes Running
 with ``status.podIPs`` exactly when ovnk has allocated its addresses — as
 upstream's CNI would.  Host-network pods get their node's address at once.
 Pods marked for deletion are removed (there are no containers to stop).
+
+When the local cluster runs a real dataplane, each node's agent serves CNI on
+``CNI_DIR/<node>.sock``; the kubelet then calls ADD before it reports a pod
+running (and keeps retrying while the agent answers "not ready": the ports
+are not bound yet), and DEL before it removes a deleted pod, as a kubelet
+does through its CNI plugin.
 """
 
 from __future__ import annotations
@@ -15,14 +21,17 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
+from ovnk_core.errors import NotReady, TemporaryError
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.conditions import now_rfc3339
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.errors import Conflict, NotFound
 from ovnk_core.kube.informer import Informer
 from ovnk_core.kube.resources import NODES, PODS, split_key
+from ovnk_core.node.cni_server import CniRequest, cni_call
 
 log = logging.getLogger(__name__)
 
@@ -102,9 +111,10 @@ class Kubelet:
     """Serves the pods of ``nodes`` (all nodes when empty)."""
 
     def __init__(self, client: KubeClient, nodes: tuple[str, ...] = (),
-                 resync_period: float = 30.0) -> None:
+                 resync_period: float = 30.0, cni_dir: Path | None = None) -> None:
         self.client = client
         self.node_names = nodes
+        self.cni_dir = cni_dir
         self.pods = Informer(client, PODS, resync_period=resync_period)
         self.nodes = Informer(client, NODES, resync_period=resync_period)
         self.controller = Controller("kubelet", self.reconcile, workers=2)
@@ -122,6 +132,7 @@ class Kubelet:
             return
         namespace, name = split_key(key)
         if pod["metadata"].get("deletionTimestamp"):
+            self._cni(str(node_name), "del", pod)
             try:
                 self.client.delete(PODS, name, namespace, preconditions={
                     "uid": pod["metadata"]["uid"]})
@@ -141,6 +152,8 @@ class Kubelet:
         status = build_running_status(pod, ips, host_ip, now_rfc3339())
         if _same_status(pod.get("status") or {}, status):
             return
+        if not (pod.get("spec") or {}).get("hostNetwork"):
+            self._cni(str(node_name), "add", pod)
         try:
             self.client.patch_status(PODS, name, {
                 "metadata": {"resourceVersion": pod["metadata"]["resourceVersion"]},
@@ -148,6 +161,27 @@ class Kubelet:
         except (Conflict, NotFound):
             return
         log.info("kubelet: pod %s running on %s with IPs %s", key, node_name, ",".join(ips))
+
+    def _cni(self, node: str, command: str, pod: JSON) -> None:
+        """CNI ``command`` for ``pod`` through its node's agent, when the node has one."""
+        if self.cni_dir is None:
+            return
+        socket_path = self.cni_dir / f"{node}.sock"
+        if not socket_path.exists():
+            if command == "add":
+                raise NotReady(f"node {node} has no CNI server yet ({socket_path})", delay=0.5)
+            return
+        meta = pod["metadata"]
+        request = CniRequest(str(meta.get("namespace")), str(meta["name"]), str(meta["uid"]))
+        try:
+            status, body = cni_call(socket_path, command, request)
+        except OSError as exc:
+            raise TemporaryError(f"CNI {command} {request.key} on {node}: {exc}") from None
+        if status == 503:
+            raise NotReady(f"CNI {command} {request.key}: {body.get('error')}", delay=0.2)
+        if status != 200:
+            raise TemporaryError(f"CNI {command} {request.key} on {node} failed ({status}): "
+                                 f"{body.get('error')}")
 
     def start(self) -> None:
         self.pods.start()

@@ -42,6 +42,7 @@ class ClusterState:
     api_port: int = 0
     nodes: list[str] = field(default_factory=list)
     processes: dict[str, ProcessRecord] = field(default_factory=dict)
+    dataplane: bool = False
 
     @classmethod
     def load(cls, path: Path) -> ClusterState:
@@ -49,12 +50,14 @@ class ClusterState:
             return cls()
         raw = json.loads(path.read_text())
         return cls(api_port=raw.get("api_port", 0), nodes=raw.get("nodes", []),
+                   dataplane=bool(raw.get("dataplane", False)),
                    processes={name: ProcessRecord(**record)
                               for name, record in raw.get("processes", {}).items()})
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"api_port": self.api_port, "nodes": self.nodes,
+                                   "dataplane": self.dataplane,
                                    "processes": {n: asdict(r) for n, r in
                                                  self.processes.items()}}, indent=2))
         tmp.replace(path)

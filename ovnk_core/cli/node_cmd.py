@@ -1,0 +1,79 @@
+"""``ovnk node``: the node agent of one node (pod networking, CNI server) until SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+from ovnk_core.config import add_config_arguments, load_config
+from ovnk_core.errors import OvnkError
+from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
+from ovnk_core.logsetup import setup_logging
+from ovnk_core.node.agent import NodeAgent
+
+OWN_ARGUMENTS = ("ready_file", "func", "command", "ovs_db", "cni_socket", "pod_netns_prefix",
+                 "node_netns")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "node", help="run the node agent (pod interfaces, OVS ports, CNI server)",
+        description="Serves CNI ADD/DEL for the pods bound to --node-name on a unix socket: "
+                    "creates each pod's network namespace and interfaces from its "
+                    "k8s.ovn.org/pod-networks annotation, plugs them into br-int and answers "
+                    "once ovn-controller has bound them; removes them when the pod goes. "
+                    "Works in the node's network namespace (--node-netns, or the one it runs in). "
+                    "Stops on SIGTERM.")
+    parser.add_argument("--ovs-db", required=True,
+                        help="the node's OVS database (unix:PATH or PATH of its socket)")
+    parser.add_argument("--cni-socket", type=Path, required=True,
+                        help="unix socket to serve CNI requests on")
+    parser.add_argument("--pod-netns-prefix", required=True,
+                        help="pods get network namespaces named PREFIX<namespace>.<name>")
+    parser.add_argument("--node-netns", default=None,
+                        help="the node's network namespace, when the agent runs outside it "
+                             "(the node ends of pod veths are created there)")
+    parser.add_argument("--ready-file", type=Path, default=None,
+                        help="write this file once serving (for supervisors)")
+    add_config_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def vsctl_for(database: str) -> Any:
+    target = database if database.startswith(("unix:", "tcp:")) else f"unix:{database}"
+
+    def vsctl(*args: str) -> str:
+        result = subprocess.run(["ovs-vsctl", f"--db={target}", "--timeout=30", *args],
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            raise OvnkError(f"ovs-vsctl {' '.join(args)}: {result.stderr.strip()}")
+        return result.stdout.strip()
+    return vsctl
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config({k: v for k, v in vars(args).items() if k not in OWN_ARGUMENTS})
+    setup_logging(config.loglevel)
+    node = config.node_name or os.environ.get("NODE_NAME", "")
+    if not node:
+        raise OvnkError("ovnk node needs --node-name (or NODE_NAME)")
+    agent = NodeAgent(KubeClient(api_client_from_kubeconfig(config.kubeconfig)), node,
+                      vsctl_for(args.ovs_db), args.pod_netns_prefix, args.cni_socket,
+                      node_netns=args.node_netns)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    agent.start()
+    if args.ready_file is not None:
+        args.ready_file.parent.mkdir(parents=True, exist_ok=True)
+        args.ready_file.write_text("ready\n")
+    stop.wait()
+    if args.ready_file is not None:
+        args.ready_file.unlink(missing_ok=True)
+    agent.stop()
+    return 0

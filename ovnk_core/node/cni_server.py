@@ -1,0 +1,136 @@
+"""The node agent's CNI endpoint: HTTP over a unix socket, as upstream's CNI server.
+
+Upstream's kubelet runs the CNI binary, which forwards ADD and DEL to
+ovnkube-node over a unix socket and waits for the answer.  The local
+cluster's kubelet stand-in does the same with this server: ``POST /add`` and
+``POST /del`` with the pod's namespace, name and UID.  An ADD answers 200
+with the pod's interfaces once they exist and ovn-controller has bound them,
+503 with the reason while that is not so yet (the kubelet retries), and 400
+for a request it cannot act on.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import socket
+import socketserver
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class CniNotReady(Exception):
+    """The pod's network is not ready yet (answered 503; the caller retries)."""
+
+
+class CniRequestError(Exception):
+    """The request cannot be served (answered 400)."""
+
+
+@dataclass(frozen=True)
+class CniRequest:
+    namespace: str
+    name: str
+    uid: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+CniHandler = Callable[[CniRequest], dict[str, Any]]
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+
+class CniServer:
+    """Serves ``add`` and ``delete`` on ``socket_path`` until stopped."""
+
+    def __init__(self, socket_path: Path, add: CniHandler, delete: CniHandler) -> None:
+        self.socket_path = socket_path
+        handlers = {"/add": add, "/del": delete}
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                handler = handlers.get(self.path)
+                if handler is None:
+                    self._reply(404, {"error": f"no such endpoint {self.path}"})
+                    return
+                try:
+                    length = int(self.headers.get("Content-Length") or 0)
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                    request = CniRequest(str(body["namespace"]), str(body["name"]),
+                                         str(body.get("uid", "")))
+                except (ValueError, KeyError, TypeError) as exc:
+                    self._reply(400, {"error": f"malformed CNI request: {exc}"})
+                    return
+                try:
+                    self._reply(200, handler(request))
+                except CniNotReady as exc:
+                    self._reply(503, {"error": str(exc)})
+                except CniRequestError as exc:
+                    self._reply(400, {"error": str(exc)})
+                except Exception as exc:
+                    log.exception("CNI %s %s failed", self.path, request.key)
+                    self._reply(500, {"error": f"{type(exc).__name__}: {exc}"})
+
+            def _reply(self, status: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                log.debug("CNI server: " + format, *args)
+
+        socket_path.parent.mkdir(parents=True, exist_ok=True)
+        socket_path.unlink(missing_ok=True)
+        self._server = _Server(str(socket_path), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="cni-server",
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self.socket_path.unlink(missing_ok=True)
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: Path, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = str(path)
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(self._path)
+        self.sock = sock
+
+
+def cni_call(socket_path: Path, command: str, request: CniRequest,
+             timeout: float = 30.0) -> tuple[int, dict[str, Any]]:
+    """``(status, body)`` of ``POST /<command>`` to the node agent at ``socket_path``."""
+    connection = _UnixConnection(socket_path, timeout)
+    try:
+        body = json.dumps({"namespace": request.namespace, "name": request.name,
+                           "uid": request.uid})
+        connection.request("POST", f"/{command}", body=body,
+                           headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read() or b"{}")
+    finally:
+        connection.close()
