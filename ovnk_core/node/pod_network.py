@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import json
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -153,15 +154,13 @@ def bound_ports(vsctl: Vsctl, interfaces: list[PodInterface]) -> Mapping[str, bo
 
 def pod_ports(vsctl: Vsctl) -> dict[str, list[str]]:
     """OVS ports of pods on this node, by pod key (for cleanup of pods that are gone)."""
-    output = vsctl("--format=csv", "--no-headings", "--columns=name,external_ids", "find",
-                   "interface", f'external_ids:"{POD_KEY_ID}"!=""')
+    output = vsctl("--format=json", "--columns=name,external_ids", "find", "interface",
+                   f'external_ids:"{POD_KEY_ID}"!=""')
     ports: dict[str, list[str]] = {}
-    for line in output.splitlines():
-        name, _, ids = line.partition(",")
-        marker = f'"{POD_KEY_ID}"="'
-        if marker in ids:
-            key = ids.split(marker, 1)[1].split('"', 1)[0]
-            ports.setdefault(key, []).append(name.strip('"'))
+    for name, external_ids in json.loads(output or '{"data": []}')["data"]:
+        ids = dict(external_ids[1]) if external_ids and external_ids[0] == "map" else {}
+        if ids.get(POD_KEY_ID):
+            ports.setdefault(str(ids[POD_KEY_ID]), []).append(str(name))
     return ports
 
 

@@ -1,0 +1,165 @@
+"""Real packets in ``ovnk local``: pods in network namespaces, per-node OVS and ovn-controller.
+
+Every pair of workshop pods is tried with a real ping between their primary-network
+addresses, and the answer must equal ``ovnk reachability``'s (ovn-trace).  A pair counts
+as reachable only if the *target* pod's kernel received the echo requests (its ICMP
+counters moved) and the source got replies: with overlapping pod IPs (teal reuses blue's
+CIDR) a reply alone could come from a same-address pod of the source's own network.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ovnk_core.local.cluster import LocalCluster, dataplane_unavailable
+from ovnk_core.node.netns import NETNS_DIR
+from ovnk_core.testing.waiting import wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.netns]
+WORKSHOP = Path(__file__).resolve().parents[2] / "examples" / "workshop"
+POD_NETWORKS = "k8s.ovn.org/pod-networks"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    reason = dataplane_unavailable()
+    if reason:
+        pytest.skip(f"no real dataplane here: {reason}")
+    local = LocalCluster(tmp_path_factory.mktemp("dataplane") / ".ovnk")
+    local.up(nodes=2, timeout=90, dataplane=True)
+    yield local
+    local.down()
+    assert local.dataplane.namespaces() == [], "ovnk local down left namespaces behind"
+
+
+def kubectl(cluster: LocalCluster, *args: str, stdin: str | None = None) -> str:
+    result = subprocess.run(["kubectl", "--kubeconfig", str(cluster.kubeconfig), *args],
+                            input=stdin, capture_output=True, text=True, timeout=90)
+    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
+    return result.stdout
+
+
+def pods(cluster: LocalCluster, *namespaces: str) -> list[dict[str, Any]]:
+    found = []
+    for namespace in namespaces:
+        found += json.loads(kubectl(cluster, "get", "pods", "-n", namespace, "-o",
+                                    "json"))["items"]
+    return found
+
+
+def pod_netns(cluster: LocalCluster, pod: dict[str, Any]) -> str:
+    meta = pod["metadata"]
+    return (cluster.dataplane.pod_netns_prefix(pod["spec"]["nodeName"])
+            + f"{meta['namespace']}.{meta['name']}")
+
+
+def primary_ip(pod: dict[str, Any]) -> str:
+    networks = json.loads(pod["metadata"]["annotations"][POD_NETWORKS])
+    primary = next(key for key, entry in networks.items() if entry["role"] == "primary")
+    return str(networks[primary]["ip_addresses"][0]).split("/")[0]
+
+
+def echo_requests_received(netns: str) -> int:
+    snmp = subprocess.run(["ip", "netns", "exec", netns, "cat", "/proc/net/snmp"],
+                          capture_output=True, text=True, check=True).stdout.splitlines()
+    header, values = [line.split() for line in snmp if line.startswith("Icmp:")][:2]
+    return int(dict(zip(header, values, strict=True))["InEchos"])
+
+
+def ping(netns: str, ip: str) -> bool:
+    result = subprocess.run(["ip", "netns", "exec", netns, "ping", "-c", "3", "-i", "0.2",
+                             "-W", "1", "-q", ip], capture_output=True, text=True)
+    return result.returncode == 0
+
+
+def real_reachability(cluster: LocalCluster, selected: list[dict[str, Any]]
+                      ) -> set[tuple[str, str]]:
+    """(source, target) pairs where target's kernel got the pings and source the replies."""
+    keys = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in selected}
+
+    def towards(target: str) -> list[tuple[str, str]]:
+        reached = []
+        for source in keys:
+            if source == target:
+                continue
+            before = echo_requests_received(pod_netns(cluster, keys[target]))
+            replied = ping(pod_netns(cluster, keys[source]), primary_ip(keys[target]))
+            received = echo_requests_received(pod_netns(cluster, keys[target])) > before
+            if replied and received:
+                reached.append((source, target))
+        return reached
+
+    with ThreadPoolExecutor(len(keys)) as pool:  # one target per worker: counters stay exact
+        return {pair for pairs in pool.map(towards, keys) for pair in pairs}
+
+
+def test_workshop_pods_get_real_interfaces_bound_before_they_are_ready(
+        cluster: LocalCluster) -> None:
+    for manifest in ("00-namespaces.yaml", "10-networks.yaml", "20-pods.yaml"):
+        kubectl(cluster, "apply", "-f", str(WORKSHOP / manifest))
+    for namespace in ("blue", "green", "teal"):
+        kubectl(cluster, "wait", "--for=condition=Ready", "pod", "--all", "-n", namespace,
+                "--timeout=90s")
+    for pod in pods(cluster, "blue", "green", "teal"):
+        netns = pod_netns(cluster, pod)
+        assert (NETNS_DIR / netns).exists()
+        links = subprocess.run(["ip", "-n", netns, "-j", "addr"], capture_output=True,
+                               text=True, check=True).stdout
+        names = {link["ifname"]: [a["local"] for a in link["addr_info"] if a["family"] ==
+                                  "inet"] for link in json.loads(links)}
+        networks = json.loads(pod["metadata"]["annotations"][POD_NETWORKS])
+        assert names["eth0"] == [networks["default"]["ip_addresses"][0].split("/")[0]]
+        assert names["ovn-udn1"] == [primary_ip(pod)]
+        # Ready only once ovn-controller bound the ports (upstream's CNI waits for this)
+        node = cluster.dataplane.node(pod["spec"]["nodeName"],
+                                      cluster.state().nodes.index(pod["spec"]["nodeName"]))
+        installed = node.vsctl("--columns=external_ids", "find", "interface",
+                               f'external_ids:"k8s.ovn.org/pod"="{pod["metadata"]["namespace"]}'
+                               f'/{pod["metadata"]["name"]}"')
+        assert installed.count('ovn-installed="true"') == 2, installed
+
+
+def test_real_pings_agree_with_ovn_trace_on_every_workshop_pair(cluster: LocalCluster) -> None:
+    selected = pods(cluster, "blue", "green", "teal")
+    assert len(selected) == 6
+    real = real_reachability(cluster, selected)
+    assert ("blue/blue", "blue/blue1") in real and ("teal/teal1", "teal/teal") in real
+    assert not {pair for pair in real if pair[0].split("/")[0] != pair[1].split("/")[0]}
+    result = subprocess.run(
+        [sys.executable, "-m", "ovnk_core.cli.main", "reachability", "--config",
+         str(cluster.config_file), "-n", "blue", "-n", "green", "-n", "teal", "--wait", "60",
+         "--format", "json"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    traced = {tuple(pair) for pair in json.loads(result.stdout)["reachable"]}
+    assert real == traced
+
+
+def test_default_network_pods_reach_each_other_across_nodes(cluster: LocalCluster) -> None:
+    kubectl(cluster, "create", "namespace", "plain")
+    for name in ("plain-a", "plain-b"):
+        kubectl(cluster, "run", name, "-n", "plain", "--image=agnhost")
+    kubectl(cluster, "wait", "--for=condition=Ready", "pod", "--all", "-n", "plain",
+            "--timeout=90s")
+    a, b = sorted(pods(cluster, "plain"), key=lambda p: p["metadata"]["name"])
+    assert a["spec"]["nodeName"] != b["spec"]["nodeName"]
+    assert real_reachability(cluster, [a, b]) == {("plain/plain-a", "plain/plain-b"),
+                                                 ("plain/plain-b", "plain/plain-a")}
+
+
+def test_deleting_a_pod_removes_its_namespace_and_ports(cluster: LocalCluster) -> None:
+    [pod] = [p for p in pods(cluster, "plain") if p["metadata"]["name"] == "plain-b"]
+    netns = pod_netns(cluster, pod)
+    node = cluster.dataplane.node(pod["spec"]["nodeName"],
+                                  cluster.state().nodes.index(pod["spec"]["nodeName"]))
+    kubectl(cluster, "delete", "pod", "plain-b", "-n", "plain")
+    wait_until(lambda: not (NETNS_DIR / netns).exists(), what=f"{netns} removed")
+    assert node.vsctl("--columns=name", "find", "interface",
+                      'external_ids:"k8s.ovn.org/pod"="plain/plain-b"') == ""
