@@ -115,6 +115,7 @@ class Kubelet:
         self.client = client
         self.node_names = nodes
         self.cni_dir = cni_dir
+        self._cni_waits: dict[str, str] = {}
         self.pods = Informer(client, PODS, resync_period=resync_period)
         self.nodes = Informer(client, NODES, resync_period=resync_period)
         self.controller = Controller("kubelet", self.reconcile, workers=2)
@@ -178,7 +179,12 @@ class Kubelet:
         except OSError as exc:
             raise TemporaryError(f"CNI {command} {request.key} on {node}: {exc}") from None
         if status == 503:
-            raise NotReady(f"CNI {command} {request.key}: {body.get('error')}", delay=0.2)
+            message = str(body.get("error"))
+            if self._cni_waits.get(request.key) != message:  # say each new reason once
+                self._cni_waits[request.key] = message
+                log.info("kubelet: pod %s not ready on %s: %s", request.key, node, message)
+            raise NotReady(f"CNI {command} {request.key}: {message}", delay=0.2)
+        self._cni_waits.pop(request.key, None)
         if status != 200:
             raise TemporaryError(f"CNI {command} {request.key} on {node} failed ({status}): "
                                  f"{body.get('error')}")

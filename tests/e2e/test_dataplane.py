@@ -47,6 +47,24 @@ def kubectl(cluster: LocalCluster, *args: str, stdin: str | None = None) -> str:
     return result.stdout
 
 
+def diagnostics(cluster: LocalCluster) -> str:
+    """The tails of the logs that explain a pod that does not become ready."""
+    parts = []
+    for log in sorted(cluster.log_dir.glob("*")):
+        if log.name.endswith(("node-agent.log", "ovn-controller.log", "kubelet.log")):
+            lines = log.read_text(errors="replace").splitlines()[-15:]
+            parts.append(f"--- {log.name}\n" + "\n".join(lines))
+    return "\n".join(parts)
+
+
+def wait_ready(cluster: LocalCluster, namespace: str) -> None:
+    result = subprocess.run(["kubectl", "--kubeconfig", str(cluster.kubeconfig), "wait",
+                             "--for=condition=Ready", "pod", "--all", "-n", namespace,
+                             "--timeout=90s"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"pods of {namespace} not ready: {result.stderr}\n" + \
+        diagnostics(cluster)
+
+
 def pods(cluster: LocalCluster, *namespaces: str) -> list[dict[str, Any]]:
     found = []
     for namespace in namespaces:
@@ -106,8 +124,7 @@ def test_workshop_pods_get_real_interfaces_bound_before_they_are_ready(
     for manifest in ("00-namespaces.yaml", "10-networks.yaml", "20-pods.yaml"):
         kubectl(cluster, "apply", "-f", str(WORKSHOP / manifest))
     for namespace in ("blue", "green", "teal"):
-        kubectl(cluster, "wait", "--for=condition=Ready", "pod", "--all", "-n", namespace,
-                "--timeout=90s")
+        wait_ready(cluster, namespace)
     for pod in pods(cluster, "blue", "green", "teal"):
         netns = pod_netns(cluster, pod)
         assert (NETNS_DIR / netns).exists()
@@ -146,8 +163,7 @@ def test_default_network_pods_reach_each_other_across_nodes(cluster: LocalCluste
     kubectl(cluster, "create", "namespace", "plain")
     for name in ("plain-a", "plain-b"):
         kubectl(cluster, "run", name, "-n", "plain", "--image=agnhost")
-    kubectl(cluster, "wait", "--for=condition=Ready", "pod", "--all", "-n", "plain",
-            "--timeout=90s")
+    wait_ready(cluster, "plain")
     a, b = sorted(pods(cluster, "plain"), key=lambda p: p["metadata"]["name"])
     assert a["spec"]["nodeName"] != b["spec"]["nodeName"]
     assert real_reachability(cluster, [a, b]) == {("plain/plain-a", "plain/plain-b"),
