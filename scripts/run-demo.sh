@@ -2,7 +2,8 @@
 # The main job: a local cluster (API server, OVN NB/SB + northd, scheduler, kubelet and
 # EndpointSlice stand-ins, the ovnk cluster manager and zone controller) with the workshop's
 # user-defined networks applied, then what ovnk made of them: NADs, allocations, the OVN
-# topology, and the reachability matrix from ovn-trace.  The cluster keeps running afterwards.
+# topology, the reachability matrix from ovn-trace and, with the real dataplane (root, OVS),
+# real pings between pods.  The cluster keeps running afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$PWD/.venv/bin
@@ -54,6 +55,25 @@ echo "== reachability (ovn-trace: is a packet from each pod delivered to each ot
 $BIN/ovnk reachability --config "$DIR/ovnk.toml" -n blue -n green -n teal --wait 60 \
   --output "$DIR/reachability.svg"
 echo
+if $BIN/ovnk local exec --dir "$DIR" -n blue blue -- true 2>/dev/null; then
+  echo "== real packets: ping from blue/blue (each node runs its own OVS + ovn-controller;"
+  echo "   each pod is a network namespace wired by the node agent)"
+  udn_ip() {  # the primary-network IP of a pod, from its k8s.ovn.org/pod-networks
+    $KUBECTL get pod -n "$1" "$2" -o jsonpath='{.metadata.annotations.k8s\.ovn\.org/pod-networks}' |
+      $BIN/python -c 'import json,sys; n=json.load(sys.stdin); print(next(e["ip_addresses"][0].split("/")[0] for e in n.values() if e["role"]=="primary"))'
+  }
+  for target in blue/blue1 green/green teal/teal1; do
+    ip=$(udn_ip "${target%/*}" "${target#*/}")
+    if $BIN/ovnk local exec --dir "$DIR" -n blue blue -- ping -c 3 -i 0.2 -W 1 -q "$ip" >/dev/null; then
+      verdict="replies (same network)"
+    else
+      verdict="no reply (isolated)"
+    fi
+    printf '  blue/blue -> %-12s %-15s %s\n' "$target" "$ip" "$verdict"
+  done
+  echo "  try: $BIN/ovnk local exec --dir $DIR -n blue blue -- ping -c 2 <ip>"
+  echo
+fi
 echo "== the OVN topology ovnk rendered for the blue network (ovnk show network)"
 $BIN/ovnk show network blue/blue-network --config "$DIR/ovnk.toml"
 echo

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
 from ovnk_core.local.cluster import COMPONENTS, LocalCluster, dataplane_unavailable
 from ovnk_core.local.components import COMPONENTS as STAND_INS
 from ovnk_core.local.components import run_component
+from ovnk_core.local.supervisor import LocalClusterError
 from ovnk_core.logsetup import setup_logging
 
 DEFAULT_DIR = ".ovnk"
@@ -45,6 +47,16 @@ def register(subparsers: Any) -> None:
     down = commands.add_parser("down", help="stop every process the cluster started")
     down.add_argument("--dir", default=DEFAULT_DIR)
     down.set_defaults(func=run_down)
+
+    exec_ = commands.add_parser(
+        "exec", help="run a command inside a pod's network namespace (real dataplane)",
+        description="Like 'kubectl exec' for the network: runs COMMAND in the pod's network "
+                    "namespace on its node, e.g. ovnk local exec -n blue blue -- ping -c 2 IP.")
+    exec_.add_argument("pod")
+    exec_.add_argument("-n", "--namespace", default="default")
+    exec_.add_argument("--dir", default=DEFAULT_DIR)
+    exec_.add_argument("exec_command", nargs=argparse.REMAINDER, metavar="-- COMMAND")
+    exec_.set_defaults(func=run_exec)
 
     component = commands.add_parser("component", help="(internal) run one component")
     component.add_argument("name", choices=sorted(STAND_INS))
@@ -99,3 +111,14 @@ def run_one_component(args: argparse.Namespace) -> int:
     cluster = LocalCluster(args.dir)
     return run_component(args.name, str(cluster.kubeconfig), cluster.ready_file(args.name),
                          cluster.dir)
+
+
+def run_exec(args: argparse.Namespace) -> int:
+    command = list(args.exec_command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise LocalClusterError("ovnk local exec: give the command after --")
+    netns = LocalCluster(args.dir).pod_netns(args.namespace, args.pod)
+    os.execvp("ip", ["ip", "netns", "exec", netns, *command])
+    return 127  # not reached

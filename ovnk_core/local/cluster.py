@@ -31,8 +31,8 @@ from pathlib import Path
 import yaml
 
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
-from ovnk_core.kube.errors import AlreadyExists
-from ovnk_core.kube.resources import CRDS, NAMESPACES, NODES
+from ovnk_core.kube.errors import AlreadyExists, NotFound
+from ovnk_core.kube.resources import CRDS, NAMESPACES, NODES, PODS
 from ovnk_core.local.components import COMPONENTS as STAND_INS
 from ovnk_core.local.dataplane import Dataplane, NodeDataplane, node_ip
 from ovnk_core.local.supervisor import (
@@ -45,6 +45,7 @@ from ovnk_core.local.supervisor import (
     wait_until,
 )
 from ovnk_core.networks.addressing import mac_from_ip
+from ovnk_core.node.netns import NETNS_DIR
 from ovnk_core.ovn.processes import NB_SCHEMA, SB_SCHEMA
 from ovnk_core.zone.node_facts import CHASSIS_ID_ANNOTATION, GATEWAY_CONFIG_ANNOTATION
 
@@ -291,6 +292,9 @@ class LocalCluster:
             for record in dataplane.ovs_records(node):
                 state.processes[record.name] = spawn(record)
             state.save(self.state_file)
+        northd = state.processes["northd"]
+        wait_until(dataplane.southbound_ready, timeout, "SB_Global (written by ovn-northd)",
+                   northd.log)
         for node in nodes:
             record = state.processes[f"{node.name}/ovs-vswitchd"]
             wait_until(lambda n=node: (n.dir / "ovs-vswitchd.ctl").exists()  # type: ignore[misc]
@@ -299,6 +303,29 @@ class LocalCluster:
             for record in (dataplane.controller_record(node), self._agent_record(node)):
                 state.processes[record.name] = spawn(record)
             state.save(self.state_file)
+
+    def pod_netns(self, namespace: str, name: str) -> str:
+        """The network namespace of a running pod of this cluster's real dataplane.
+
+        :raises LocalClusterError: no such pod, not scheduled, or no real dataplane.
+        """
+        state = self.state()
+        if not state.dataplane:
+            raise LocalClusterError(f"the local cluster in {self.dir} runs without a real "
+                                    "dataplane: pods have no network namespaces")
+        client = KubeClient(api_client_from_kubeconfig(str(self.kubeconfig)))
+        try:
+            pod = client.get(PODS, name, namespace)
+        except NotFound:
+            raise LocalClusterError(f"pod {namespace}/{name} not found") from None
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            raise LocalClusterError(f"pod {namespace}/{name} is not scheduled yet")
+        netns = self.dataplane.pod_netns_prefix(str(node)) + f"{namespace}.{name}"
+        if not (NETNS_DIR / netns).exists():
+            raise LocalClusterError(f"pod {namespace}/{name} has no network namespace yet "
+                                    f"({netns}); is it Ready?")
+        return netns
 
     def _agent_record(self, node: NodeDataplane) -> ProcessRecord:
         dataplane = self.dataplane

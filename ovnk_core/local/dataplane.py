@@ -200,6 +200,17 @@ class Dataplane:
                           netns=node.netns, env=node.env()),
         ]
 
+    def southbound_ready(self) -> bool:
+        """Whether ovn-northd has initialised the SB database (its SB_Global row exists).
+
+        ovn-controller (23.03) crashes with SIGSEGV when it connects to a SB without that
+        row, so controllers must start only after this holds.
+        """
+        result = subprocess.run(["ovn-sbctl", f"--db=unix:{self.sb_socket}", "--timeout=5",
+                                 "--columns=_uuid", "--bare", "list", "SB_Global"],
+                                capture_output=True, text=True)
+        return result.returncode == 0 and bool(result.stdout.strip())
+
     def controller_record(self, node: NodeDataplane) -> ProcessRecord:
         return ProcessRecord(
             f"{node.name}/ovn-controller", "node",
