@@ -36,13 +36,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-admission-entry-points", action="store_true",
                         help="do not load the ovnk.admission entry points")
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--pod-netns-template", default="",
+                        help="serve pods/exec by running the command in the network namespace "
+                             "this names, e.g. 'x-{node}-pod-{namespace}.{name}'")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     options = ServerOptions(history_size=args.history, bookmark_interval=args.bookmark_interval,
                             service_cidrs=tuple(args.service_cidr or ("10.96.0.0/16",)),
                             admission_modules=tuple(args.admission),
-                            admission_entry_points=not args.no_admission_entry_points)
+                            admission_entry_points=not args.no_admission_entry_points,
+                            pod_netns_template=args.pod_netns_template)
     handle = serve(args.host, args.port, args.data, options)
     if args.kubeconfig:
         handle.write_kubeconfig(args.kubeconfig)

@@ -49,7 +49,7 @@ def builtin_types() -> list[ResourceType]:
         ResourceType("", "v1", "nodes", "node", "Node", False, ("no",),
                      subresources=("status",), merge_keys=NODE_KEYS),
         ResourceType("", "v1", "pods", "pod", "Pod", True, ("po",), ("all",),
-                     subresources=("status", "binding"), merge_keys=POD_KEYS),
+                     subresources=("status", "binding", "exec"), merge_keys=POD_KEYS),
         ResourceType("", "v1", "services", "service", "Service", True, ("svc",), ("all",),
                      verbs=NO_COLLECTION, subresources=("status",), merge_keys=SERVICE_KEYS,
                      name_rule="dns1035"),

@@ -15,7 +15,7 @@ AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscover
 AGGREGATED_V2BETA1 = ("application/json;g=apidiscovery.k8s.io;v=v2beta1;"
                       "as=APIGroupDiscoveryList")
 SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "finalize": ["update"],
-                     "binding": ["create"]}
+                     "binding": ["create"], "exec": ["create", "get"]}
 
 
 def _group_version(group: str, version: str) -> str:

@@ -15,10 +15,18 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from ovnk_core.apiserver import discovery, managedfields, openapi, routing
+from ovnk_core.apiserver import (
+    discovery,
+    exec_session,
+    managedfields,
+    openapi,
+    routing,
+    websocket,
+)
 from ovnk_core.apiserver.admission import AdmissionRegistry, load_plugins
 from ovnk_core.apiserver.builtins import builtin_types
 from ovnk_core.apiserver.crds import CRD_STORAGE, types_from_crd
@@ -40,6 +48,7 @@ from ovnk_core.apiserver.services import ServiceAllocator
 from ovnk_core.apiserver.store import Store
 from ovnk_core.apiserver.table import to_table
 from ovnk_core.apiserver.watch import WatchRequest, stream
+from ovnk_core.node.netns import NETNS_DIR
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +78,9 @@ class ServerOptions:
     admission_modules: tuple[str, ...] = ()
     admission_entry_points: bool = False
     default_namespaces: tuple[str, ...] = DEFAULT_NAMESPACES
+    # pods/exec runs commands in the network namespace this names ({node}, {namespace},
+    # {name}); empty: exec is not served (no pod has a namespace on this machine)
+    pod_netns_template: str = ""
 
 
 class ApiServer:
@@ -154,6 +166,9 @@ class ApiServer:
 
     def _resource(self, request: Request, route: Route) -> None:
         rt, method, q = route.rt, request.method, request.query
+        if route.subresource == "exec":
+            self._exec(request, route)
+            return
         manager = q.get("fieldManager") or managedfields.manager_from_user_agent(
             request.headers.get("User-Agent") or "")
         options = WriteOptions(dry_run=q.get("dryRun") == "All",
@@ -204,6 +219,57 @@ class ApiServer:
             request.reply(200, listing)
         else:
             raise method_not_allowed(NOT_ALLOWED)
+
+    def _exec(self, request: Request, route: Route) -> None:
+        """``pods/NAME/exec`` over a WebSocket (see ``exec_session``)."""
+        if request.method not in ("GET", "POST"):
+            raise method_not_allowed(NOT_ALLOWED)
+        pod = self.api.get(route.rt, route.namespace, route.name)
+        headers = request.headers
+        if (headers.get("Upgrade") or "").lower() != "websocket":
+            raise bad_request("Upgrade request required: pods/exec is served over a WebSocket "
+                              "(v5.channel.k8s.io); SPDY is not supported by this server")
+        protocol = websocket.choose_protocol(headers.get("Sec-WebSocket-Protocol") or "",
+                                             exec_session.PROTOCOLS)
+        if protocol is None:
+            raise bad_request("no supported WebSocket subprotocol (supported: "
+                              f"{', '.join(exec_session.PROTOCOLS)})")
+        netns = self._pod_netns(pod)
+        query = parse_qs(urlsplit(request.handler.path).query)
+        command = query.get("command") or []
+        if not command:
+            raise bad_request("you must specify at least 1 command")
+        handler = request.handler
+        handler.send_response(101)
+        handler.send_header("Upgrade", "websocket")
+        handler.send_header("Connection", "Upgrade")
+        handler.send_header("Sec-WebSocket-Accept",
+                            websocket.accept_key(headers.get("Sec-WebSocket-Key") or ""))
+        handler.send_header("Sec-WebSocket-Protocol", protocol)
+        handler.end_headers()
+        handler.wfile.flush()
+        handler.close_connection = True
+        session = exec_session.ExecSession(
+            websocket.WebSocket(handler.rfile, handler.wfile), netns, command,
+            stdin=_truthy((query.get("stdin") or [""])[0]),
+            tty=_truthy((query.get("tty") or [""])[0]))
+        session.run()
+
+    def _pod_netns(self, pod: JSON) -> str:
+        meta = pod["metadata"]
+        template = self.options.pod_netns_template
+        if not template:
+            raise bad_request(f"pod {meta['namespace']}/{meta['name']}: exec is not available "
+                              "here; this API server runs no pods (ovnk local without its "
+                              "real dataplane)")
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            raise bad_request(f"pod {meta['name']} does not have a host assigned")
+        netns = template.format(node=node, namespace=meta["namespace"], name=meta["name"])
+        if not (NETNS_DIR / netns).exists():
+            raise bad_request(f"container not found (pod {meta['namespace']}/{meta['name']} "
+                              f"has no network namespace {netns} yet; is it Running?)")
+        return netns
 
     @staticmethod
     def _require_verb(route: Route, verb: str) -> None:

@@ -175,7 +175,10 @@ class LocalCluster:
         records = [ProcessRecord(
             "apiserver", "infra",
             [sys.executable, "-m", "ovnk_core.apiserver", "--host", "127.0.0.1", "--port",
-             str(port), "--data", str(self.dir / "apiserver-data.json")],
+             str(port), "--data", str(self.dir / "apiserver-data.json"),
+             # kubectl exec: the command runs in the pod's namespace (real dataplane)
+             "--pod-netns-template",
+             self.dataplane.pod_netns_prefix("{node}") + "{namespace}.{name}"],
             str(self.log_dir / "apiserver.log"))]
         for name in ("nb", "sb"):
             records.append(ProcessRecord(

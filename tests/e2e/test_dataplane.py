@@ -179,3 +179,23 @@ def test_deleting_a_pod_removes_its_namespace_and_ports(cluster: LocalCluster) -
     wait_until(lambda: not (NETNS_DIR / netns).exists(), what=f"{netns} removed")
     assert node.vsctl("--columns=name", "find", "interface",
                       'external_ids:"k8s.ovn.org/pod"="plain/plain-b"') == ""
+
+
+def test_kubectl_exec_runs_commands_in_the_pod(cluster: LocalCluster) -> None:
+    blue1, green = (next(p for p in pods(cluster, ns) if p["metadata"]["name"] == name)
+                    for ns, name in (("blue", "blue1"), ("green", "green")))
+    base = ["kubectl", "--kubeconfig", str(cluster.kubeconfig), "exec", "-n", "blue", "blue"]
+    reached = subprocess.run([*base, "--", "ping", "-c", "3", "-i", "0.2", "-W", "1",
+                              primary_ip(blue1)], capture_output=True, text=True, timeout=60)
+    assert reached.returncode == 0 and " 0% packet loss" in reached.stdout, reached.stderr
+    isolated = subprocess.run([*base, "--", "ping", "-c", "1", "-W", "1", primary_ip(green)],
+                              capture_output=True, text=True, timeout=60)
+    assert isolated.returncode == 1
+    assert "command terminated with exit code 1" in isolated.stderr
+    echoed = subprocess.run([*base, "-i", "--", "cat"], input="through stdin\n",
+                            capture_output=True, text=True, timeout=60)
+    assert (echoed.returncode, echoed.stdout) == (0, "through stdin\n")
+    addresses = subprocess.run([*base, "--", "ip", "-br", "addr", "show", "ovn-udn1"],
+                               capture_output=True, text=True, timeout=60)
+    assert primary_ip(next(p for p in pods(cluster, "blue")
+                           if p["metadata"]["name"] == "blue")) in addresses.stdout

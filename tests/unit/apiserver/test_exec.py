@@ -1,0 +1,146 @@
+"""pods/exec: WebSocket framing, the handshake's refusals, and a command over v5 channels."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import socket
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ovnk_core.apiserver import websocket
+from ovnk_core.apiserver.server import ServerHandle, ServerOptions
+from ovnk_core.kube.client import KubeClient
+from ovnk_core.kube.resources import PODS
+from ovnk_core.testing.apiserver_fixtures import ServerFactory, client_for
+
+pytestmark = pytest.mark.unit
+
+
+def masked(opcode: int, payload: bytes, final: bool = True) -> bytes:
+    mask = b"\x01\x02\x03\x04"
+    header = bytes([(0x80 if final else 0) | opcode])
+    if len(payload) < 126:
+        header += bytes([0x80 | len(payload)])
+    else:
+        header += bytes([0x80 | 126]) + struct.pack("!H", len(payload))
+    return header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def test_frames_round_trip_with_fragments_and_big_payloads() -> None:
+    stream = io.BytesIO(masked(websocket.OP_BINARY, b"\x00he", final=False)
+                        + masked(websocket.OP_CONTINUATION, b"llo")
+                        + masked(websocket.OP_BINARY, b"x" * 300)
+                        + masked(websocket.OP_CLOSE, b"\x03\xe8"))
+    assert websocket.read_message(stream) == websocket.Message(websocket.OP_BINARY, b"\x00hello")
+    assert websocket.read_message(stream).payload == b"x" * 300
+    assert websocket.read_message(stream).opcode == websocket.OP_CLOSE
+    with pytest.raises(EOFError):
+        websocket.read_message(stream)
+    assert websocket.encode_frame(websocket.OP_BINARY, b"ab") == b"\x82\x02ab"
+    assert websocket.encode_frame(websocket.OP_BINARY, b"a" * 70000)[:2] == b"\x82\x7f"
+
+
+def test_unmasked_client_frames_are_a_protocol_error() -> None:
+    with pytest.raises(websocket.WebSocketError, match="must be masked"):
+        websocket.read_message(io.BytesIO(b"\x82\x01a"))
+
+
+def test_handshake_key_and_protocol_choice() -> None:
+    # RFC 6455's own example
+    assert websocket.accept_key("dGhlIHNhbXBsZSBub25jZQ==") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+    assert websocket.choose_protocol("v4.channel.k8s.io, v5.channel.k8s.io",
+                                     ("v5.channel.k8s.io", "v4.channel.k8s.io")) == \
+        "v5.channel.k8s.io"
+    assert websocket.choose_protocol("channel.k8s.io", ("v5.channel.k8s.io",)) is None
+
+
+def upgrade(handle: ServerHandle, path: str, protocol: str = "v5.channel.k8s.io"
+            ) -> tuple[socket.socket, bytes]:
+    host, port = handle.url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall((f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                  f"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                  f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Protocol: {protocol}\r\n\r\n")
+                 .encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += sock.recv(1)
+    return sock, head
+
+
+def pod(client: KubeClient) -> None:
+    client.create(PODS, {"metadata": {"name": "web", "namespace": "default"},
+                         "spec": {"nodeName": "n1",
+                                  "containers": [{"name": "c", "image": "agnhost"}]}},
+                  "default")
+
+
+def test_exec_without_pod_namespaces_is_refused_with_the_reason(
+        kube_apiserver: ServerHandle) -> None:
+    client = KubeClient(client_for(kube_apiserver))
+    pod(client)
+    sock, head = upgrade(kube_apiserver,
+                         "/api/v1/namespaces/default/pods/web/exec?command=true&stdout=true")
+    assert head.startswith(b"HTTP/1.1 400")
+    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length")))
+    body = b""
+    while len(body) < length:
+        body += sock.recv(65536)
+    body = body.decode()
+    assert "exec is not available here; this API server runs no pods" in body
+    sock.close()
+
+
+@pytest.mark.netns
+def test_exec_runs_the_command_in_the_pods_namespace(kube_apiserver_factory: ServerFactory,
+                                                     netns: str) -> None:
+    handle = kube_apiserver_factory(ServerOptions(bookmark_interval=1.0,
+                                                  pod_netns_template=netns))
+    client = KubeClient(client_for(handle))
+    pod(client)
+    subprocess.run(["ip", "-n", netns, "link", "add", "marker0", "type", "veth", "peer",
+                    "name", "marker1"], check=True)
+    sock, head = upgrade(handle, "/api/v1/namespaces/default/pods/web/exec?command=ip&"
+                                 "command=-br&command=link&stdout=true&stderr=true")
+    assert head.startswith(b"HTTP/1.1 101")
+    assert b"Sec-WebSocket-Protocol: v5.channel.k8s.io" in head
+    stream = sock.makefile("rb")
+    out, status = b"", None
+    while status is None:
+        first, second = stream.read(2)
+        length = second & 0x7F
+        if length == 126:
+            length = struct.unpack("!H", stream.read(2))[0]
+        payload = stream.read(length)
+        if first & 0x0F == websocket.OP_CLOSE:
+            break
+        if payload[0] == 1:
+            out += payload[1:]
+        elif payload[0] == 3:
+            status = json.loads(payload[1:])
+    assert b"marker0" in out
+    assert status == {"metadata": {}, "status": "Success"}
+    sock.close()
+
+
+def test_exec_requires_an_upgrade(kube_apiserver_factory: ServerFactory, tmp_path: Path) -> None:
+    handle = kube_apiserver_factory(ServerOptions(pod_netns_template="none-{name}"))
+    client = KubeClient(client_for(handle))
+    pod(client)
+    host, port = handle.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(b"POST /api/v1/namespaces/default/pods/web/exec?command=true HTTP/1.1\r\n"
+                     b"Host: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+        reply = reply.decode()
+    assert reply.startswith("HTTP/1.1 400") and "Upgrade request required" in reply
