@@ -56,22 +56,22 @@ $BIN/ovnk reachability --config "$DIR/ovnk.toml" -n blue -n green -n teal --wait
   --output "$DIR/reachability.svg"
 echo
 if $BIN/ovnk local exec --dir "$DIR" -n blue blue -- true 2>/dev/null; then
-  echo "== real packets: ping from blue/blue (each node runs its own OVS + ovn-controller;"
-  echo "   each pod is a network namespace wired by the node agent)"
+  echo "== real packets: kubectl exec -n blue blue -- ping (each node runs its own OVS +"
+  echo "   ovn-controller; each pod is a network namespace wired by the node agent)"
   udn_ip() {  # the primary-network IP of a pod, from its k8s.ovn.org/pod-networks
     $KUBECTL get pod -n "$1" "$2" -o jsonpath='{.metadata.annotations.k8s\.ovn\.org/pod-networks}' |
       $BIN/python -c 'import json,sys; n=json.load(sys.stdin); print(next(e["ip_addresses"][0].split("/")[0] for e in n.values() if e["role"]=="primary"))'
   }
   for target in blue/blue1 green/green teal/teal1; do
     ip=$(udn_ip "${target%/*}" "${target#*/}")
-    if $BIN/ovnk local exec --dir "$DIR" -n blue blue -- ping -c 3 -i 0.2 -W 1 -q "$ip" >/dev/null; then
+    if $KUBECTL exec -n blue blue -- ping -c 3 -i 0.2 -W 1 -q "$ip" >/dev/null 2>&1; then
       verdict="replies (same network)"
     else
       verdict="no reply (isolated)"
     fi
     printf '  blue/blue -> %-12s %-15s %s\n' "$target" "$ip" "$verdict"
   done
-  echo "  try: $BIN/ovnk local exec --dir $DIR -n blue blue -- ping -c 2 <ip>"
+  echo "  try: $KUBECTL exec -n blue blue -- ping -c 2 <ip>"
   echo
 fi
 echo "== the OVN topology ovnk rendered for the blue network (ovnk show network)"
