@@ -15,9 +15,10 @@ from ovnk_core.errors import OvnkError
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
 from ovnk_core.logsetup import setup_logging
 from ovnk_core.node.agent import NodeAgent
+from ovnk_core.node.gateway import NodeGateway
 
 OWN_ARGUMENTS = ("ready_file", "func", "command", "ovs_db", "cni_socket", "pod_netns_prefix",
-                 "node_netns")
+                 "node_netns", "gateway", "ovs_rundir", "physical_network", "uplink")
 
 
 def register(subparsers: Any) -> None:
@@ -38,6 +39,16 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--node-netns", default=None,
                         help="the node's network namespace, when the agent runs outside it "
                              "(the node ends of pod veths are created there)")
+    parser.add_argument("--gateway", action=argparse.BooleanOptionalAction, default=True,
+                        help="own the shared-gateway bridge named in the node's "
+                             "l3-gateway-config: its flows, host masquerade rules and "
+                             "ovn-bridge-mappings (default: on)")
+    parser.add_argument("--ovs-rundir", type=Path, default=None,
+                        help="OVS run directory with the bridges' .mgmt sockets (default: the "
+                             "directory of --ovs-db)")
+    parser.add_argument("--physical-network", default="physnet",
+                        help="physical network name of the gateway routers' localnet ports")
+    parser.add_argument("--uplink", default="eth0", help="the gateway bridge's uplink port")
     parser.add_argument("--ready-file", type=Path, default=None,
                         help="write this file once serving (for supervisors)")
     add_config_arguments(parser)
@@ -62,9 +73,16 @@ def run(args: argparse.Namespace) -> int:
     node = config.node_name or os.environ.get("NODE_NAME", "")
     if not node:
         raise OvnkError("ovnk node needs --node-name (or NODE_NAME)")
-    agent = NodeAgent(KubeClient(api_client_from_kubeconfig(config.kubeconfig)), node,
-                      vsctl_for(args.ovs_db), args.pod_netns_prefix, args.cni_socket,
-                      node_netns=args.node_netns)
+    client = KubeClient(api_client_from_kubeconfig(config.kubeconfig))
+    vsctl = vsctl_for(args.ovs_db)
+    gateway = None
+    if args.gateway:
+        rundir = args.ovs_rundir or Path(args.ovs_db.removeprefix("unix:")).parent
+        gateway = NodeGateway(client, node, vsctl, rundir, args.node_netns,
+                              str(config.v4_masquerade_subnet), args.physical_network,
+                              uplink=args.uplink)
+    agent = NodeAgent(client, node, vsctl, args.pod_netns_prefix, args.cni_socket,
+                      node_netns=args.node_netns, gateway=gateway)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -9,10 +9,9 @@ added to the host's network.  In the node, the uplink ``eth0`` is a port of
 the OVS bridge ``breth0`` that carries the node IP (the userspace datapath
 routes tunnel traffic only through addresses on its own bridges), so geneve
 between chassis flows node IP to node IP, and ``breth0`` doubles as the
-shared-gateway bridge named in the node's gateway annotation.  An "external host"
-namespace sits on the underlay too.  (The gateway path — bridge mapping
-``physnet:breth0`` with the node agent's breth0 flows and management ports — is
-not built yet; pods reach each other, not the outside.)
+shared-gateway bridge named in the node's gateway annotation, whose flows, MAC and
+bridge mapping the node agent owns (``ovnk_core.node.gateway``).  An "external
+host" namespace sits on the underlay too.
 
 Namespaces are named ``<prefix>-<role>`` with a prefix derived from the
 cluster directory, so several local clusters can coexist and ``down`` finds
@@ -30,6 +29,7 @@ from pathlib import Path
 
 from ovnk_core.errors import OvnkError
 from ovnk_core.local.supervisor import ProcessRecord
+from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.node import netlink
 from ovnk_core.node.netns import NETNS_DIR
 
@@ -229,17 +229,16 @@ class Dataplane:
         node.vsctl("--may-exist", "add-br", EXTERNAL_BRIDGE, "--", "set", "bridge",
                    EXTERNAL_BRIDGE, "datapath_type=netdev")
         node.vsctl("--may-exist", "add-port", EXTERNAL_BRIDGE, NODE_UPLINK)
-        mac = netlink.link_info(NODE_UPLINK, netns=node.netns)
-        if mac is not None and mac.get("mac"):
-            # the bridge answers for the node IP with the uplink's MAC, as on a real node
-            node.vsctl("set", "bridge", EXTERNAL_BRIDGE, f"other-config:hwaddr=\"{mac['mac']}\"")
+        # the MAC the node's gateway annotation announces (the gateway routers use it too);
+        # set before the address and routes, since changing it resets the device
+        node.vsctl("set", "bridge", EXTERNAL_BRIDGE,
+                   f'other-config:hwaddr="{mac_from_ip(ipaddress.ip_address(node.ip))}"')
         netlink.ensure_address(EXTERNAL_BRIDGE, node.cidr, netns=node.netns)
         netlink.set_link(EXTERNAL_BRIDGE, netns=node.netns, up=True)
         netlink.ensure_route("0.0.0.0/0", gateway=UNDERLAY_GATEWAY, netns=node.netns)
-        # No ovn-bridge-mappings yet: mapping the gateway routers' localnet ports onto
-        # breth0 without the node agent's breth0 flows (upstream's shared-gateway
-        # OpenFlow) lets each GR, which owns the node IP, answer ARP for it on the underlay,
-        # and geneve between nodes breaks.  Pod-to-pod traffic does not need the gateway.
+        # ovn-bridge-mappings is left to the node agent: it sets it only once its flows own
+        # breth0 (patched in under NORMAL switching, each gateway router, which shares the
+        # node IP, would answer ARP for it on the underlay and break geneve).
         node.vsctl("set", "open_vswitch", ".",
                    f"external_ids:system-id={node.name}",
                    f"external_ids:hostname={node.name}",

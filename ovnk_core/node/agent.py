@@ -1,4 +1,4 @@
-"""The node agent (``ovnk node``): the CNI side of the pods bound to one node.
+"""The node agent (``ovnk node``): the CNI side of the pods bound to one node, and its gateway.
 
 It answers the kubelet's CNI ADD and DEL (``cni_server``): ADD builds the
 pod's namespace and interfaces from its ``k8s.ovn.org/pod-networks``
@@ -7,7 +7,8 @@ has bound every port (``ovn-installed``), as upstream's CNI does before the
 kubelet may call the pod ready.  A pod controller removes the network of
 pods that are deleted, finished or moved away even when no DEL comes (the
 kubelet was down), and at startup every pod port or namespace on this node
-whose pod no longer exists is removed.
+whose pod no longer exists is removed.  With a gateway (``gateway.NodeGateway``)
+it also owns the shared-gateway bridge's flows, host rules and bridge mapping.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ovnk_core.kube.informer import Informer
 from ovnk_core.kube.resources import PODS, split_key
 from ovnk_core.node import pod_network
 from ovnk_core.node.cni_server import CniNotReady, CniRequest, CniRequestError, CniServer
+from ovnk_core.node.gateway import NodeGateway
 from ovnk_core.node.netns import NETNS_DIR
 
 log = logging.getLogger(__name__)
@@ -43,10 +45,12 @@ class NodeAgent:
     """Pod networking of one node: the CNI server and the cleanup controller."""
 
     def __init__(self, client: KubeClient, node: str, vsctl: pod_network.Vsctl,
-                 pod_netns_prefix: str, cni_socket: Path, node_netns: str | None = None) -> None:
+                 pod_netns_prefix: str, cni_socket: Path, node_netns: str | None = None,
+                 gateway: NodeGateway | None = None) -> None:
         self.client = client
         self.node = node
         self.node_netns = node_netns
+        self.gateway = gateway
         self.vsctl = vsctl
         self.pod_netns_prefix = pod_netns_prefix
         self.pods = Informer(client, PODS, field_selector=f"spec.nodeName={node}")
@@ -131,6 +135,8 @@ class NodeAgent:
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
+        if self.gateway is not None:
+            self.gateway.start()
         self.pods.start()
         self.controller.start()
         self.cni.start()
@@ -139,3 +145,5 @@ class NodeAgent:
         self.cni.stop()
         self.controller.stop()
         self.pods.stop()
+        if self.gateway is not None:
+            self.gateway.stop()

@@ -210,6 +210,25 @@ def delete_address(ifname: str, cidr: str, netns: str | None = None) -> bool:
     return _with_ipr(netns, delete)
 
 
+# -- neighbours --------------------------------------------------------------------------------
+NUD_PERMANENT = 0x80
+
+
+def ensure_neighbor(ip: str, mac: str, ifname: str, netns: str | None = None) -> None:
+    """A permanent neighbour entry ``ip`` → ``mac`` on ``ifname`` (replaced if different)."""
+    def replace(ipr: IPRoute) -> None:
+        index = _index(ipr, ifname)
+        if index is None:
+            raise NetlinkOperationError(f"neighbour {ip}: device {ifname} not found")
+        family = 2 if ipaddress.ip_address(ip).version == 4 else 10
+        try:
+            ipr.neigh("replace", dst=ip, lladdr=mac, ifindex=index, state=NUD_PERMANENT,
+                      family=family)
+        except NetlinkError as exc:
+            raise _fail(f"neighbour {ip} lladdr {mac} dev {ifname}", netns, exc) from None
+    _with_ipr(netns, replace)
+
+
 # -- routes ----------------------------------------------------------------------------------
 def _route_args(ipr: IPRoute, dst: str, gateway: str | None, oif: str | None,
                 table: int, metric: int | None) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from ovnk_core.local.cluster import LocalCluster, dataplane_unavailable
+from ovnk_core.local.dataplane import EXTERNAL_HOST_IP
 from ovnk_core.node.netns import NETNS_DIR
 from ovnk_core.testing.waiting import wait_until
 
@@ -199,3 +200,30 @@ def test_kubectl_exec_runs_commands_in_the_pod(cluster: LocalCluster) -> None:
                                capture_output=True, text=True, timeout=60)
     assert primary_ip(next(p for p in pods(cluster, "blue")
                            if p["metadata"]["name"] == "blue")) in addresses.stdout
+
+
+def test_udn_pods_reach_the_external_host_as_their_node(cluster: LocalCluster) -> None:
+    """pod → gateway router (SNAT to the network's masquerade IP) → host (masquerade to
+    the node IP) → underlay: the external host sees node addresses only."""
+    external = cluster.dataplane.external_netns
+    subprocess.run(["ip", "netns", "exec", external, "nft", "-f", "-"], check=True, text=True,
+                   input="""table ip seen {
+  chain input {
+    type filter hook input priority 0;
+    icmp type echo-request ip saddr 172.18.0.2-172.18.0.254 counter
+    icmp type echo-request counter
+  }
+}
+""")
+    selected = pods(cluster, "blue", "green", "teal")
+    for pod in selected:
+        netns = pod_netns(cluster, pod)
+        assert wait_until(lambda n=netns: ping(n, EXTERNAL_HOST_IP), timeout=30,  # type: ignore[misc]
+                          what=f"{netns} reaching the external host")
+    counters = subprocess.run(["ip", "netns", "exec", external, "nft", "-j", "list", "table",
+                               "ip", "seen"], capture_output=True, text=True,
+                              check=True).stdout
+    packets = [item["rule"]["expr"][-1]["counter"]["packets"]
+               for item in json.loads(counters)["nftables"] if "rule" in item]
+    from_nodes, total = packets
+    assert total >= 3 * len(selected) and from_nodes == total, counters

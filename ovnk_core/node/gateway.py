@@ -1,0 +1,256 @@
+"""The node's shared gateway: OpenFlow on ``breth0`` and the host's part of UDN egress.
+
+In shared-gateway mode the node IP lives on the OVS bridge ``breth0`` and the
+gateway routers' localnet ports are patched onto the same bridge, sharing the
+node IP and MAC.  Left to ``NORMAL`` switching, each gateway router would
+answer ARP for the node IP and take the node's traffic (geneve included), so
+the node agent owns the bridge's flows, as upstream's gateway code does:
+
+* from the uplink: geneve to the node IP and everything else go to the host
+  (``LOCAL``); ARP also to every gateway router, which must learn its next hop;
+* from a user-defined network's gateway router: traffic it SNATed to the
+  network's masquerade IP goes to the host (re-addressed to the bridge MAC),
+  which masquerades it to the node IP (nftables) and sends it out; ARP goes
+  to the uplink and the host;
+* from the host: traffic and ARP for a network's masquerade IP go to that
+  network's gateway router (the replies coming back); the rest to the uplink.
+
+The pod's address never leaves the node: the external host sees the node IP.
+``build_gateway_flows`` is pure; ``ensure_*`` apply, idempotently.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ovnk_core.clustermanager.nad_controller import annotated_id
+from ovnk_core.errors import NetworkConfigError, NotReady, OvnkError, PermanentError
+from ovnk_core.kube.client import KubeClient
+from ovnk_core.kube.controller import Controller
+from ovnk_core.kube.informer import Informer
+from ovnk_core.kube.resources import NADS, NODES
+from ovnk_core.networks.addressing import masquerade_ips
+from ovnk_core.networks.netconf import parse_common
+from ovnk_core.networks.netinfo import network_prefix
+from ovnk_core.node import netlink, nft
+from ovnk_core.node.netns import run_in_netns
+from ovnk_core.zone.node_facts import GATEWAY_CONFIG_ANNOTATION, parse_gateway_config
+
+log = logging.getLogger(__name__)
+
+GATEWAY_TABLE = "ovnk-gateway"
+GATEWAY_KEY = "gateway"
+Vsctl = Callable[..., str]
+
+
+class GatewayError(OvnkError):
+    """The gateway bridge could not be configured."""
+
+
+@dataclass(frozen=True)
+class GatewayNetwork:
+    """A primary user-defined network with a gateway router on this node."""
+
+    name: str
+    masquerade_ip: str
+
+
+def patch_port_name(bridge: str, network: str, node: str) -> str:
+    """The patch port ovn-controller creates on ``bridge`` for a network's localnet port
+    ``<bridge>_<prefix><node>`` (the gateway router's external switch)."""
+    return f"patch-{bridge}_{network_prefix(network)}{node}-to-br-int"
+
+
+def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
+                        patches: Mapping[str, int], networks: list[GatewayNetwork],
+                        bridge: str, node: str, masquerade_subnet: str) -> list[str]:
+    """The bridge's whole flow table (``ovs-ofctl`` syntax), from its ports and networks.
+
+    Masquerade addresses are node-local (every node's gateway router of a network has
+    the same one): ARP about them never crosses the uplink, in either direction, or one
+    node's router (its gratuitous ARPs for its SNAT address) would poison another
+    node's host.
+
+    :param patches: ofport of every patch port on the bridge, by port name.
+    """
+    masq = masquerade_subnet
+    flows = [
+        f"table=0,priority=95,in_port={uplink},arp,arp_spa={masq} actions=drop",
+        f"table=0,priority=95,in_port={uplink},arp,arp_tpa={masq} actions=drop",
+        f"table=0,priority=95,in_port=LOCAL,arp,arp_tpa={masq} actions=drop",
+        f"table=0,priority=100,in_port={uplink},udp,nw_dst={node_ip},tp_dst=6081 "
+        "actions=LOCAL",
+        f"table=0,priority=90,in_port={uplink},arp actions="
+        + ",".join(["LOCAL", *(str(p) for p in sorted(patches.values()))]),
+        f"table=0,priority=80,in_port={uplink} actions=LOCAL",
+        "table=0,priority=50,in_port=LOCAL actions=" + str(uplink),
+        "table=0,priority=0 actions=drop",
+    ]
+    for port in sorted(patches.values()):
+        flows += [f"table=0,priority=95,in_port={port},arp,arp_spa={masq} actions=LOCAL",
+                  f"table=0,priority=90,in_port={port},arp actions={uplink},LOCAL"]
+    for network in sorted(networks, key=lambda n: n.name):
+        patch = patches.get(patch_port_name(bridge, network.name, node))
+        if patch is None:
+            continue  # ovn-controller has not patched this network in yet
+        ip = network.masquerade_ip
+        flows += [
+            f"table=0,priority=100,in_port={patch},ip,nw_src={ip} "
+            f"actions=mod_dl_dst:{bridge_mac},LOCAL",
+            f"table=0,priority=100,in_port=LOCAL,ip,nw_dst={ip} actions={patch}",
+            f"table=0,priority=100,in_port=LOCAL,arp,arp_tpa={ip} actions={patch}",
+        ]
+    return flows
+
+
+def bridge_ports(vsctl: Vsctl, bridge: str) -> dict[str, int]:
+    """ofport of every interface on ``bridge``, by name."""
+    names = vsctl("list-ports", bridge).split()
+    if not names:
+        return {}
+    output = vsctl("--format=json", "--columns=name,ofport", "list", "interface", *names)
+    return {str(name): int(ofport) for name, ofport in json.loads(output)["data"]
+            if isinstance(ofport, int) and ofport > 0}
+
+
+def ensure_gateway_flows(ofctl_target: str, flows: list[str]) -> None:
+    """Make the bridge's flow table exactly ``flows`` (only differences are sent)."""
+    result = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "replace-flows", ofctl_target,
+                             "-"], input="\n".join(flows) + "\n", capture_output=True,
+                            text=True)
+    if result.returncode != 0:
+        raise GatewayError(f"ovs-ofctl replace-flows {ofctl_target}: {result.stderr.strip()}")
+
+
+def build_host_table(masquerade_subnet: str, bridge: str) -> nft.NftTable:
+    """nftables of the host: masquerade UDN egress (masquerade source) to the node IP."""
+    return nft.NftTable("ip", GATEWAY_TABLE, chains=(
+        nft.NftChain("postrouting", "nat", "postrouting", "srcnat"),), rules=(
+        nft.NftRule("postrouting", f'ip saddr {masquerade_subnet} ip daddr != '
+                                   f'{masquerade_subnet} oifname "{bridge}" masquerade',
+                    comment="UDN egress: network masquerade IP to node IP"),))
+
+
+def ensure_host_gateway(netns: str | None, masquerade_subnet: str, bridge: str) -> None:
+    """Forwarding on, the masquerade subnet on the bridge, and the masquerade rule."""
+    network = ipaddress.ip_network(masquerade_subnet)
+
+    def sysctls() -> None:
+        for path, value in (("/proc/sys/net/ipv4/ip_forward", "1"),
+                            ("/proc/sys/net/ipv4/conf/all/rp_filter", "0"),
+                            (f"/proc/sys/net/ipv4/conf/{bridge}/rp_filter", "0")):
+            with open(path, "w") as handle:
+                handle.write(value)
+    run_in_netns(netns, sysctls)
+    netlink.ensure_route(str(network), oif=bridge, netns=netns)
+    nft.apply_table(build_host_table(str(network), bridge), netns=netns)
+
+
+class NodeGateway:
+    """Keeps the node's gateway bridge, host rules and bridge mapping converged.
+
+    Level-driven on the Node (its gateway annotation) and the NADs (which primary networks
+    exist, with their network IDs), plus a periodic pass: ovn-controller adds and removes
+    the gateway routers' patch ports on its own schedule.  The bridge mapping that makes
+    ovn-controller patch the routers in is set only once the flows own the bridge.
+    """
+
+    def __init__(self, client: KubeClient, node: str, vsctl: Vsctl, ovs_rundir: Path,
+                 node_netns: str | None, masquerade_subnet: str, physical_network: str,
+                 uplink: str = "eth0", resync: float = 2.0) -> None:
+        self.node = node
+        self.vsctl = vsctl
+        self.ovs_rundir = ovs_rundir
+        self.node_netns = node_netns
+        self.masquerade_subnet = ipaddress.ip_network(masquerade_subnet)
+        self.physical_network = physical_network
+        self.uplink = uplink
+        self.resync = resync
+        self.nodes = Informer(client, NODES, field_selector=f"metadata.name={node}")
+        self.nads = Informer(client, NADS)
+        self.controller = Controller(f"node-gateway-{node}", self.reconcile)
+        self.controller.watch(self.nodes, key_func=lambda _obj: [GATEWAY_KEY])
+        self.controller.watch(self.nads, key_func=lambda _obj: [GATEWAY_KEY])
+        self._applied: list[str] | None = None
+        self._host_ready = False
+        self._neighbors: set[str] = set()
+
+    def networks(self) -> list[GatewayNetwork]:
+        """Primary user-defined networks (Layer3/Layer2) with their masquerade IPs."""
+        found: dict[str, GatewayNetwork] = {}
+        for nad in self.nads.items():
+            network_id = annotated_id(nad)
+            try:
+                conf = parse_common((nad.get("spec") or {}).get("config") or "")
+            except NetworkConfigError:
+                continue  # reported by the cluster manager on the NAD
+            if (network_id is None or conf.role != "primary"
+                    or conf.topology not in ("layer3", "layer2")):
+                continue
+            try:
+                ip = masquerade_ips(self.masquerade_subnet, network_id)[0]
+            except ValueError:
+                continue
+            found[conf.name] = GatewayNetwork(conf.name, str(ip))
+        return list(found.values())
+
+    def reconcile(self, _key: str) -> None:
+        node = self.nodes.get(self.node)
+        raw = ((node or {}).get("metadata", {}).get("annotations") or {}).get(
+            GATEWAY_CONFIG_ANNOTATION)
+        if not raw:
+            raise NotReady(f"node {self.node} has no {GATEWAY_CONFIG_ANNOTATION} yet", delay=1.0)
+        try:
+            gateway = parse_gateway_config(raw)
+        except ValueError as exc:
+            raise PermanentError(f"node {self.node}: {exc}") from None
+        bridge = gateway.bridge_id
+        node_ip = str(ipaddress.ip_interface(gateway.ips[0]).ip)
+        if self.vsctl("--if-exists", "get", "bridge", bridge,
+                      "other-config:hwaddr").strip('"') != gateway.mac:
+            self.vsctl("set", "bridge", bridge, f'other-config:hwaddr="{gateway.mac}"')
+        if not self._host_ready:
+            ensure_host_gateway(self.node_netns, str(self.masquerade_subnet), bridge)
+            self._host_ready = True
+        ports = bridge_ports(self.vsctl, bridge)
+        if self.uplink not in ports:
+            raise NotReady(f"uplink {self.uplink} is not on {bridge} yet", delay=1.0)
+        patches = {name: port for name, port in ports.items() if name.startswith("patch-")}
+        networks = self.networks()
+        flows = build_gateway_flows(node_ip, gateway.mac, ports[self.uplink], patches,
+                                    networks, bridge, self.node, str(self.masquerade_subnet))
+        for network in networks:
+            if network.masquerade_ip not in self._neighbors:
+                # the routers' external ports use the node's MAC: no ARP needed (upstream
+                # pins its masquerade next hops the same way)
+                netlink.ensure_neighbor(network.masquerade_ip, gateway.mac, bridge,
+                                        netns=self.node_netns)
+                self._neighbors.add(network.masquerade_ip)
+        if flows != self._applied:
+            ensure_gateway_flows(f"unix:{self.ovs_rundir / bridge}.mgmt", flows)
+            self._applied = flows
+            log.info("gateway %s: %d flows (%d patch ports)", bridge, len(flows), len(patches))
+        mapping = f"{self.physical_network}:{bridge}"
+        current = self.vsctl("--if-exists", "get", "open_vswitch", ".",
+                             "external_ids:ovn-bridge-mappings").strip('"')
+        if current != mapping:
+            self.vsctl("set", "open_vswitch", ".", f'external_ids:ovn-bridge-mappings="{mapping}"')
+            log.info("gateway: ovn-bridge-mappings=%s", mapping)
+        self.controller.reconcile_after(GATEWAY_KEY, self.resync)
+
+    def start(self) -> None:
+        self.nodes.start()
+        self.nads.start()
+        self.controller.start()
+        self.controller.queue.add(GATEWAY_KEY)
+
+    def stop(self) -> None:
+        self.controller.stop()
+        self.nads.stop()
+        self.nodes.stop()
