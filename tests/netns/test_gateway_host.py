@@ -1,0 +1,37 @@
+"""The host's part of the shared gateway, in a real network namespace."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from ovnk_core.node import netlink, nft
+from ovnk_core.node.gateway import GATEWAY_TABLE, ensure_host_gateway
+
+pytestmark = pytest.mark.netns
+MASQ = "169.254.0.0/17"
+
+
+def test_host_gateway_forwards_masquerades_and_pins_router_neighbours(netns: str) -> None:
+    subprocess.run(["ip", "-n", netns, "link", "add", "breth0", "type", "veth", "peer", "name",
+                    "uplink"], check=True)
+    netlink.set_link("breth0", netns=netns, up=True)
+    ensure_host_gateway(netns, MASQ, "breth0")
+    ensure_host_gateway(netns, MASQ, "breth0")  # idempotent
+    forward = subprocess.run(["ip", "netns", "exec", netns, "cat",
+                              "/proc/sys/net/ipv4/ip_forward"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    assert forward == "1"
+    routes = json.loads(subprocess.run(["ip", "-n", netns, "-j", "route"], capture_output=True,
+                                       text=True, check=True).stdout)
+    assert any(r.get("dst") == "169.254.0.0/17" and r.get("dev") == "breth0" for r in routes)
+    rules = nft.list_table("ip", GATEWAY_TABLE, netns=netns)
+    assert any("masquerade" in json.dumps(rule) for rule in rules)
+    netlink.ensure_neighbor("169.254.0.11", "0a:58:ac:12:00:02", "breth0", netns=netns)
+    netlink.ensure_neighbor("169.254.0.11", "0a:58:ac:12:00:02", "breth0", netns=netns)
+    neighbours = json.loads(subprocess.run(["ip", "-n", netns, "-j", "neigh"],
+                                           capture_output=True, text=True, check=True).stdout)
+    [entry] = [n for n in neighbours if n["dst"] == "169.254.0.11"]
+    assert entry["lladdr"] == "0a:58:ac:12:00:02" and "PERMANENT" in entry["state"]

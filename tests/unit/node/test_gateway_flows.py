@@ -1,0 +1,55 @@
+"""The shared-gateway bridge's flows and host rules, computed without I/O."""
+
+from __future__ import annotations
+
+import pytest
+
+from ovnk_core.node.gateway import (
+    GatewayNetwork,
+    build_gateway_flows,
+    build_host_table,
+    patch_port_name,
+)
+from ovnk_core.node.nft import build_table_script
+
+pytestmark = pytest.mark.unit
+MASQ = "169.254.0.0/17"
+
+
+def test_patch_port_names_follow_the_localnet_port_names() -> None:
+    assert patch_port_name("breth0", "blue_blue-network", "ovn-worker") == \
+        "patch-breth0_blue_blue.network_ovn-worker-to-br-int"
+    assert patch_port_name("breth0", "default", "ovn-worker") == \
+        "patch-breth0_ovn-worker-to-br-int"
+
+
+def test_flows_send_node_traffic_to_the_host_and_masquerade_traffic_to_its_router() -> None:
+    patches = {"patch-breth0_ovn-worker-to-br-int": 2,
+               "patch-breth0_blue_blue.network_ovn-worker-to-br-int": 5}
+    flows = build_gateway_flows("172.18.0.2", "0a:58:ac:12:00:02", 1, patches, [
+        GatewayNetwork("blue_blue-network", "169.254.0.11"),
+        GatewayNetwork("green_green-network", "169.254.0.13")],  # not patched in yet
+        "breth0", "ovn-worker", MASQ)
+    assert "table=0,priority=100,in_port=1,udp,nw_dst=172.18.0.2,tp_dst=6081 " \
+           "actions=LOCAL" in flows
+    assert "table=0,priority=90,in_port=1,arp actions=LOCAL,2,5" in flows
+    assert "table=0,priority=100,in_port=5,ip,nw_src=169.254.0.11 " \
+           "actions=mod_dl_dst:0a:58:ac:12:00:02,LOCAL" in flows
+    assert "table=0,priority=100,in_port=LOCAL,ip,nw_dst=169.254.0.11 actions=5" in flows
+    assert not [f for f in flows if "169.254.0.13" in f]
+    # masquerade ARP never crosses the uplink, either way
+    assert f"table=0,priority=95,in_port=1,arp,arp_spa={MASQ} actions=drop" in flows
+    assert f"table=0,priority=95,in_port=5,arp,arp_spa={MASQ} actions=LOCAL" in flows
+    assert flows[-1] != "table=0,priority=0 actions=NORMAL"
+    assert "table=0,priority=0 actions=drop" in flows
+    # pure: the same inputs give the same table (so an unchanged bridge is not rewritten)
+    assert flows == build_gateway_flows("172.18.0.2", "0a:58:ac:12:00:02", 1, dict(
+        reversed(list(patches.items()))), [
+        GatewayNetwork("green_green-network", "169.254.0.13"),
+        GatewayNetwork("blue_blue-network", "169.254.0.11")], "breth0", "ovn-worker", MASQ)
+
+
+def test_host_table_masquerades_only_masquerade_sources_leaving_the_bridge() -> None:
+    script = build_table_script(build_host_table(MASQ, "breth0"))
+    assert "type nat hook postrouting priority srcnat" in script
+    assert (f'ip saddr {MASQ} ip daddr != {MASQ} oifname "breth0" masquerade') in script
