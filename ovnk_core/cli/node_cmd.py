@@ -13,9 +13,12 @@ from typing import Any
 from ovnk_core.config import add_config_arguments, load_config
 from ovnk_core.errors import OvnkError
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
+from ovnk_core.kube.events import EventRecorder
+from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.logsetup import setup_logging
 from ovnk_core.node.agent import NodeAgent
 from ovnk_core.node.gateway import NodeGateway
+from ovnk_core.node.management_port import ManagementPorts
 
 OWN_ARGUMENTS = ("ready_file", "func", "command", "ovs_db", "cni_socket", "pod_netns_prefix",
                  "node_netns", "gateway", "ovs_rundir", "physical_network", "uplink")
@@ -75,14 +78,19 @@ def run(args: argparse.Namespace) -> int:
         raise OvnkError("ovnk node needs --node-name (or NODE_NAME)")
     client = KubeClient(api_client_from_kubeconfig(config.kubeconfig))
     vsctl = vsctl_for(args.ovs_db)
+    informers = InformerFactory(client)
     gateway = None
     if args.gateway:
         rundir = args.ovs_rundir or Path(args.ovs_db.removeprefix("unix:")).parent
-        gateway = NodeGateway(client, node, vsctl, rundir, args.node_netns,
+        gateway = NodeGateway(informers, node, vsctl, rundir, args.node_netns,
                               str(config.v4_masquerade_subnet), args.physical_network,
                               uplink=args.uplink)
+    ports = ManagementPorts(informers, node, vsctl, args.node_netns,
+                            [str(s.cidr) for s in config.cluster_subnets],
+                            EventRecorder(client, "ovnkube-node", node))
     agent = NodeAgent(client, node, vsctl, args.pod_netns_prefix, args.cni_socket,
-                      node_netns=args.node_netns, gateway=gateway)
+                      node_netns=args.node_netns, gateway=gateway, management_ports=ports,
+                      informers=informers)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -31,7 +31,7 @@ from ovnk_core.errors import OvnkError
 from ovnk_core.local.supervisor import ProcessRecord
 from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.node import netlink
-from ovnk_core.node.netns import NETNS_DIR
+from ovnk_core.node.netns import NETNS_DIR, run_in_netns
 
 UNDERLAY_BRIDGE = "underlay"
 NODE_UPLINK = "eth0"
@@ -97,6 +97,11 @@ class NodeDataplane:
             raise DataplaneError(f"node {self.name}: ovs-vsctl {' '.join(args)}: "
                                  f"{result.stderr.strip()}")
         return result.stdout.strip()
+
+
+def _write_sysctl(name: str, value: str) -> None:
+    with open(f"/proc/sys/{name}", "w") as handle:
+        handle.write(value)
 
 
 def run_ip(*args: str) -> None:
@@ -233,6 +238,11 @@ class Dataplane:
         # set before the address and routes, since changing it resets the device
         node.vsctl("set", "bridge", EXTERNAL_BRIDGE,
                    f'other-config:hwaddr="{mac_from_ip(ipaddress.ip_address(node.ip))}"')
+        # The userspace datapath reads ports through AF_PACKET, so the node's kernel also sees
+        # what pods send on their veths: it must answer ARP only for addresses of the
+        # interface asked on, or it claims the management ports' addresses on pod veths
+        # (a kernel datapath diverts port traffic before the stack ever sees it).
+        run_in_netns(node.netns, lambda: _write_sysctl("net/ipv4/conf/all/arp_ignore", "1"))
         netlink.ensure_address(EXTERNAL_BRIDGE, node.cidr, netns=node.netns)
         netlink.set_link(EXTERNAL_BRIDGE, netns=node.netns, up=True)
         netlink.ensure_route("0.0.0.0/0", gateway=UNDERLAY_GATEWAY, netns=node.netns)

@@ -22,11 +22,13 @@ from typing import Any
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.errors import NotFound
+from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.informer import Informer
 from ovnk_core.kube.resources import PODS, split_key
 from ovnk_core.node import pod_network
 from ovnk_core.node.cni_server import CniNotReady, CniRequest, CniRequestError, CniServer
 from ovnk_core.node.gateway import NodeGateway
+from ovnk_core.node.management_port import ManagementPorts
 from ovnk_core.node.netns import NETNS_DIR
 
 log = logging.getLogger(__name__)
@@ -46,11 +48,15 @@ class NodeAgent:
 
     def __init__(self, client: KubeClient, node: str, vsctl: pod_network.Vsctl,
                  pod_netns_prefix: str, cni_socket: Path, node_netns: str | None = None,
-                 gateway: NodeGateway | None = None) -> None:
+                 gateway: NodeGateway | None = None,
+                 management_ports: ManagementPorts | None = None,
+                 informers: InformerFactory | None = None) -> None:
         self.client = client
         self.node = node
         self.node_netns = node_netns
         self.gateway = gateway
+        self.management_ports = management_ports
+        self.informers = informers
         self.vsctl = vsctl
         self.pod_netns_prefix = pod_netns_prefix
         self.pods = Informer(client, PODS, field_selector=f"spec.nodeName={node}")
@@ -135,8 +141,12 @@ class NodeAgent:
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
+        if self.informers is not None:
+            self.informers.start()
         if self.gateway is not None:
             self.gateway.start()
+        if self.management_ports is not None:
+            self.management_ports.start()
         self.pods.start()
         self.controller.start()
         self.cni.start()
@@ -145,5 +155,9 @@ class NodeAgent:
         self.cni.stop()
         self.controller.stop()
         self.pods.stop()
+        if self.management_ports is not None:
+            self.management_ports.stop()
         if self.gateway is not None:
             self.gateway.stop()
+        if self.informers is not None:
+            self.informers.stop()

@@ -29,17 +29,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ovnk_core.clustermanager.nad_controller import annotated_id
-from ovnk_core.errors import NetworkConfigError, NotReady, OvnkError, PermanentError
-from ovnk_core.kube.client import KubeClient
+from ovnk_core.errors import NotReady, OvnkError, PermanentError
 from ovnk_core.kube.controller import Controller
-from ovnk_core.kube.informer import Informer
+from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import NADS, NODES
 from ovnk_core.networks.addressing import masquerade_ips
-from ovnk_core.networks.netconf import parse_common
 from ovnk_core.networks.netinfo import network_prefix
 from ovnk_core.node import netlink, nft
 from ovnk_core.node.netns import run_in_netns
+from ovnk_core.node.networks import primary_networks
 from ovnk_core.zone.node_facts import GATEWAY_CONFIG_ANNOTATION, parse_gateway_config
 
 log = logging.getLogger(__name__)
@@ -161,7 +159,7 @@ class NodeGateway:
     ovn-controller patch the routers in is set only once the flows own the bridge.
     """
 
-    def __init__(self, client: KubeClient, node: str, vsctl: Vsctl, ovs_rundir: Path,
+    def __init__(self, informers: InformerFactory, node: str, vsctl: Vsctl, ovs_rundir: Path,
                  node_netns: str | None, masquerade_subnet: str, physical_network: str,
                  uplink: str = "eth0", resync: float = 2.0) -> None:
         self.node = node
@@ -172,8 +170,8 @@ class NodeGateway:
         self.physical_network = physical_network
         self.uplink = uplink
         self.resync = resync
-        self.nodes = Informer(client, NODES, field_selector=f"metadata.name={node}")
-        self.nads = Informer(client, NADS)
+        self.nodes = informers.get(NODES, field_selector=f"metadata.name={node}")
+        self.nads = informers.get(NADS)
         self.controller = Controller(f"node-gateway-{node}", self.reconcile)
         self.controller.watch(self.nodes, key_func=lambda _obj: [GATEWAY_KEY])
         self.controller.watch(self.nads, key_func=lambda _obj: [GATEWAY_KEY])
@@ -183,22 +181,14 @@ class NodeGateway:
 
     def networks(self) -> list[GatewayNetwork]:
         """Primary user-defined networks (Layer3/Layer2) with their masquerade IPs."""
-        found: dict[str, GatewayNetwork] = {}
-        for nad in self.nads.items():
-            network_id = annotated_id(nad)
+        found = []
+        for network in primary_networks(self.nads.items()):
             try:
-                conf = parse_common((nad.get("spec") or {}).get("config") or "")
-            except NetworkConfigError:
-                continue  # reported by the cluster manager on the NAD
-            if (network_id is None or conf.role != "primary"
-                    or conf.topology not in ("layer3", "layer2")):
-                continue
-            try:
-                ip = masquerade_ips(self.masquerade_subnet, network_id)[0]
+                ip = masquerade_ips(self.masquerade_subnet, network.network_id)[0]
             except ValueError:
                 continue
-            found[conf.name] = GatewayNetwork(conf.name, str(ip))
-        return list(found.values())
+            found.append(GatewayNetwork(network.name, str(ip)))
+        return found
 
     def reconcile(self, _key: str) -> None:
         node = self.nodes.get(self.node)
@@ -245,12 +235,9 @@ class NodeGateway:
         self.controller.reconcile_after(GATEWAY_KEY, self.resync)
 
     def start(self) -> None:
-        self.nodes.start()
-        self.nads.start()
+        """Start the controller (the informers belong to the agent's factory)."""
         self.controller.start()
         self.controller.queue.add(GATEWAY_KEY)
 
     def stop(self) -> None:
         self.controller.stop()
-        self.nads.stop()
-        self.nodes.stop()

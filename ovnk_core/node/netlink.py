@@ -173,17 +173,26 @@ def list_addresses(ifname: str, netns: str | None = None) -> list[str]:
     return _with_ipr(netns, read)
 
 
-def ensure_address(ifname: str, cidr: str, netns: str | None = None) -> bool:
-    """Add ``cidr`` (``a.b.c.d/nn``) to the link; False when it was already there."""
+IFA_F_NOPREFIXROUTE = 0x200
+
+
+def ensure_address(ifname: str, cidr: str, netns: str | None = None,
+                   prefix_route: bool = True) -> bool:
+    """Add ``cidr`` (``a.b.c.d/nn``) to the link; False when it was already there.
+
+    ``prefix_route=False`` keeps the kernel from adding the subnet's route to the main
+    table (the caller routes the subnet in a table of its own).
+    """
     interface = ipaddress.ip_interface(cidr)
 
     def add(ipr: IPRoute) -> bool:
         index = _index(ipr, ifname)
         if index is None:
             raise NetlinkOperationError(f"link {ifname} not found for address {cidr}")
+        extra: dict[str, Any] = {} if prefix_route else {"IFA_FLAGS": IFA_F_NOPREFIXROUTE}
         try:
             ipr.addr("add", index=index, address=str(interface.ip),
-                     prefixlen=interface.network.prefixlen)
+                     prefixlen=interface.network.prefixlen, **extra)
         except NetlinkError as exc:
             if exc.code == errno.EEXIST:
                 return False
@@ -249,15 +258,23 @@ def _route_args(ipr: IPRoute, dst: str, gateway: str | None, oif: str | None,
     return args
 
 
+RTNH_F_ONLINK = 4
+
+
 def ensure_route(dst: str, gateway: str | None = None, oif: str | None = None,
-                 table: int = 254, metric: int | None = None, netns: str | None = None) -> None:
+                 table: int = 254, metric: int | None = None, netns: str | None = None,
+                 onlink: bool = False) -> None:
     """Make the route to ``dst`` in ``table`` (254 = main) exactly this one.
 
     Routes to the same destination with another metric are distinct to the
-    kernel; they are removed so only the described route remains.
+    kernel; they are removed so only the described route remains.  ``onlink``
+    takes the gateway as directly reachable on ``oif`` (needed in a table of its own,
+    where the kernel cannot check the gateway against the main table's routes).
     """
     def replace(ipr: IPRoute) -> None:
         args = _route_args(ipr, dst, gateway, oif, table, metric)
+        if onlink:
+            args["flags"] = RTNH_F_ONLINK
         network = ipaddress.ip_network(dst)
         family = 2 if network.version == 4 else 10
         for route in ipr.route("dump", family=family, table=table):
@@ -323,15 +340,19 @@ def _rule_matches(rule: Any, priority: int, table: int, selector: dict[str, Any]
     if selector.get("iifname") is not None and rule.get_attr("FRA_IIFNAME") != \
             selector["iifname"]:
         return False
+    if selector.get("oifname") is not None and rule.get_attr("FRA_OIFNAME") != \
+            selector["oifname"]:
+        return False
     return not (selector.get("fwmark") is not None
                 and rule.get_attr("FRA_FWMARK") != selector["fwmark"])
 
 
 def ensure_rule(priority: int, table: int, src: str | None = None, iifname: str | None = None,
-                fwmark: int | None = None, netns: str | None = None) -> bool:
-    """An ip rule ``priority: from src iif X fwmark M lookup table``; False if present."""
+                fwmark: int | None = None, netns: str | None = None,
+                oifname: str | None = None) -> bool:
+    """An ip rule ``priority: from src iif X oif Y fwmark M lookup table``; False if present."""
     family = ipaddress.ip_network(src).version if src else 4
-    selector = {"src": src, "iifname": iifname, "fwmark": fwmark}
+    selector = {"src": src, "iifname": iifname, "fwmark": fwmark, "oifname": oifname}
 
     def add(ipr: IPRoute) -> bool:
         for rule in ipr.get_rules(family=2 if family == 4 else 10):
@@ -344,6 +365,8 @@ def ensure_rule(priority: int, table: int, src: str | None = None, iifname: str 
             args.update(src=str(network.network_address), src_len=network.prefixlen)
         if iifname:
             args["iifname"] = iifname
+        if oifname:
+            args["oifname"] = oifname
         if fwmark is not None:
             args.update(fwmark=fwmark, fwmask=0xFFFFFFFF)
         try:
@@ -378,6 +401,7 @@ def list_rules(netns: str | None = None) -> list[dict[str, Any]]:
                            "table": rule.get_attr("FRA_TABLE", rule["table"]),
                            "src": f"{src}/{rule['src_len']}" if src else None,
                            "iifname": rule.get_attr("FRA_IIFNAME"),
+                           "oifname": rule.get_attr("FRA_OIFNAME"),
                            "fwmark": rule.get_attr("FRA_FWMARK")})
         return result
     return _with_ipr(netns, read)

@@ -227,3 +227,34 @@ def test_udn_pods_reach_the_external_host_as_their_node(cluster: LocalCluster) -
                for item in json.loads(counters)["nftables"] if "rule" in item]
     from_nodes, total = packets
     assert total >= 3 * len(selected) and from_nodes == total, counters
+
+
+def test_management_ports_reach_pods_and_keep_udn_routes_out_of_the_main_table(
+        cluster: LocalCluster) -> None:
+    selected = pods(cluster, "blue", "green", "teal")
+    state = cluster.state()
+    for pod in selected:
+        node = pod["spec"]["nodeName"]
+        node_netns = cluster.dataplane.node(node, state.nodes.index(node)).netns
+        # the default network: kubelet probes reach pods through ovn-k8s-mp0
+        assert ping(node_netns, pod["status"]["podIP"]), pod["metadata"]["name"]
+        # each primary UDN through its own port and routing table
+        network_id = json.loads(kubectl(cluster, "get", "net-attach-def", "-n",
+                                        pod["metadata"]["namespace"], "-o", "json"))[
+            "items"][0]["metadata"]["annotations"]["k8s.ovn.org/network-id"]
+        bound = subprocess.run(["ip", "netns", "exec", node_netns, "ping", "-c", "3", "-i",
+                                "0.2", "-W", "1", "-q", "-I", f"ovn-k8s-mp{network_id}",
+                                primary_ip(pod)], capture_output=True, text=True)
+        assert bound.returncode == 0, (pod["metadata"]["name"], bound.stdout, bound.stderr)
+    for node_name in state.nodes:
+        node_netns = cluster.dataplane.node(node_name, state.nodes.index(node_name)).netns
+        main = subprocess.run(["ip", "-n", node_netns, "route"], capture_output=True,
+                              text=True, check=True).stdout
+        assert "103.103." not in main and "203.203." not in main, main
+    events = kubectl(cluster, "get", "events", "-n", "default")
+    vrf = subprocess.run(["ip", "link", "add", "vrf-probe", "type", "vrf", "table", "4242"],
+                         capture_output=True, text=True)
+    if vrf.returncode == 0:
+        subprocess.run(["ip", "link", "del", "vrf-probe"], check=True)
+    else:  # this kernel: policy routing instead, and the nodes say so
+        assert "VRFUnsupported" in events
