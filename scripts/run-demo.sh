@@ -71,11 +71,13 @@ if $BIN/ovnk local exec --dir "$DIR" -n blue blue -- true 2>/dev/null; then
     fi
     printf '  blue/blue -> %-12s %-15s %s\n' "$target" "$ip" "$verdict"
   done
-  if $KUBECTL exec -n blue blue -- ping -c 3 -i 0.2 -W 1 -q 172.18.255.254 >/dev/null 2>&1; then
-    verdict="replies (through the node's gateway; the external host sees the node IP)"
-  else
-    verdict="no reply"
-  fi
+  verdict="no reply"
+  for _ in 1 2 3 4 5; do  # the gateway flows follow ovn-controller's patch ports within seconds
+    if $KUBECTL exec -n blue blue -- ping -c 3 -i 0.2 -W 1 -q 172.18.255.254 >/dev/null 2>&1; then
+      verdict="replies (through the node's gateway; the external host sees the node IP)"
+      break
+    fi
+  done
   printf '  blue/blue -> %-12s %-15s %s\n' "external" "172.18.255.254" "$verdict"
   echo "  try: $KUBECTL exec -n blue blue -- ping -c 2 <ip>"
   echo

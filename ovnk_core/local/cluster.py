@@ -264,10 +264,13 @@ class LocalCluster:
                 except AlreadyExists:
                     pass
             for index, name in enumerate(state.nodes):
+                node = build_node(name, index)
                 try:
-                    client.create(NODES, build_node(name, index))
+                    client.create(NODES, node)
                 except AlreadyExists:
-                    pass
+                    # a restart over kept state: what the node side publishes is refreshed
+                    client.patch(NODES, name, {"metadata": {
+                        "annotations": node["metadata"]["annotations"]}})  # type: ignore[index]
             if dataplane:
                 self._start_dataplane(state, timeout)
             for name in COMPONENTS:

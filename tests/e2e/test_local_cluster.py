@@ -148,6 +148,21 @@ def test_down_leaves_nothing_running(tmp_path: Path) -> None:
     assert set(stopped) == {r.name for r in records}
     assert not any(pid_running(r.pid, r.args) for r in records)
     assert local.status() == []
+    assert local.dataplane.namespaces() == []
+
+
+def test_up_over_kept_state_refreshes_what_the_node_side_publishes(tmp_path: Path) -> None:
+    local = LocalCluster(tmp_path / "c")
+    local.up(nodes=1, timeout=90, dataplane=False)
+    try:
+        kubectl(local, "annotate", "node", "ovn-worker", "--overwrite",
+                "k8s.ovn.org/node-chassis-id=stale-chassis")
+        local.down()
+        local.up(nodes=1, timeout=90, dataplane=False)
+        node = get_json(local, "node", "ovn-worker")
+        assert node["metadata"]["annotations"]["k8s.ovn.org/node-chassis-id"] == "ovn-worker"
+    finally:
+        local.down()
 
 
 def test_seed_walkthrough_with_kubectl(cluster: LocalCluster) -> None:
