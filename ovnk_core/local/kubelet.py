@@ -29,6 +29,7 @@ from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.conditions import now_rfc3339
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.errors import Conflict, NotFound
+from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.informer import Informer
 from ovnk_core.kube.resources import NODES, PODS, split_key
 from ovnk_core.node.cni_server import CniRequest, cni_call
@@ -113,6 +114,8 @@ class Kubelet:
     def __init__(self, client: KubeClient, nodes: tuple[str, ...] = (),
                  resync_period: float = 30.0, cni_dir: Path | None = None) -> None:
         self.client = client
+        self.recorder: EventRecorder | None = EventRecorder(client, "kubelet", "ovnk-local") \
+            if cni_dir is not None else None
         self.node_names = nodes
         self.cni_dir = cni_dir
         self._cni_waits: dict[str, str] = {}
@@ -186,8 +189,14 @@ class Kubelet:
             raise NotReady(f"CNI {command} {request.key}: {message}", delay=0.2)
         self._cni_waits.pop(request.key, None)
         if status != 200:
-            raise TemporaryError(f"CNI {command} {request.key} on {node} failed ({status}): "
-                                 f"{body.get('error')}")
+            message = f"CNI {command} {request.key} on {node} failed ({status}): " \
+                      f"{body.get('error')}"
+            if command == "add" and self.recorder is not None:
+                # what a kubelet reports when its CNI plugin fails
+                self.recorder.event(pod, WARNING, "FailedCreatePodSandBox",
+                                    f"Failed to create pod sandbox: failed to set up the pod "
+                                    f"network: {body.get('error')}")
+            raise TemporaryError(message)
 
     def start(self) -> None:
         self.pods.start()

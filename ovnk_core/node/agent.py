@@ -90,8 +90,10 @@ class NodeAgent:
         pod = self._current_pod(request)
         try:
             interfaces = pod_network.build_pod_interfaces(pod)
-        except pod_network.PodNetworkError as exc:
+        except pod_network.PodNetworkPending as exc:
             raise CniNotReady(str(exc)) from None
+        except pod_network.PodNetworkError as exc:
+            raise CniRequestError(f"pod {request.key}: {exc}") from None
         with self._locks[request.key]:
             pod_network.ensure_pod_network(self.pod_netns(request.key), self.node_netns,
                                            interfaces,

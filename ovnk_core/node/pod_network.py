@@ -40,6 +40,10 @@ class PodNetworkError(OvnkError):
     """The pod's interfaces could not be built from its annotation or set up."""
 
 
+class PodNetworkPending(PodNetworkError):
+    """The pod has no network annotation yet (the cluster manager has not allocated)."""
+
+
 @dataclass(frozen=True)
 class PodInterface:
     """One interface of a pod, as the pod sees it and as OVS binds it."""
@@ -62,12 +66,13 @@ def host_interface_name(pod_uid: str, nad_key: str) -> str:
 def build_pod_interfaces(pod: JSON) -> list[PodInterface]:
     """The interfaces ``pod`` must have, from its pod-networks annotation.
 
-    :raises PodNetworkError: the annotation is missing or unreadable.
+    :raises PodNetworkPending: the annotation is not there yet.
+    :raises PodNetworkError: the annotation is unreadable.
     """
     meta = pod.get("metadata", {})
     raw = (meta.get("annotations") or {}).get(pod_annotation.ANNOTATION)
     if not raw:
-        raise PodNetworkError(f"pod {meta.get('namespace')}/{meta.get('name')} has no "
+        raise PodNetworkPending(f"pod {meta.get('namespace')}/{meta.get('name')} has no "
                               f"{pod_annotation.ANNOTATION} annotation yet")
     try:
         networks = pod_annotation.parse(raw)

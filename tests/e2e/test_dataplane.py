@@ -258,3 +258,30 @@ def test_management_ports_reach_pods_and_keep_udn_routes_out_of_the_main_table(
         subprocess.run(["ip", "link", "del", "vrf-probe"], check=True)
     else:  # this kernel: policy routing instead, and the nodes say so
         assert "VRFUnsupported" in events
+
+
+def test_an_unusable_network_annotation_fails_the_sandbox_with_an_event(
+        cluster: LocalCluster) -> None:
+    networks = {"default": {"ip_addresses": ["10.244.0.200/24"], "mac_address":
+                            "0a:58:0a:f4:00:c8", "role": "primary"},
+                "plain/broken": {"ip_addresses": ["not-an-ip"], "role": "secondary"}}
+    kubectl(cluster, "apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "unwired", "namespace": "plain",
+                     "annotations": {POD_NETWORKS: json.dumps(networks)}},
+        "spec": {"nodeName": "ovn-worker",
+                 "containers": [{"name": "c", "image": "agnhost"}]}}))
+    wait_until(lambda: "FailedCreatePodSandBox" in kubectl(cluster, "get", "events", "-n",
+                                                            "plain"),
+               what="the kubelet's sandbox failure event")
+    events = kubectl(cluster, "get", "events", "-n", "plain", "--field-selector",
+                     "reason=FailedCreatePodSandBox", "-o", "json")
+    [event] = json.loads(events)["items"]
+    assert "invalid pod network entry" in event["message"] and "not-an-ip" in event["message"]
+    pod = json.loads(kubectl(cluster, "get", "pod", "unwired", "-n", "plain", "-o", "json"))
+    assert pod["status"].get("phase") != "Running"
+    # the node's other pods are unaffected: blue's pod still reaches its peer
+    blue, blue1 = (next(p for p in pods(cluster, "blue") if p["metadata"]["name"] == name)
+                   for name in ("blue", "blue1"))
+    assert ping(pod_netns(cluster, blue), primary_ip(blue1))
+    kubectl(cluster, "delete", "pod", "unwired", "-n", "plain", "--wait=false")
