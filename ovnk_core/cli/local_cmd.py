@@ -8,7 +8,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ovnk_core.local.cluster import COMPONENTS, LocalCluster, dataplane_unavailable
+from ovnk_core.local.cluster import (
+    COMPONENTS,
+    NODE_AGENT,
+    LocalCluster,
+    dataplane_unavailable,
+)
 from ovnk_core.local.components import COMPONENTS as STAND_INS
 from ovnk_core.local.components import run_component
 from ovnk_core.local.supervisor import LocalClusterError
@@ -39,8 +44,9 @@ def register(subparsers: Any) -> None:
 
     restart = commands.add_parser(
         "restart", help="restart the components (all, or one) keeping API and OVN state")
-    restart.add_argument("component", nargs="?", choices=sorted(COMPONENTS),
-                         help="one component (default: all)")
+    restart.add_argument("component", nargs="?", choices=sorted([*COMPONENTS, NODE_AGENT]),
+                         help="one component, or node-agent for every node's agent "
+                              "(default: all)")
     restart.add_argument("--dir", default=DEFAULT_DIR)
     restart.set_defaults(func=run_restart)
 

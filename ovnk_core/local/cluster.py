@@ -57,6 +57,7 @@ DATAPLANE_BINARIES = ("ip", "ovsdb-server", "ovsdb-tool", "ovs-vswitchd", "ovs-v
 VSWITCH_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 INFRA = ("apiserver", "nb-ovsdb", "sb-ovsdb", "northd")
 OVNK_COMPONENTS = ("cluster-manager", "controller")
+NODE_AGENT = "node-agent"
 COMPONENTS = (*STAND_INS, *OVNK_COMPONENTS)
 SYSTEM_NAMESPACES = ("default", "kube-system", "ovn-kubernetes")
 NODE_NETWORK_GATEWAY = "172.18.0.1"
@@ -425,23 +426,49 @@ class LocalCluster:
         return result
 
     def restart(self, component: str | None = None, timeout: float = 60.0) -> list[str]:
+        """Restart the components (all, or one); ``node-agent`` restarts every node's agent.
+
+        The API server, OVN databases and the nodes' OVS and ovn-controller keep running.
+        """
         state = self.state()
         if not state.processes:
             raise LocalClusterError(f"no local cluster in {self.dir}; run 'ovnk local up'")
         names = [component] if component else list(COMPONENTS)
+        agents = state.dataplane and (component is None or component == NODE_AGENT)
+        names = [name for name in names if name != NODE_AGENT]
         for name in names:
             if name not in COMPONENTS:
                 raise LocalClusterError(
                     f"{name!r} is not a restartable component (components: "
-                    f"{', '.join(COMPONENTS)}; the API server and OVN databases keep running)")
+                    f"{', '.join(self.restartable(state))}; the API server and OVN databases "
+                    "keep running)")
+        if component == NODE_AGENT and not state.dataplane:
+            raise LocalClusterError("this local cluster runs without a real dataplane: it has "
+                                    "no node agents")
         for name in names:
             record = state.processes.get(name) or self._component_record(name)
             terminate(record)
             self.ready_file(name).unlink(missing_ok=True)
             state.processes[name] = spawn(self._component_record(name))
             state.save(self.state_file)
+        restarted = list(names)
+        if agents:
+            for node in self._nodes(state):
+                name = f"{node.name}/{NODE_AGENT}"
+                if name in state.processes:
+                    terminate(state.processes[name])
+                self.ready_file(f"{NODE_AGENT}-{node.name}").unlink(missing_ok=True)
+                state.processes[name] = spawn(self._agent_record(node))
+                state.save(self.state_file)
+                restarted.append(name)
         self._wait_components(state, names, timeout)
-        return names
+        if agents:
+            self._wait_node_agents(state, timeout)
+        return restarted
+
+    @staticmethod
+    def restartable(state: ClusterState) -> list[str]:
+        return [*COMPONENTS, *([NODE_AGENT] if state.dataplane else [])]
 
     def down(self) -> list[str]:
         state = self.state()

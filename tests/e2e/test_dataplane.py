@@ -285,3 +285,13 @@ def test_an_unusable_network_annotation_fails_the_sandbox_with_an_event(
                    for name in ("blue", "blue1"))
     assert ping(pod_netns(cluster, blue), primary_ip(blue1))
     kubectl(cluster, "delete", "pod", "unwired", "-n", "plain", "--wait=false")
+
+
+def test_restarting_the_node_agents_leaves_running_pods_alone(cluster: LocalCluster) -> None:
+    before = set(cluster.dataplane.namespaces())
+    assert cluster.restart("node-agent") == ["ovn-worker/node-agent", "ovn-worker2/node-agent"]
+    assert set(cluster.dataplane.namespaces()) == before
+    blue, blue1 = (next(p for p in pods(cluster, "blue") if p["metadata"]["name"] == name)
+                   for name in ("blue", "blue1"))
+    assert ping(pod_netns(cluster, blue), primary_ip(blue1))
+    assert ping(pod_netns(cluster, blue), EXTERNAL_HOST_IP)
