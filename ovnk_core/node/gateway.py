@@ -13,7 +13,10 @@ the node agent owns the bridge's flows, as upstream's gateway code does:
   which masquerades it to the node IP (nftables) and sends it out; ARP goes
   to the uplink and the host;
 * from the host: traffic and ARP for a network's masquerade IP go to that
-  network's gateway router (the replies coming back); the rest to the uplink.
+  network's gateway router (the replies coming back); the rest to the uplink;
+* the default network's gateway router SNATs to the node IP itself: its
+  connections are committed to conntrack on the way out, so their replies
+  (addressed to the node IP) go back to it and everything else to the host.
 
 The pod's address never leaves the node: the external host sees the node IP.
 ``build_gateway_flows`` is pure; ``ensure_*`` apply, idempotently.
@@ -34,7 +37,7 @@ from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import NADS, NODES
 from ovnk_core.networks.addressing import masquerade_ips
-from ovnk_core.networks.netinfo import network_prefix
+from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, network_prefix
 from ovnk_core.node import netlink, nft
 from ovnk_core.node.netns import run_in_netns
 from ovnk_core.node.networks import primary_networks
@@ -43,6 +46,8 @@ from ovnk_core.zone.node_facts import GATEWAY_CONFIG_ANNOTATION, parse_gateway_c
 log = logging.getLogger(__name__)
 
 GATEWAY_TABLE = "ovnk-gateway"
+CT_ZONE = 64000  # upstream's conntrack zone for the shared gateway bridge
+CT_MARK_OVN = 1  # connections of the default network's gateway router
 GATEWAY_KEY = "gateway"
 Vsctl = Callable[..., str]
 
@@ -93,6 +98,23 @@ def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
     for port in sorted(patches.values()):
         flows += [f"table=0,priority=95,in_port={port},arp,arp_spa={masq} actions=LOCAL",
                   f"table=0,priority=90,in_port={port},arp actions={uplink},LOCAL"]
+    default_patch = patches.get(patch_port_name(bridge, DEFAULT_NETWORK_NAME, node))
+    if default_patch is not None:
+        # The default network's router SNATs pod egress to the node IP itself: its
+        # connections are committed to conntrack (marked) on the way out, and their
+        # replies, which arrive for the node IP like the host's own, go back to it.
+        flows += [
+            f"table=0,priority=100,in_port={default_patch},ip,nw_src={node_ip} "
+            f"actions=ct(commit,zone={CT_ZONE},exec(set_field:{CT_MARK_OVN}->ct_mark)),"
+            f"output:{uplink}",
+            f"table=0,priority=85,in_port={uplink},ip,nw_dst={node_ip} "
+            f"actions=ct(zone={CT_ZONE},table=1)",
+            f"table=1,priority=100,ct_state=+trk+est,ct_mark={CT_MARK_OVN} "
+            f"actions=output:{default_patch}",
+            f"table=1,priority=100,ct_state=+trk+rel,ct_mark={CT_MARK_OVN} "
+            f"actions=output:{default_patch}",
+            "table=1,priority=0 actions=LOCAL",
+        ]
     for network in sorted(networks, key=lambda n: n.name):
         patch = patches.get(patch_port_name(bridge, network.name, node))
         if patch is None:

@@ -202,9 +202,10 @@ def test_kubectl_exec_runs_commands_in_the_pod(cluster: LocalCluster) -> None:
                            if p["metadata"]["name"] == "blue")) in addresses.stdout
 
 
-def test_udn_pods_reach_the_external_host_as_their_node(cluster: LocalCluster) -> None:
-    """pod → gateway router (SNAT to the network's masquerade IP) → host (masquerade to
-    the node IP) → underlay: the external host sees node addresses only."""
+def test_pods_reach_the_external_host_as_their_node(cluster: LocalCluster) -> None:
+    """UDN pod → gateway router (SNAT to the network's masquerade IP) → host (masquerade to
+    the node IP) → underlay; default-network pod → gateway router (SNAT to the node IP) →
+    underlay, replies steered back by conntrack: the external host sees node IPs only."""
     external = cluster.dataplane.external_netns
     subprocess.run(["ip", "netns", "exec", external, "nft", "-f", "-"], check=True, text=True,
                    input="""table ip seen {
@@ -215,7 +216,10 @@ def test_udn_pods_reach_the_external_host_as_their_node(cluster: LocalCluster) -
   }
 }
 """)
-    selected = pods(cluster, "blue", "green", "teal")
+    # UDN pods, and a default-network pod (its router SNATs to the node IP directly)
+    selected = pods(cluster, "blue", "green", "teal") + [
+        p for p in pods(cluster, "plain") if p["metadata"]["name"] == "plain-a"]
+    assert len(selected) == 7
     for pod in selected:
         netns = pod_netns(cluster, pod)
         assert wait_until(lambda n=netns: ping(n, EXTERNAL_HOST_IP), timeout=30,  # type: ignore[misc]

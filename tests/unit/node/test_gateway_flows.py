@@ -53,3 +53,18 @@ def test_host_table_masquerades_only_masquerade_sources_leaving_the_bridge() -> 
     script = build_table_script(build_host_table(MASQ, "breth0"))
     assert "type nat hook postrouting priority srcnat" in script
     assert (f'ip saddr {MASQ} ip daddr != {MASQ} oifname "breth0" masquerade') in script
+
+
+def test_default_router_egress_is_committed_and_its_replies_steered_back() -> None:
+    flows = build_gateway_flows("172.18.0.2", "0a:58:ac:12:00:02", 1,
+                                {"patch-breth0_ovn-worker-to-br-int": 2}, [], "breth0",
+                                "ovn-worker", MASQ)
+    assert ("table=0,priority=100,in_port=2,ip,nw_src=172.18.0.2 actions=ct(commit,"
+            "zone=64000,exec(set_field:1->ct_mark)),output:1") in flows
+    assert "table=0,priority=85,in_port=1,ip,nw_dst=172.18.0.2 " \
+           "actions=ct(zone=64000,table=1)" in flows
+    assert "table=1,priority=100,ct_state=+trk+est,ct_mark=1 actions=output:2" in flows
+    assert "table=1,priority=0 actions=LOCAL" in flows
+    # geneve to the node IP outranks the conntrack steering
+    assert "table=0,priority=100,in_port=1,udp,nw_dst=172.18.0.2,tp_dst=6081 " \
+           "actions=LOCAL" in flows
