@@ -473,8 +473,12 @@ class LocalCluster:
     def down(self) -> list[str]:
         state = self.state()
         stopped = []
-        order = [n for n in state.processes if n not in INFRA] + \
-                [n for n in reversed(INFRA) if n in state.processes]
+        # components first (the kubelet still reaches the node agents), then each node's
+        # daemons in the reverse of their start order, the infrastructure last
+        components = [n for n, r in state.processes.items() if r.role == "component"]
+        node_daemons = [n for n, r in reversed(state.processes.items()) if r.role == "node"]
+        order = components + node_daemons + [n for n in reversed(INFRA)
+                                             if n in state.processes]
         for name in order:
             if terminate(state.processes[name]):
                 stopped.append(name)
