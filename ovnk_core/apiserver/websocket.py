@@ -61,6 +61,8 @@ def _read_exact(stream: BufferedIOBase, size: int) -> bytes:
 
 @dataclass(frozen=True)
 class Message:
+    """One whole WebSocket message (or control frame) from the client."""
+
     opcode: int
     payload: bytes
 

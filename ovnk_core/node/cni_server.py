@@ -36,6 +36,8 @@ class CniRequestError(Exception):
 
 @dataclass(frozen=True)
 class CniRequest:
+    """Which pod an ADD or DEL is for (the UID guards against a re-created namesake)."""
+
     namespace: str
     name: str
     uid: str
@@ -60,6 +62,8 @@ class CniServer:
         handlers = {"/add": add, "/del": delete}
 
         class Handler(BaseHTTPRequestHandler):
+            """POST /add and /del: JSON in, JSON out, status codes as the module says."""
+
             def do_POST(self) -> None:
                 handler = handlers.get(self.path)
                 if handler is None:

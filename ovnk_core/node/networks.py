@@ -23,6 +23,8 @@ GATEWAY_TOPOLOGIES = ("layer3", "layer2")
 
 @dataclass(frozen=True)
 class PrimaryNetwork:
+    """A primary network as the node sees it: name, network ID, topology, cluster CIDRs."""
+
     name: str
     network_id: int
     topology: str
