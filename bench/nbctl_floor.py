@@ -43,33 +43,48 @@ def _value(value: Any, ids: dict[tuple[str, str], str]) -> str:
     return _quote(value)
 
 
-def nbctl_commands(rows: Sequence[DesiredRow]) -> list[str]:
-    """ovn-nbctl arguments creating ``rows`` (all links inside the batch) in one transaction."""
-    ids = {(row.table, row.ids.primary_id): f"@r{i}" for i, row in enumerate(rows)}
-    children: dict[tuple[str, str], dict[str, list[str]]] = {}
+RowKey = tuple[str, str]  # (table, primary id)
+
+
+def plan_batch(rows: Sequence[DesiredRow]) -> tuple[list[DesiredRow], dict[RowKey, int],
+                                                     dict[RowKey, dict[str, list[RowKey]]]]:
+    """One transaction's plan: rows ordered children before parents, each row's position
+    in ``rows`` (its batch-local name), and each parent's reference-set members by column.
+
+    :raises ValueError: a link to a row outside the batch, or a reference cycle.
+    """
+    position = {(row.table, row.ids.primary_id): i for i, row in enumerate(rows)}
+    children: dict[RowKey, dict[str, list[RowKey]]] = {}
     for row in rows:
         for link in row.links:
             parent = (link.parent.table, link.parent.primary_id)
-            if parent not in ids:
+            if parent not in position:
                 raise ValueError(f"{row.table} {row.ids.primary_id}: parent {parent} is not in "
                                  "the batch")
             children.setdefault(parent, {}).setdefault(link.column, []).append(
-                ids[(row.table, row.ids.primary_id)])
+                (row.table, row.ids.primary_id))
     ordered: list[DesiredRow] = []
-    placed: set[tuple[str, str]] = set()
+    placed: set[RowKey] = set()
     pending = list(rows)
     while pending:
         progress = False
         for row in list(pending):
             key = (row.table, row.ids.primary_id)
             kids = {child for column in children.get(key, {}).values() for child in column}
-            if all(kid in {ids[k] for k in placed} for kid in kids):
+            if kids <= placed:
                 ordered.append(row)
                 placed.add(key)
                 pending.remove(row)
                 progress = True
         if not progress:
             raise ValueError("reference cycle among the rows")
+    return ordered, position, children
+
+
+def nbctl_commands(rows: Sequence[DesiredRow]) -> list[str]:
+    """ovn-nbctl arguments creating ``rows`` (all links inside the batch) in one transaction."""
+    ordered, position, children = plan_batch(rows)
+    ids = {key: f"@r{index}" for key, index in position.items()}
     args: list[str] = []
     for row in ordered:
         key = (row.table, row.ids.primary_id)
@@ -77,7 +92,7 @@ def nbctl_commands(rows: Sequence[DesiredRow]) -> list[str]:
         columns = dict(row.columns)
         columns["external_ids"] = row.external_ids()
         for column, members in children.get(key, {}).items():
-            columns[column] = [_Raw(m) for m in members]
+            columns[column] = [_Raw(ids[m]) for m in members]
         for name, value in columns.items():
             args.append(f"{name}={_value(value, ids)}")
     return args

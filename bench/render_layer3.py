@@ -53,6 +53,7 @@ elif os.environ.get(C_JSON_ENV) == "0":
 
 from nbctl_floor import nbctl_commands, run_nbctl  # noqa: E402
 from ovnk_layer3.desired import build_network, build_node, build_pod  # noqa: E402
+from raw_txn import RawConnection, transact_ops  # noqa: E402
 
 from ovnk_core.config.values import ClusterSubnet  # noqa: E402
 from ovnk_core.networks.addressing import mac_from_ip  # noqa: E402
@@ -184,6 +185,20 @@ def floor_phase(remote: str, workload: Workload) -> float:
     return time.perf_counter() - start
 
 
+def raw_phase(remote: str, workload: Workload) -> float:
+    """The same rows as one raw transaction per network from this process (no IDL)."""
+    connection = RawConnection(remote)
+    try:
+        start = time.perf_counter()
+        for index in range(workload.networks):
+            rows = [row for step in owners_of(workload, index) for rows in step.values()
+                    for row in rows]
+            connection.transact("OVN_Northbound", transact_ops(rows))
+        return time.perf_counter() - start
+    finally:
+        connection.close()
+
+
 def same_rows(remote_a: str, remote_b: str) -> list[str]:
     from ovnk_core.ovn.nb import NbClient
     from ovnk_core.ovn.snapshot import difference, snapshot
@@ -195,8 +210,11 @@ def same_rows(remote_a: str, remote_b: str) -> list[str]:
 def one_run(workload: Workload, workdir: Path, c_json: bool, check: bool) -> dict[str, Any]:
     ovnk_db = OvsdbServer("ovnk", workdir / f"ovnk-{time.monotonic_ns()}", NB_SCHEMA).start()
     floor_db = OvsdbServer("floor", workdir / f"floor-{time.monotonic_ns()}", NB_SCHEMA).start()
+    raw_db = OvsdbServer("raw", workdir / f"raw-{time.monotonic_ns()}", NB_SCHEMA).start()
     try:
         floor = floor_phase(floor_db.remote, workload)
+        raw = raw_phase(raw_db.remote, workload)
+        raw_differences = same_rows(raw_db.remote, floor_db.remote) if check else []
         ovnk = in_child(ovnk_phase, ovnk_db.remote, workload, c_json=c_json)
         restart = in_child(ovnk_phase, ovnk_db.remote, workload, c_json=c_json)
         differences = same_rows(ovnk_db.remote, floor_db.remote) if check else []
@@ -204,6 +222,10 @@ def one_run(workload: Workload, workdir: Path, c_json: bool, check: bool) -> dic
     finally:
         ovnk_db.stop()
         floor_db.stop()
+        raw_db.stop()
+    if raw_differences:
+        raise SystemExit("raw transactions and the floor wrote different rows:\n" +
+                         "\n".join(raw_differences[:20]))
     if differences:
         raise SystemExit("ovnk and the floor wrote different rows:\n" +
                          "\n".join(differences[:20]))
@@ -212,15 +234,15 @@ def one_run(workload: Workload, workdir: Path, c_json: bool, check: bool) -> dic
                          "expected 0")
     if deleted["left"]:
         raise SystemExit(f"leak: {deleted['left']} ovnk-owned rows left after deleting all")
-    return {"floor_seconds": floor, "ovnk_seconds": ovnk["seconds"],
+    return {"floor_seconds": floor, "raw_seconds": raw, "ovnk_seconds": ovnk["seconds"],
             "ratio": ovnk["seconds"] / floor, "peak_rss_mb": ovnk["peak_rss_mb"],
             "restart_seconds": restart["seconds"], "restart_writes": restart["transactions"],
             "delete_seconds": deleted["seconds"], "parser": ovnk["parser"]}
 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    keys = ("floor_seconds", "ovnk_seconds", "ratio", "peak_rss_mb", "restart_seconds",
-            "delete_seconds")
+    keys = ("floor_seconds", "raw_seconds", "ovnk_seconds", "ratio", "peak_rss_mb",
+            "restart_seconds", "delete_seconds")
     return {key: statistics.median(r[key] for r in runs) for key in keys} | {
         "parser": runs[0]["parser"], "runs": len(runs)}
 
@@ -263,15 +285,16 @@ def main(argv: list[str] | None = None) -> int:
           f"{workload.pods} pods/node, median of {args.repeat} run(s) "
           f"({report['environment']['ovn']}, Python {report['environment']['python']}, "
           f"{report['environment']['cpus']} CPUs, standalone NB)")
-    print(f"{'ovs JSON parser':<16}{'floor s':>9}{'ovnk s':>9}{'ratio':>7}{'RSS MB':>8}"
-          f"{'restart s':>11}{'writes':>8}{'delete s':>10}")
+    print(f"{'ovs JSON parser':<16}{'floor s':>9}{'raw txn s':>11}{'ovnk s':>9}{'ratio':>7}"
+          f"{'RSS MB':>8}{'restart s':>11}{'writes':>8}{'delete s':>10}")
     for name, entry in report["parsers"].items():
         m = entry["median"]
-        print(f"{name:<16}{m['floor_seconds']:>9.2f}{m['ovnk_seconds']:>9.2f}"
+        print(f"{name:<16}{m['floor_seconds']:>9.2f}{m['raw_seconds']:>11.2f}"
+              f"{m['ovnk_seconds']:>9.2f}"
               f"{m['ratio']:>7.2f}{m['peak_rss_mb']:>8.0f}{m['restart_seconds']:>11.2f}"
               f"{0:>8}{m['delete_seconds']:>10.2f}")
-    print("rows: ovnk's NB equals the floor's NB (checked); restart wrote nothing; "
-          "no ovnk-owned row left after delete-all")
+    print("rows: ovnk's NB and the raw transactions' NB equal the floor's NB (checked); "
+          "restart wrote nothing; no ovnk-owned row left after delete-all")
     args.results.mkdir(parents=True, exist_ok=True)
     out = args.results / f"render_layer3-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps(report, indent=2))

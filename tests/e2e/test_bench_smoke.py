@@ -32,8 +32,9 @@ def test_render_benchmark_runs_and_checks_itself(tmp_path: Path,
     report = json.loads(result.read_text())
     for entry in report["parsers"].values():
         assert entry["median"]["ovnk_seconds"] > 0 and entry["median"]["floor_seconds"] > 0
+        assert entry["median"]["raw_seconds"] > 0
         assert all(run["restart_writes"] == 0 for run in entry["runs"])
-    assert "ovnk's NB equals the floor's NB" in capsys.readouterr().out
+    assert "the raw transactions' NB equal the floor's NB" in capsys.readouterr().out
 
 
 @pytest.mark.unit
