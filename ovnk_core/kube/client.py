@@ -17,7 +17,7 @@ from typing import Any
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
-from ovnk_core.kube.errors import ApiError, error_from_response
+from ovnk_core.kube.errors import ApiError, NotFound, error_from_response
 from ovnk_core.kube.resources import Resource
 
 log = logging.getLogger(__name__)
@@ -114,6 +114,16 @@ class KubeClient:
         if preconditions:
             body["preconditions"] = dict(preconditions)
         return self._json("DELETE", resource.path(namespace, name), body=body)
+
+    def delete_if_exists(self, resource: Resource, name: str,
+                         namespace: str | None = None) -> bool:
+        """Delete the object; False when it was already gone (not an error for callers that
+        converge to "absent")."""
+        try:
+            self.delete(resource, name, namespace)
+        except NotFound:
+            return False
+        return True
 
     def watch(self, resource: Resource, namespace: str | None = None,
               resource_version: str | None = None, label_selector: str | None = None,

@@ -195,10 +195,7 @@ class EndpointSliceController:
 
     def _delete(self, slice_: JSON) -> None:
         meta = slice_["metadata"]
-        try:
-            self.client.delete(ENDPOINTSLICES, meta["name"], meta.get("namespace"))
-        except NotFound:
-            pass
+        self.client.delete_if_exists(ENDPOINTSLICES, meta["name"], meta.get("namespace"))
 
     def start(self) -> None:
         for informer in (self.services, self.pods, self.slices):

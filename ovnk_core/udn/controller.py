@@ -243,10 +243,7 @@ class UdnControllers:
                 return
             except Conflict:
                 raise NotReady(f"NAD {key} changed meanwhile", delay=0.1) from None
-        try:
-            self.client.delete(NADS, meta["name"], meta["namespace"])
-        except NotFound:
-            pass
+        self.client.delete_if_exists(NADS, meta["name"], meta["namespace"])
         log.info("deleted NAD %s", key)
 
     def _set_finalizer(self, resource: Any, obj: JSON, present: bool) -> JSON | None:

@@ -211,10 +211,7 @@ class EndpointSliceMirror:
 
     def _delete(self, slice_: JSON) -> None:
         meta = slice_["metadata"]
-        try:
-            self.client.delete(ENDPOINTSLICES, meta["name"], meta.get("namespace"))
-        except NotFound:
-            pass
+        self.client.delete_if_exists(ENDPOINTSLICES, meta["name"], meta.get("namespace"))
         self.writes.deleted(slice_)
 
     def _report(self, key: str, error: BaseException, _kind: str) -> None:
