@@ -35,12 +35,11 @@ from pathlib import Path
 from ovnk_core.errors import NotReady, OvnkError, PermanentError
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.factory import InformerFactory
-from ovnk_core.kube.resources import NADS, NODES
 from ovnk_core.networks.addressing import masquerade_ips
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, network_prefix
 from ovnk_core.node import netlink, nft
 from ovnk_core.node.netns import run_in_netns
-from ovnk_core.node.networks import primary_networks
+from ovnk_core.node.networks import primary_networks, watch_node_and_networks
 from ovnk_core.zone.node_facts import GATEWAY_CONFIG_ANNOTATION, parse_gateway_config
 
 log = logging.getLogger(__name__)
@@ -192,11 +191,9 @@ class NodeGateway:
         self.physical_network = physical_network
         self.uplink = uplink
         self.resync = resync
-        self.nodes = informers.get(NODES, field_selector=f"metadata.name={node}")
-        self.nads = informers.get(NADS)
         self.controller = Controller(f"node-gateway-{node}", self.reconcile)
-        self.controller.watch(self.nodes, key_func=lambda _obj: [GATEWAY_KEY])
-        self.controller.watch(self.nads, key_func=lambda _obj: [GATEWAY_KEY])
+        self.nodes, self.nads = watch_node_and_networks(informers, node, self.controller,
+                                                        GATEWAY_KEY)
         self._applied: list[str] | None = None
         self._host_ready = False
         self._neighbors: set[str] = set()

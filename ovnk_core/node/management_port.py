@@ -26,11 +26,10 @@ from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
-from ovnk_core.kube.resources import NADS, NODES
 from ovnk_core.networks.addressing import gateway_ip, mac_from_ip, management_ip
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, network_prefix
 from ovnk_core.node import netlink
-from ovnk_core.node.networks import primary_networks
+from ovnk_core.node.networks import primary_networks, watch_node_and_networks
 from ovnk_core.node.pod_network import INTEGRATION_BRIDGE, Vsctl
 
 log = logging.getLogger(__name__)
@@ -143,11 +142,9 @@ class ManagementPorts:
         self.node_netns = node_netns
         self.default_cluster_subnets = default_cluster_subnets
         self.recorder = recorder
-        self.nodes = informers.get(NODES, field_selector=f"metadata.name={node}")
-        self.nads = informers.get(NADS)
         self.controller = Controller(f"node-management-ports-{node}", self.reconcile)
-        self.controller.watch(self.nodes, key_func=lambda _obj: [PORTS_KEY])
-        self.controller.watch(self.nads, key_func=lambda _obj: [PORTS_KEY])
+        self.nodes, self.nads = watch_node_and_networks(informers, node, self.controller,
+                                                        PORTS_KEY)
         self._use_vrf: bool | None = None
         self._vrf_reported = False
 

@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from ovnk_core.clustermanager.nad_controller import annotated_id
 from ovnk_core.errors import NetworkConfigError
 from ovnk_core.kube.client import JSON
+from ovnk_core.kube.controller import Controller
+from ovnk_core.kube.factory import InformerFactory
+from ovnk_core.kube.informer import Informer
+from ovnk_core.kube.resources import NADS, NODES
 from ovnk_core.networks.netconf import parse_common
 
 GATEWAY_TOPOLOGIES = ("layer3", "layer2")
@@ -61,3 +65,14 @@ def primary_networks(nads: Iterable[JSON]) -> list[PrimaryNetwork]:
         found[conf.name] = PrimaryNetwork(conf.name, network_id, conf.topology,
                                           cluster_subnets(conf.raw.get("subnets")))
     return [found[name] for name in sorted(found)]
+
+
+def watch_node_and_networks(informers: InformerFactory, node: str, controller: Controller,
+                            key: str) -> tuple[Informer, Informer]:
+    """The informers of this node's Node object and of the NADs, each change of either
+    enqueueing ``key`` (node-wide controllers reconcile one key)."""
+    nodes = informers.get(NODES, field_selector=f"metadata.name={node}")
+    nads = informers.get(NADS)
+    controller.watch(nodes, key_func=lambda _obj: [key])
+    controller.watch(nads, key_func=lambda _obj: [key])
+    return nodes, nads

@@ -20,7 +20,6 @@ import pytest
 
 from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager.app import ClusterManager
-from ovnk_core.config import load_config
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
@@ -35,6 +34,7 @@ from ovnk_core.reachability.endpoints import find_endpoint
 from ovnk_core.reachability.matrix import build_matrix
 from ovnk_core.reachability.render import render_svg, render_text, write_picture
 from ovnk_core.testing.apiserver_fixtures import with_crds
+from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.neighbors import learn_neighbor
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
 from ovnk_core.testing.waiting import wait_until
@@ -43,8 +43,7 @@ from ovnk_core.zone.controller import ZoneController
 
 pytestmark = pytest.mark.e2e
 
-CONFIG = load_config({"enable_multi_network": "true", "enable_network_segmentation": "true",
-                      "v4_masquerade_subnet": "169.254.0.0/17"}, env={})
+CONFIG = udn_config()
 POD_NETWORKS = "k8s.ovn.org/pod-networks"
 
 

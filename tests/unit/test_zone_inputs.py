@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from ovnk_core.config import load_config
 from ovnk_core.errors import PermanentError
 from ovnk_core.local.cluster import build_node
 from ovnk_core.plugins import PluginHost
+from ovnk_core.testing.configs import udn_config
 from ovnk_core.zone.controller import pod_attachments, pod_nad_keys
 from ovnk_core.zone.networks import GONE, READY, WAITING, lookup_network
 from ovnk_core.zone.node_facts import parse_gateway_config, read_node
@@ -22,8 +22,7 @@ from ovnk_core.zone.owners import (
     scope_pod,
 )
 
-CONFIG = load_config({"enable_multi_network": "true", "enable_network_segmentation": "true",
-                      "v4_masquerade_subnet": "169.254.0.0/17"}, env={})
+CONFIG = udn_config()
 
 
 def test_node_facts_from_the_local_cluster_node() -> None:

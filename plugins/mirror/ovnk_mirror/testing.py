@@ -14,17 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ovnk_core.clustermanager.context import ClusterManagerContext
-from ovnk_core.config import load_config
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.resources import ENDPOINTSLICES, NAMESPACES, PODS, SERVICES
 from ovnk_core.networks.netconf import parse_netconf
 from ovnk_core.plugins import PluginHost
+from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.waiting import wait_until
 from ovnk_mirror.controller import EndpointSliceMirror
 from ovnk_mirror.mirror import MANAGED_BY_LABEL, MIRROR_CONTROLLER, SOURCE_ANNOTATION
 
-CONFIG = load_config({"enable_multi_network": "true", "enable_network_segmentation": "true",
-                      "v4_masquerade_subnet": "169.254.0.0/17"}, env={})
+CONFIG = udn_config()
 DEFAULT_MANAGER = "endpointslice-controller.k8s.io"
 
 

@@ -8,14 +8,13 @@ import pytest
 
 from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager.app import ClusterManager
-from ovnk_core.config import load_config
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import NODES
 from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.apiserver_fixtures import with_crds
+from ovnk_core.testing.configs import udn_config
 
-UDN_CONFIG = load_config({"enable_multi_network": "true", "enable_network_segmentation": "true",
-                          "v4_masquerade_subnet": "169.254.0.0/17"}, env={})
+UDN_CONFIG = udn_config()
 
 
 @pytest.fixture

@@ -17,12 +17,11 @@ from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.resources import ENDPOINTSLICES, NAMESPACES, NODES, PODS, SERVICES, UDNS
 from ovnk_core.plugins import PluginHost
+from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
 
 pytestmark = pytest.mark.unit
-UDN = {"enable_multi_network": "true", "enable_network_segmentation": "true",
-       "v4_masquerade_subnet": "169.254.0.0/17"}
 
 
 def test_hook_ovnk_cluster_manager_controllers(client: KubeClient) -> None:
@@ -40,7 +39,7 @@ def test_hook_ovnk_cluster_manager_controllers(client: KubeClient) -> None:
             context.on_networks_changed(lambda name: seen.setdefault("network", name))
             return [controller]
 
-    config = load_config(UDN, env={})
+    config = udn_config()
     host = PluginHost.load(config)
     host.manager.register(Contributor())
     manager = ClusterManager(config, client, host, identity="t")
