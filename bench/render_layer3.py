@@ -37,20 +37,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-DEBIAN_OVS = Path("/usr/lib/python3/dist-packages/ovs")
-C_JSON_ENV = "OVNK_BENCH_C_JSON"
-if os.environ.get(C_JSON_ENV) == "1":
-    # Before anything imports ovs.json: let the ovs package find Debian's C parser
-    # (python3-openvswitch, built for this CPython minor version) if bootstrap did not
-    # link it into the virtualenv.
-    import ovs
 
-    ovs.__path__.append(str(DEBIAN_OVS))
-elif os.environ.get(C_JSON_ENV) == "0":
-    import ovs.json
-
-    ovs.json.PARSER = ovs.json.PARSER_PY  # the pure-Python parser, for comparison
-
+from nb_digest import digest, digest_difference  # noqa: E402
 from nbctl_floor import nbctl_commands, run_nbctl  # noqa: E402
 from ovnk_layer3.desired import build_network, build_node, build_pod  # noqa: E402
 from raw_txn import RawConnection, transact_ops  # noqa: E402
@@ -113,23 +101,17 @@ def owners_of(workload: Workload, index: int) -> list[dict[Owner, list[DesiredRo
     return steps
 
 
-def json_parser() -> str:
-    import ovs.json
-
-    return str(ovs.json.PARSER)
-
-
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def ovnk_phase(remote: str, workload: Workload, queue: Any) -> None:
-    """Child process: converge everything; report time, writes, RSS."""
-    from ovnk_core.ovn.nb import NbClient
+    """Child process: converge everything as the zone controller does; report time,
+    writes, RSS."""
+    from ovnk_core.ovn.writer import NbWriter
 
-    parser = json_parser()
     start = time.perf_counter()
-    nb = NbClient([remote], timeout=600).start()
+    nb = NbWriter([remote], timeout=3600).start()
     connected = time.perf_counter()
     for index in range(workload.networks):
         for step in owners_of(workload, index):
@@ -137,15 +119,14 @@ def ovnk_phase(remote: str, workload: Workload, queue: Any) -> None:
     done = time.perf_counter()
     queue.put({"seconds": done - start, "connect_seconds": connected - start,
                "transactions": nb.transactions, "peak_rss_mb": _peak_rss_mb(),
-               "parser": parser})
+               "owned_rows": nb.owned_row_count()})
     nb.stop()
 
 
 def delete_phase(remote: str, workload: Workload, queue: Any) -> None:
-    from ovnk_core.ovn.nb import NbClient
-    from ovnk_core.ovn.snapshot import snapshot
+    from ovnk_core.ovn.writer import NbWriter
 
-    nb = NbClient([remote], timeout=600).start()
+    nb = NbWriter([remote], timeout=3600).start()
     start = time.perf_counter()
     for index in range(workload.networks):
         steps = owners_of(workload, index)
@@ -154,21 +135,20 @@ def delete_phase(remote: str, workload: Workload, queue: Any) -> None:
             apply_many(nb, {owner: [] for owner in step if owner not in network})
             apply_many(nb, {owner: [] for owner in network})
     seconds = time.perf_counter() - start
-    queue.put({"seconds": seconds, "left": len(snapshot(nb))})
     nb.stop()
+    # An independent read decides what is left.
+    with NbWriter([remote], timeout=3600).start() as fresh:
+        left = fresh.owned_row_count()
+    queue.put({"seconds": seconds, "left": left})
 
 
-def in_child(target: Any, *args: Any, c_json: bool = False) -> dict[str, Any]:
-    """Run ``target`` in a fresh interpreter (its own RSS, its own IDL)."""
+def in_child(target: Any, *args: Any) -> dict[str, Any]:
+    """Run ``target`` in a fresh interpreter (its own RSS)."""
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     process = context.Process(target=target, args=(*args, queue))
-    os.environ[C_JSON_ENV] = "1" if c_json else "0"
-    try:
-        process.start()
-    finally:
-        os.environ.pop(C_JSON_ENV, None)
-    result: dict[str, Any] = queue.get(timeout=3600)
+    process.start()
+    result: dict[str, Any] = queue.get(timeout=7200)
     process.join()
     return result
 
@@ -200,14 +180,10 @@ def raw_phase(remote: str, workload: Workload) -> float:
 
 
 def same_rows(remote_a: str, remote_b: str) -> list[str]:
-    from ovnk_core.ovn.nb import NbClient
-    from ovnk_core.ovn.snapshot import difference, snapshot
-
-    with NbClient([remote_a]).start() as a, NbClient([remote_b]).start() as b:
-        return difference(snapshot(a), snapshot(b))
+    return digest_difference(digest(remote_a), digest(remote_b))
 
 
-def one_run(workload: Workload, workdir: Path, c_json: bool, check: bool) -> dict[str, Any]:
+def one_run(workload: Workload, workdir: Path, check: bool) -> dict[str, Any]:
     ovnk_db = OvsdbServer("ovnk", workdir / f"ovnk-{time.monotonic_ns()}", NB_SCHEMA).start()
     floor_db = OvsdbServer("floor", workdir / f"floor-{time.monotonic_ns()}", NB_SCHEMA).start()
     raw_db = OvsdbServer("raw", workdir / f"raw-{time.monotonic_ns()}", NB_SCHEMA).start()
@@ -215,8 +191,8 @@ def one_run(workload: Workload, workdir: Path, c_json: bool, check: bool) -> dic
         floor = floor_phase(floor_db.remote, workload)
         raw = raw_phase(raw_db.remote, workload)
         raw_differences = same_rows(raw_db.remote, floor_db.remote) if check else []
-        ovnk = in_child(ovnk_phase, ovnk_db.remote, workload, c_json=c_json)
-        restart = in_child(ovnk_phase, ovnk_db.remote, workload, c_json=c_json)
+        ovnk = in_child(ovnk_phase, ovnk_db.remote, workload)
+        restart = in_child(ovnk_phase, ovnk_db.remote, workload)
         differences = same_rows(ovnk_db.remote, floor_db.remote) if check else []
         deleted = in_child(delete_phase, ovnk_db.remote, workload)
     finally:
@@ -237,26 +213,23 @@ def one_run(workload: Workload, workdir: Path, c_json: bool, check: bool) -> dic
     return {"floor_seconds": floor, "raw_seconds": raw, "ovnk_seconds": ovnk["seconds"],
             "ratio": ovnk["seconds"] / floor, "peak_rss_mb": ovnk["peak_rss_mb"],
             "restart_seconds": restart["seconds"], "restart_writes": restart["transactions"],
-            "delete_seconds": deleted["seconds"], "parser": ovnk["parser"]}
+            "restart_peak_rss_mb": restart["peak_rss_mb"], "owned_rows": ovnk["owned_rows"],
+            "delete_seconds": deleted["seconds"]}
 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     keys = ("floor_seconds", "raw_seconds", "ovnk_seconds", "ratio", "peak_rss_mb",
-            "restart_seconds", "delete_seconds")
+            "restart_seconds", "restart_peak_rss_mb", "delete_seconds")
     return {key: statistics.median(r[key] for r in runs) for key in keys} | {
-        "parser": runs[0]["parser"], "runs": len(runs)}
+        "runs": len(runs), "owned_rows": runs[0]["owned_rows"]}
 
 
 def environment() -> dict[str, Any]:
     import subprocess
 
-    import ovsdbapp  # type: ignore[import-untyped]
-
     ovn = subprocess.run(["ovn-nbctl", "--version"], capture_output=True, text=True)
     return {"python": platform.python_version(), "ovn": ovn.stdout.splitlines()[0],
-            "ovsdbapp": getattr(ovsdbapp, "__version__", "?"), "cpus": os.cpu_count(),
-            "db_mode": "standalone", "c_json_available": DEBIAN_OVS.joinpath(
-                "_json.cpython-311-x86_64-linux-gnu.so").exists()}
+            "cpus": os.cpu_count(), "db_mode": "standalone"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -270,29 +243,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     workload = Workload(args.networks, args.nodes, args.pods)
     report: dict[str, Any] = {"workload": vars(workload) | {"repeat": args.repeat},
-                              "environment": environment(), "parsers": {}}
+                              "environment": environment()}
     with tempfile.TemporaryDirectory(prefix="ovnk-bench-") as tmp:
         workdir = Path(tmp)
         if not args.no_warmup:
-            one_run(Workload(2, 2, 0), workdir, False, True)
-        parsers = [False, True] if report["environment"]["c_json_available"] else [False]
-        for c_json in parsers:
-            runs = [one_run(workload, workdir, c_json, check=(i == 0))
-                    for i in range(args.repeat)]
-            summary = summarise(runs)
-            report["parsers"][summary["parser"]] = {"median": summary, "runs": runs}
+            one_run(Workload(2, 2, 0), workdir, True)
+        runs = [one_run(workload, workdir, check=(i == 0)) for i in range(args.repeat)]
+    m = report["median"] = summarise(runs)
+    report["runs"] = runs
     print(f"Layer3 render: {workload.networks} networks x {workload.nodes} nodes x "
-          f"{workload.pods} pods/node, median of {args.repeat} run(s) "
+          f"{workload.pods} pods/node ({m['owned_rows']} rows), median of {args.repeat} run(s) "
           f"({report['environment']['ovn']}, Python {report['environment']['python']}, "
           f"{report['environment']['cpus']} CPUs, standalone NB)")
-    print(f"{'ovs JSON parser':<16}{'floor s':>9}{'raw txn s':>11}{'ovnk s':>9}{'ratio':>7}"
-          f"{'RSS MB':>8}{'restart s':>11}{'writes':>8}{'delete s':>10}")
-    for name, entry in report["parsers"].items():
-        m = entry["median"]
-        print(f"{name:<16}{m['floor_seconds']:>9.2f}{m['raw_seconds']:>11.2f}"
-              f"{m['ovnk_seconds']:>9.2f}"
-              f"{m['ratio']:>7.2f}{m['peak_rss_mb']:>8.0f}{m['restart_seconds']:>11.2f}"
-              f"{0:>8}{m['delete_seconds']:>10.2f}")
+    print(f"{'floor s':>9}{'raw txn s':>11}{'ovnk s':>9}{'ratio':>7}{'RSS MB':>8}"
+          f"{'restart s':>11}{'writes':>8}{'restart RSS':>13}{'delete s':>10}")
+    print(f"{m['floor_seconds']:>9.2f}{m['raw_seconds']:>11.2f}{m['ovnk_seconds']:>9.2f}"
+          f"{m['ratio']:>7.2f}{m['peak_rss_mb']:>8.0f}{m['restart_seconds']:>11.2f}"
+          f"{0:>8}{m['restart_peak_rss_mb']:>13.0f}{m['delete_seconds']:>10.2f}")
     print("rows: ovnk's NB and the raw transactions' NB equal the floor's NB (checked); "
           "restart wrote nothing; no ovnk-owned row left after delete-all")
     args.results.mkdir(parents=True, exist_ok=True)

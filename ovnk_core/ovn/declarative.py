@@ -16,37 +16,22 @@ port is a member of its switch's ``ports``, an ACL of its port group's
 * deletes rows of the owner that are no longer desired, unlinking them from
   their owned parents first.
 
-Rows are matched by ``k8s.ovn.org/id`` through the IDL index; rows without
-ovnk's ownership keys are never read as "ours", never changed, never
-deleted, and a desired link into such a row is refused.  When nothing
-differs the transaction is empty and nothing is sent to the server: a
-restart with nothing changed writes nothing.
-
-The diff runs inside the transaction's command, on the IDL thread, so when
-the server answers "try again" (someone changed a row meanwhile) it is
-recomputed from the new state.
+Rows are matched by ``k8s.ovn.org/id``; rows without ovnk's ownership keys
+are never read as "ours", never changed, never deleted, and a desired link
+into such a row is refused (``MissingReference``).  When nothing differs no
+transaction is sent: a restart with nothing changed writes nothing.  The
+diff and the transaction are the writer's (``writer.NbWriter``,
+``txn_plan``); this module is the model callers build.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from ovsdbapp.backend.ovs_idl import command as ovsdbapp_command
+from typing import Any, Protocol
 
 from ovnk_core.errors import OvnkError
-from ovnk_core.ovn.index import OWNER_SCOPE_KEY, owner_scope
-from ovnk_core.ovn.nb import NbClient
-from ovnk_core.ovn.ownership import (
-    ID_KEY,
-    OWNER_CONTROLLER_KEY,
-    OWNER_KEY,
-    ObjectIDs,
-    Owner,
-    is_owned,
-)
+from ovnk_core.ovn.ownership import ObjectIDs, Owner
 
 
 class DesiredStateError(OvnkError):
@@ -124,30 +109,33 @@ class ApplyResult:
         self.unlinked += other.unlinked
 
 
-def apply(nb: NbClient, owner: Owner, rows: Iterable[DesiredRow]) -> ApplyResult:
+class RowWriter(Protocol):
+    """What ``apply`` needs: the NB schema and a way to converge owners."""
+
+    @property
+    def schema(self) -> Any: ...
+
+    def apply_many(self, desired: Mapping[Owner, Sequence[DesiredRow]]) -> ApplyResult: ...
+
+
+def apply(nb: RowWriter, owner: Owner, rows: Iterable[DesiredRow]) -> ApplyResult:
     """Converge the rows of ``owner`` to ``rows`` in one transaction."""
     return apply_many(nb, {owner: list(rows)})
 
 
-def apply_many(nb: NbClient, desired: Mapping[Owner, Sequence[DesiredRow]]) -> ApplyResult:
-    """Converge several owners in one transaction (all or nothing)."""
+def apply_many(nb: RowWriter, desired: Mapping[Owner, Sequence[DesiredRow]]) -> ApplyResult:
+    """Converge several owners in one transaction."""
     for owner, rows in desired.items():
-        _validate(owner, rows, nb.idl.tables)
-    cmd = _ApplyCommand(nb, desired)
-    with nb.transaction() as txn:
-        txn.add(cmd)
-    result: ApplyResult = cmd.result
-    if result.changed:
-        nb.transactions += 1
-    return result
+        validate(owner, rows, nb.schema.tables)
+    return nb.apply_many(desired)
 
 
-def delete_owner(nb: NbClient, owner: Owner) -> ApplyResult:
+def delete_owner(nb: RowWriter, owner: Owner) -> ApplyResult:
     """Remove every row of ``owner`` (the same as applying an empty set)."""
     return apply(nb, owner, [])
 
 
-def _validate(owner: Owner, rows: Sequence[DesiredRow], tables: Mapping[str, Any]) -> None:
+def validate(owner: Owner, rows: Sequence[DesiredRow], tables: Mapping[str, Any]) -> None:
     seen: set[tuple[str, str]] = set()
     for row in rows:
         table = tables.get(row.table)
@@ -191,198 +179,7 @@ def _validate(owner: Owner, rows: Sequence[DesiredRow], tables: Mapping[str, Any
                 "not an external_ids column")
 
 
-class _ApplyCommand(ovsdbapp_command.BaseCommand):  # type: ignore[misc]
-    def __init__(self, nb: NbClient, desired: Mapping[Owner, Sequence[DesiredRow]]) -> None:
-        super().__init__(nb.api)
-        self.nb = nb
-        self.desired = desired
-
-    def run_idl(self, txn: Any) -> None:
-        self.result = _Applier(self.nb, txn).run(self.desired)
-
-
-class _Applier:
-    """The diff-and-write of one transaction attempt (recomputed on TRY_AGAIN)."""
-
-    def __init__(self, nb: NbClient, txn: Any) -> None:
-        self.idl = nb.idl
-        self.txn = txn
-        self.result = ApplyResult()
-        self.resolved: dict[tuple[str, str], Any] = {}
-        self.new_rows: dict[uuid.UUID, Any] = {}
-        self.pending_new_sets: dict[tuple[uuid.UUID, str], set[uuid.UUID]] = {}
-
-    # -- lookups ---------------------------------------------------------------------------
-    def _row(self, table: str, row_uuid: uuid.UUID) -> Any | None:
-        return self.idl.tables[table].rows.get(row_uuid)
-
-    def _by_id(self, table: str, primary_id: str) -> Any | None:
-        with self.idl.index_lock:
-            keys = self.idl.ids_index.find(ID_KEY, primary_id)
-        for row_table, row_uuid in keys:
-            if row_table == table:
-                row = self._row(table, row_uuid)
-                if row is not None and row.external_ids.get(ID_KEY) == primary_id:
-                    return row
-        return None
-
-    def _owned_rows(self, owner: Owner) -> dict[tuple[str, str], Any]:
-        with self.idl.index_lock:
-            keys = self.idl.ids_index.find(OWNER_SCOPE_KEY,
-                                           owner_scope(owner.controller, owner.key))
-        found = {}
-        for table, row_uuid in keys:
-            row = self._row(table, row_uuid)
-            if row is None:
-                continue
-            ext = row.external_ids
-            if (ext.get(OWNER_CONTROLLER_KEY) == owner.controller
-                    and ext.get(OWNER_KEY) == owner.key and ID_KEY in ext):
-                found[(table, ext[ID_KEY])] = row
-        return found
-
-    def _resolve(self, ref: Ref) -> Any:
-        row = self.resolved.get((ref.table, ref.primary_id))
-        if row is None:
-            row = self._by_id(ref.table, ref.primary_id)
-        if row is None:
-            raise MissingReference(f"{ref.table} {ref.primary_id} does not exist (yet)")
-        return row
-
-    # -- the run ---------------------------------------------------------------------------
-    def run(self, desired: Mapping[Owner, Sequence[DesiredRow]]) -> ApplyResult:
-        all_rows = [row for rows in desired.values() for row in rows]
-        # 1. find or insert every desired row, so references can be resolved.
-        for row in all_rows:
-            existing = self._by_id(row.table, row.ids.primary_id)
-            if existing is None:
-                existing = self.txn.insert(self.idl.tables[row.table])
-                self.new_rows[existing.uuid] = existing
-                self.result.created += 1
-            self.resolved[(row.table, row.ids.primary_id)] = existing
-        # 2. columns
-        for row in all_rows:
-            self._write_columns(row)
-        # 3. links
-        wanted_links: dict[uuid.UUID, set[tuple[str, uuid.UUID, str]]] = {}
-        for row in all_rows:
-            target = self.resolved[(row.table, row.ids.primary_id)]
-            wanted = wanted_links.setdefault(target.uuid, set())
-            for link in row.links:
-                parent = self._resolve(link.parent)
-                if parent.uuid not in self.new_rows and not is_owned(parent.external_ids):
-                    raise DesiredStateError(
-                        f"{row.table} {row.ids.primary_id}: parent {link.parent.table} "
-                        f"{link.parent.primary_id} is not owned by ovnk")
-                wanted.add((link.parent.table, parent.uuid, link.column))
-                self._link(parent, link.column, target)
-            if target.uuid not in self.new_rows:
-                self._unlink_unwanted(target, wanted)
-        for (parent_uuid, column), members in self.pending_new_sets.items():
-            setattr(self.new_rows[parent_uuid], column, sorted(members))
-        # 4. stale rows of every owner
-        for owner, rows in desired.items():
-            keep = {(row.table, row.ids.primary_id) for row in rows}
-            for key, stale in self._owned_rows(owner).items():
-                if key not in keep and stale.uuid not in self.new_rows:
-                    self._delete(key[0], stale)
-        return self.result
-
-    def _write_columns(self, row: DesiredRow) -> None:
-        target = self.resolved[(row.table, row.ids.primary_id)]
-        table = self.idl.tables[row.table]
-        values = dict(row.columns)
-        values["external_ids"] = row.external_ids()
-        is_new = target.uuid in self.new_rows
-        changed = False
-        for name, value in values.items():
-            column_type = table.columns[name].type
-            wanted = self._to_python(value)
-            if not is_new:
-                current = target._data[name].to_python(_uuid_of_row) if target._data else None
-                if _canonical(column_type, current) == _canonical(column_type, wanted):
-                    continue
-                changed = True
-            setattr(target, name, _setter_value(column_type, wanted))
-        if changed:
-            self.result.updated += 1
-
-    def _to_python(self, value: Any) -> Any:
-        if isinstance(value, Ref):
-            return self._resolve(value).uuid
-        if isinstance(value, list | tuple | set | frozenset):
-            return [self._to_python(item) for item in value]
-        if isinstance(value, dict):
-            return {key: self._to_python(item) for key, item in value.items()}
-        return value
-
-    def _link(self, parent: Any, column: str, child: Any) -> None:
-        if parent.uuid in self.new_rows:
-            self.pending_new_sets.setdefault((parent.uuid, column), set()).add(child.uuid)
-            self.result.linked += 1
-            return
-        current = parent._data[column].to_python(_uuid_of_row) if parent._data else []
-        if child.uuid in set(_as_list(current)):
-            return
-        parent.addvalue(column, child.uuid)
-        self.result.linked += 1
-
-    def _unlink_unwanted(self, target: Any, wanted: set[tuple[str, uuid.UUID, str]]) -> None:
-        with self.idl.index_lock:
-            referrers = self.idl.backrefs.referrers(target.uuid)
-        for table, parent_uuid, column in referrers:
-            if (table, parent_uuid, column) in wanted:
-                continue
-            if not is_reference_set(self.idl.tables[table].columns[column]):
-                continue
-            parent = self._row(table, parent_uuid)
-            if parent is None or not is_owned(parent.external_ids):
-                continue
-            parent.delvalue(column, target.uuid)
-            self.result.unlinked += 1
-
-    def _delete(self, table: str, row: Any) -> None:
-        with self.idl.index_lock:
-            referrers = self.idl.backrefs.referrers(row.uuid)
-        for parent_table, parent_uuid, column in referrers:
-            parent = self._row(parent_table, parent_uuid)
-            if parent is None or not is_owned(parent.external_ids):
-                continue  # weak refs are dropped by the server; strong ones fail loudly
-            parent.delvalue(column, row.uuid)
-        row.delete()
-        self.result.deleted += 1
-
-
 def is_reference_set(column: Any) -> bool:
     """A column holding a set of references (``ports``, ``acls``, ``nat`` ...)."""
     ctype = column.type
     return bool(ctype.key.ref_table_name) and ctype.value is None and ctype.n_max > 1
-
-
-def _uuid_of_row(row_uuid: uuid.UUID, _base: Any = None) -> uuid.UUID:
-    return row_uuid
-
-
-def _as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, list | tuple | set | frozenset):
-        return list(value)
-    return [value]
-
-
-def _canonical(column_type: Any, value: Any) -> Any:
-    """A comparable form of a column value, the same for the DB side and the desired side."""
-    if column_type.is_map():
-        return tuple(sorted((str(k), str(v)) for k, v in dict(value or {}).items()))
-    if column_type.n_max == 1 and column_type.n_min == 1:
-        return str(value)
-    return tuple(sorted(str(item) for item in _as_list(value)))
-
-
-def _setter_value(column_type: Any, value: Any) -> Any:
-    if column_type.is_map():
-        return dict(value or {})
-    if column_type.n_max == 1 and column_type.n_min == 1:
-        return value
-    return _as_list(value)

@@ -1,0 +1,261 @@
+"""What the writer knows of ovnk's own Northbound rows, in as little memory as possible.
+
+The zone controller at scale owns hundreds of thousands of rows (1000
+networks x 20 nodes is about 420,000).  Keeping each as a decoded OVSDB row
+costs kilobytes; the writer only ever needs, per owned row:
+
+* its uuid, table, primary id (``k8s.ovn.org/id``) and owner, to find it;
+* a fingerprint of its column values (``datum.fingerprint``), to tell whether
+  a declared column already holds the declared value;
+* the owned rows whose reference sets hold it (``referrers``) and the owned
+  rows it holds (``children``), to link, unlink and delete without reading.
+
+Rows without ovnk's ownership keys are never recorded, so they can never be
+changed or deleted.  ``load_owned_rows`` builds the store from streamed
+``select`` rows (startup, resync); the writer keeps it current from the
+transactions it commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ovnk_core.ovn.datum import ColumnCodec, column_hash, fingerprint, fingerprint_hashes
+from ovnk_core.ovn.ownership import ID_KEY, OWNER_CONTROLLER_KEY, OWNER_KEY, Owner
+
+
+class RowRecord:
+    """One owned row."""
+
+    __slots__ = ("uuid", "table", "primary_id", "owner", "fp", "referrers", "children")
+
+    def __init__(self, row_uuid: int, table: str, primary_id: str, owner: Owner,
+                 fp: bytes) -> None:
+        self.uuid = row_uuid
+        self.table = table
+        self.primary_id = primary_id
+        self.owner = owner
+        self.fp = fp
+        self.referrers: tuple[tuple[RowRecord, str], ...] = ()
+        self.children: dict[str, set[RowRecord]] | None = None
+
+    def __repr__(self) -> str:
+        return f"<{self.table} {self.primary_id}>"
+
+    def has_child(self, column: str, child: RowRecord) -> bool:
+        return self.children is not None and child in self.children.get(column, ())
+
+
+class OwnedRows:
+    """The owned rows, found by (table, primary id) and by owner."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, dict[str, RowRecord]] = {}
+        self.by_owner: dict[Owner, set[RowRecord]] = {}
+        self._owners_of_controller: dict[str, set[Owner]] = {}
+        self._owners_of_key: dict[str, set[Owner]] = {}
+        self._interned: dict[Owner, Owner] = {}
+
+    def intern(self, owner: Owner) -> Owner:
+        """One shared ``Owner`` object per owner (a row keeps a pointer, not a copy)."""
+        return self._interned.setdefault(owner, owner)
+
+    def __len__(self) -> int:
+        return sum(len(rows) for rows in self.by_owner.values())
+
+    # -- queries --------------------------------------------------------------------------
+    def find(self, table: str, primary_id: str) -> RowRecord | None:
+        rows = self.by_id.get(table)
+        return rows.get(primary_id) if rows is not None else None
+
+    def rows_of(self, owner: Owner) -> set[RowRecord]:
+        return self.by_owner.get(owner, set())
+
+    def owners(self, controller: str | None = None, owner_key: str | None = None
+               ) -> set[Owner]:
+        """Owners with rows, of one controller and/or one owner key."""
+        if controller is None and owner_key is None:
+            raise ValueError("owners() needs a controller or an owner key")
+        if controller is not None:
+            found = set(self._owners_of_controller.get(controller, ()))
+            if owner_key is not None:
+                found = {owner for owner in found if owner.key == owner_key}
+            return found
+        return set(self._owners_of_key.get(owner_key or "", ()))
+
+    def controllers(self) -> set[str]:
+        return set(self._owners_of_controller)
+
+    def owner_keys(self) -> set[str]:
+        return set(self._owners_of_key)
+
+    # -- changes --------------------------------------------------------------------------
+    def add(self, record: RowRecord, primary: bool = True) -> None:
+        """Record a row; ``primary=False`` for a second row with a known id (a duplicate,
+        kept only so that its owner deletes it)."""
+        if primary:
+            self.by_id.setdefault(record.table, {})[record.primary_id] = record
+        self._attach_owner(record)
+
+    def set_owner(self, record: RowRecord, owner: Owner) -> None:
+        if record.owner == owner:
+            return
+        self._detach_owner(record)
+        record.owner = owner
+        self._attach_owner(record)
+
+    def remove(self, record: RowRecord) -> list[RowRecord]:
+        """Forget a row and its links; returns the children it held."""
+        rows = self.by_id.get(record.table)
+        if rows is not None and rows.get(record.primary_id) is record:
+            del rows[record.primary_id]
+        self._detach_owner(record)
+        for parent, column in record.referrers:
+            if parent.children is not None:
+                members = parent.children.get(column)
+                if members is not None:
+                    members.discard(record)
+        record.referrers = ()
+        orphans: list[RowRecord] = []
+        for column, members in (record.children or {}).items():
+            for child in members:
+                child.referrers = tuple(ref for ref in child.referrers
+                                        if not (ref[0] is record and ref[1] == column))
+                orphans.append(child)
+        record.children = None
+        return orphans
+
+    def link(self, parent: RowRecord, column: str, child: RowRecord) -> None:
+        if parent.children is None:
+            parent.children = {}
+        members = parent.children.setdefault(column, set())
+        if child not in members:
+            members.add(child)
+            child.referrers = (*child.referrers, (parent, column))
+
+    def unlink(self, parent: RowRecord, column: str, child: RowRecord) -> None:
+        if parent.children is not None:
+            members = parent.children.get(column)
+            if members is not None:
+                members.discard(child)
+                if not members:
+                    del parent.children[column]
+        child.referrers = tuple(ref for ref in child.referrers
+                                if not (ref[0] is parent and ref[1] == column))
+
+    def _attach_owner(self, record: RowRecord) -> None:
+        owner = record.owner
+        rows = self.by_owner.get(owner)
+        if rows is None:
+            rows = self.by_owner[owner] = set()
+            self._owners_of_controller.setdefault(owner.controller, set()).add(owner)
+            self._owners_of_key.setdefault(owner.key, set()).add(owner)
+        rows.add(record)
+
+    def _detach_owner(self, record: RowRecord) -> None:
+        owner = record.owner
+        rows = self.by_owner.get(owner)
+        if rows is None:
+            return
+        rows.discard(record)
+        if rows:
+            return
+        del self.by_owner[owner]
+        self._interned.pop(owner, None)
+        for index, key in ((self._owners_of_controller, owner.controller),
+                           (self._owners_of_key, owner.key)):
+            members = index.get(key)
+            if members is not None:
+                members.discard(owner)
+                if not members:
+                    del index[key]
+
+
+class OwnedRowsLoader:
+    """Builds ``OwnedRows`` from the rows of full-table selects, one row at a time."""
+
+    def __init__(self, codecs: Mapping[str, Mapping[str, ColumnCodec]]) -> None:
+        self.codecs = codecs
+        self.store = OwnedRows()
+        self._by_uuid: dict[int, RowRecord] = {}
+        self._pending_links: list[tuple[RowRecord, str, list[int]]] = []
+        self.rows_read = 0
+
+    def add_row(self, table: str, row: Mapping[str, Any]) -> None:
+        self.rows_read += 1
+        codecs = self.codecs[table]
+        external = row.get("external_ids")
+        if external is None:
+            return
+        ext = dict(codecs["external_ids"].from_wire(external))
+        primary_id = ext.get(ID_KEY)
+        controller = ext.get(OWNER_CONTROLLER_KEY)
+        if not primary_id or not controller:
+            return  # not ovnk's: never recorded, so never touched
+        owner = self.store.intern(Owner(controller, ext.get(OWNER_KEY, "")))
+        hashes = []
+        links = []
+        for column, datum in row.items():
+            codec = codecs.get(column)
+            if codec is None:
+                continue  # _uuid, _version
+            if codec.is_reference_set:
+                members = codec.wire_uuids(datum)
+                if members:
+                    links.append((column, members))
+                continue
+            hashes.append(column_hash(column, codec.from_wire(datum)))
+        row_uuid = row_uuid_of(row)
+        record = RowRecord(row_uuid, table, primary_id, owner, fingerprint(hashes))
+        self._by_uuid[row_uuid] = record
+        primary = self.store.find(table, primary_id) is None
+        self.store.add(record, primary=primary)
+        for column, members in links:
+            self._pending_links.append((record, column, members))
+
+    def finish(self) -> OwnedRows:
+        """Resolve links between owned rows (a parent may be read before its children)."""
+        for parent, column, members in self._pending_links:
+            for member in members:
+                child = self._by_uuid.get(member)
+                if child is not None:
+                    self.store.link(parent, column, child)
+        self._pending_links = []
+        self._by_uuid = {}
+        return self.store
+
+
+def row_uuid_of(row: Mapping[str, Any]) -> int:
+    value = row["_uuid"]
+    return int(value[1].replace("-", ""), 16)
+
+
+def changed_owners(old: OwnedRows, new: OwnedRows) -> set[Owner]:
+    """Owners whose rows differ between two views of NB: rows added, gone, replaced,
+    a remembered column value changed, or a link changed."""
+    changed: set[Owner] = set()
+    for owner in set(old.by_owner) | set(new.by_owner):
+        before = {(r.table, r.primary_id): r for r in old.rows_of(owner)}
+        after = {(r.table, r.primary_id): r for r in new.rows_of(owner)}
+        if before.keys() != after.keys() or len(before) != len(old.rows_of(owner)) \
+                or len(after) != len(new.rows_of(owner)):
+            changed.add(owner)
+            continue
+        for key, was in before.items():
+            now = after[key]
+            if was.uuid != now.uuid or not fingerprint_hashes(was.fp) <= \
+                    fingerprint_hashes(now.fp) or _links(was) != _links(now):
+                changed.add(owner)
+                break
+    return changed
+
+
+def _links(record: RowRecord) -> set[tuple[int, str]]:
+    return {(parent.uuid, column) for parent, column in record.referrers}
+
+
+def strong_referrers(record: RowRecord, codecs: Mapping[str, Mapping[str, ColumnCodec]]
+                     ) -> Iterable[RowRecord]:
+    return (parent for parent, column in record.referrers
+            if codecs[parent.table][column].is_strong)
