@@ -38,19 +38,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from nb_digest import digest, digest_difference  # noqa: E402
-from nbctl_floor import nbctl_commands, run_nbctl  # noqa: E402
-from ovnk_layer3.desired import build_network, build_node, build_pod  # noqa: E402
-from raw_txn import RawConnection, transact_ops  # noqa: E402
+from nb_digest import digest, digest_difference
+from nbctl_floor import nbctl_commands, run_nbctl
+from ovnk_layer3.desired import build_network, build_node, build_pod
+from raw_txn import RawConnection, transact_ops
 
-from ovnk_core.config.values import ClusterSubnet  # noqa: E402
-from ovnk_core.networks.addressing import mac_from_ip  # noqa: E402
-from ovnk_core.networks.netinfo import NetInfo  # noqa: E402
-from ovnk_core.ovn.declarative import DesiredRow, apply_many  # noqa: E402
-from ovnk_core.ovn.ownership import Owner  # noqa: E402
-from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer  # noqa: E402
-from ovnk_core.zone.model import GatewayConfig, NetworkState, NodeState, PodAttachment  # noqa: E402
-from ovnk_core.zone.owners import network_owner, node_owner, pod_owner  # noqa: E402
+from ovnk_core.config.values import ClusterSubnet
+from ovnk_core.networks.addressing import mac_from_ip
+from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.ovn.declarative import DesiredRow, apply_many
+from ovnk_core.ovn.ownership import Owner
+from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
+from ovnk_core.zone.model import GatewayConfig, NetworkState, NodeState, PodAttachment
+from ovnk_core.zone.owners import network_owner, node_owner, pod_owner
 
 MASQUERADE = (ipaddress.ip_network("169.254.0.0/17"),)
 CLUSTER = ipaddress.ip_network("10.128.0.0/14")

@@ -47,6 +47,7 @@ class Config:
     v6_transit_subnet: IPNetwork
     mtu: int
     nb_address: tuple[str, ...]
+    nb_resync_interval: float
     sb_address: tuple[str, ...]
     kubeconfig: str
     node_name: str

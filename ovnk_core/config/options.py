@@ -83,6 +83,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("nb-address", "nb_address", values.parse_ovsdb_remotes,
            "unix:/var/run/ovn/ovnnb_db.sock",
            "OVN Northbound remotes, comma-separated (several = RAFT cluster members)."),
+    Option("nb-resync-interval", "nb_resync_interval", values.parse_duration, "10m",
+           "How often the zone controller reads its Northbound rows again and repairs rows "
+           "changed by other writers (0: only at start and after errors)."),
     Option("sb-address", "sb_address", values.parse_ovsdb_remotes,
            "unix:/var/run/ovn/ovnsb_db.sock", "OVN Southbound remotes, comma-separated."),
     Option("k8s-kubeconfig", "kubeconfig", str, "", "Path of the kubeconfig to use "

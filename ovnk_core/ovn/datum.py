@@ -29,7 +29,7 @@ CanonicalResolver = Callable[[Any], int]
 WireResolver = Callable[[Any], list[str]]
 
 
-class Unresolved(Exception):  # noqa: N818 - a signal, not an error
+class Unresolved(Exception):
     """A reference to a row inserted by the same transaction: its uuid is not known yet."""
 
 
@@ -51,8 +51,16 @@ _ATOM_TYPES = {"string": str, "integer": int, "real": float, "boolean": bool, "u
 class ColumnCodec:
     """Conversions for one column, from its OVSDB type (``ovs.db.types.Type``)."""
 
-    __slots__ = ("name", "is_map", "is_scalar", "key_type", "value_type", "ref_table",
-                 "is_reference_set", "is_strong")
+    __slots__ = (
+        "is_map",
+        "is_reference_set",
+        "is_scalar",
+        "is_strong",
+        "key_type",
+        "name",
+        "ref_table",
+        "value_type",
+    )
 
     def __init__(self, name: str, column_type: Any) -> None:
         self.name = name
@@ -72,10 +80,7 @@ class ColumnCodec:
             value_type = self.value_type or "string"
             return tuple(sorted((_wire_atom(self.key_type, k), _wire_atom(value_type, v))
                                 for k, v in pairs))
-        if isinstance(datum, list) and datum[:1] == ["set"]:
-            items = datum[1]
-        else:
-            items = [datum]
+        items = datum[1] if isinstance(datum, list) and datum[:1] == ["set"] else [datum]
         atoms = sorted(_wire_atom(self.key_type, item) for item in items)
         if self.is_scalar:
             return atoms[0] if atoms else None
@@ -83,10 +88,7 @@ class ColumnCodec:
 
     def wire_uuids(self, datum: Any) -> list[int]:
         """The UUIDs in a reference column's wire datum."""
-        if isinstance(datum, list) and datum[:1] == ["set"]:
-            items = datum[1]
-        else:
-            items = [datum]
+        items = datum[1] if isinstance(datum, list) and datum[:1] == ["set"] else [datum]
         return [uuid_int(item[1]) for item in items
                 if isinstance(item, list) and item[:1] == ["uuid"]]
 
@@ -153,12 +155,12 @@ def _coerce(column: str, atom_type: str, value: Any) -> Any:
             return bool(value)
         if atom_type == "integer":
             if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-                raise DatumError(f"column {column}: {value!r} is not an integer")
+                raise DatumError(f"column {column}: {value!r} is not of type integer")
             return int(value)
         if atom_type == "real":
             return float(value)
         if isinstance(value, bool | dict | list):
-            raise DatumError(f"column {column}: {value!r} is not a string")
+            raise DatumError(f"column {column}: {value!r} is not of type string")
         return str(value)
     except (TypeError, ValueError) as exc:
         if isinstance(exc, DatumError):

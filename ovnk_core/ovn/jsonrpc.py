@@ -123,7 +123,7 @@ class MessageScanner:
 
     def _complete(self, text: str, pos: int, limit: int) -> dict[str, Any] | None:
         rest = text[pos:limit]
-        if not rest.rstrip().endswith("}"):
+        if "}" not in rest:
             return None
         head = "".join(self._skeleton)
         joined = head + rest

@@ -28,7 +28,7 @@ from ovnk_core.ovn.ownership import ID_KEY, OWNER_CONTROLLER_KEY, OWNER_KEY, Own
 class RowRecord:
     """One owned row."""
 
-    __slots__ = ("uuid", "table", "primary_id", "owner", "fp", "referrers", "children")
+    __slots__ = ("children", "fp", "owner", "primary_id", "referrers", "table", "uuid")
 
     def __init__(self, row_uuid: int, table: str, primary_id: str, owner: Owner,
                  fp: bytes) -> None:

@@ -132,12 +132,17 @@ class TxnPlan:
             return target.record
         return target
 
-    def _resolved_uuid(self, ref: Any) -> int:
-        target = self.targets.get((ref.table, ref.primary_id)) \
-            or self.store.find(ref.table, ref.primary_id)
+    def target(self, ref: Ref) -> Target:
+        """The row a reference names: written by this transaction, or known to the store."""
+        key = (ref.table, ref.primary_id)
+        target = self.targets.get(key) or self.store.find(*key)
         if target is None:
-            raise MissingReference(f"{ref.table} {ref.primary_id} does not exist (yet)")
-        return self._record(target).uuid
+            raise MissingReference(f"{ref.table} {ref.primary_id} does not exist (yet) or is "
+                                   "not owned by ovnk")
+        return target
+
+    def _resolved_uuid(self, ref: Any) -> int:
+        return self._record(self.target(ref)).uuid
 
     def _fingerprint(self, row: DesiredRow) -> bytes:
         codecs = self.codecs[row.table]
@@ -200,23 +205,16 @@ class _Planner:
         self.sets: dict[tuple[RowRecord, str], _SetChange] = {}
 
     # -- references ----------------------------------------------------------------------
-    def _target(self, ref: Ref) -> Target:
-        key = (ref.table, ref.primary_id)
-        target = self.plan.targets.get(key) or self.store.find(*key)
-        if target is None:
-            raise MissingReference(f"{ref.table} {ref.primary_id} does not exist (yet)")
-        return target
-
     def _wire(self, target: Target) -> list[str]:
         if isinstance(target, _NewRow):
             return ["named-uuid", target.name]
         return ["uuid", uuid_text(target.uuid)]
 
     def _wire_ref(self, ref: Any) -> list[str]:
-        return self._wire(self._target(ref))
+        return self._wire(self.plan.target(ref))
 
     def _canonical_ref(self, ref: Any) -> int:
-        target = self._target(ref)
+        target = self.plan.target(ref)
         if isinstance(target, _NewRow):
             raise Unresolved(ref)
         return target.uuid
@@ -291,7 +289,7 @@ class _Planner:
         child = plan.targets[(row.table, row.ids.primary_id)]
         wanted: set[tuple[Target, str]] = set()
         for link in row.links:
-            parent = self._target(link.parent)
+            parent = self.plan.target(link.parent)
             if (parent, link.column) in wanted:
                 continue
             wanted.add((parent, link.column))

@@ -45,6 +45,9 @@ from ovnk_core.ovn.txn_plan import StaleRows, plan_apply
 
 log = logging.getLogger(__name__)
 
+# After a failed write that a stale view could explain, NB is read again at most this often.
+SUSPECT_RESYNC_INTERVAL = 30.0
+
 
 class NbWriter:
     """A write-through Northbound writer for ovnk-owned rows.
@@ -71,6 +74,7 @@ class NbWriter:
         self._owned_tables: list[str] = []
         self._store = OwnedRows()
         self._stale = True
+        self._last_resync = 0.0
 
     @property
     def remote(self) -> str:
@@ -138,15 +142,22 @@ class NbWriter:
         raise NbConnectError(f"cannot reach OVN Northbound at {self.remote}: "
                              + "; ".join(errors))
 
-    def _request(self, call: Any) -> Any:
-        """Run ``call(connection)``; a broken connection makes the store suspect."""
+    def _transact(self, ops: list[dict[str, Any]]) -> list[Any]:
+        """One write transaction; a broken connection makes the store suspect (the
+        transaction may or may not have committed)."""
         try:
-            return call(self._connection())
+            return self._connection().transact(NB_SCHEMA_NAME, ops)
         except OvsdbConnectionError as exc:
             self._stale = True
             raise OvnTransactionError(f"OVN Northbound: {exc}") from None
         except OvsdbRequestError as exc:
             raise OvnTransactionError(f"OVN Northbound: {exc}") from None
+
+    def _suspect(self) -> None:
+        """Read NB again before the next write, unless it was read very recently (a conflict
+        with a foreign row would otherwise cost a full read on every retry)."""
+        if time.monotonic() - self._last_resync >= SUSPECT_RESYNC_INTERVAL:
+            self._stale = True
 
     def _load_schema(self) -> None:
         if self._schema is not None:
@@ -190,6 +201,7 @@ class NbWriter:
         changed = set() if first else changed_owners(self._store, store)
         self._store = store
         self._stale = False
+        self._last_resync = time.monotonic()
         self.resyncs += 1
         log.log(logging.DEBUG if first else logging.INFO,
                 "read OVN Northbound: %d rows, %d owned, %d owner(s) changed (%.2fs)",
@@ -233,8 +245,7 @@ class NbWriter:
                 plan = plan_apply(self._store, self._codecs, self._non_root, desired)
                 if not plan.ops:
                     return plan.result
-                replies = self._request(
-                    lambda conn: conn.transact(NB_SCHEMA_NAME, plan.ops))
+                replies = self._transact(plan.ops)
                 try:
                     plan.commit(replies)
                 except StaleRows as exc:
@@ -245,8 +256,8 @@ class NbWriter:
                     log.warning("%s", exc)
                     continue
                 except OvnTransactionError as exc:
-                    if "referential integrity" in str(exc):
-                        self._stale = True  # a parent we knew may be gone
+                    if "referential integrity" in str(exc) or "constraint violation" in str(exc):
+                        self._suspect()  # a row we knew may be gone, or one we did not know
                     raise
                 self.transactions += 1
                 return plan.result

@@ -2,8 +2,9 @@
 
 One NB ovsdb-server per test session (started in a temp dir, stopped at the
 end); each test that asks for ``ovn_nb`` gets an empty database and a fresh
-connected ``NbClient``.  ``ovn_stack`` (for e2e) adds an SB database and
-ovn-northd.
+connected ``NbClient`` (the IDL reader), and ``nb_writer`` a started
+``NbWriter`` (the zone controller's writer) on the same empty database.
+``ovn_stack`` (for e2e) adds an SB database and ovn-northd.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.processes import NB_SCHEMA, SB_SCHEMA, Northd, OvsdbServer
+from ovnk_core.ovn.writer import NbWriter
 
 
 @pytest.fixture(scope="session")
@@ -38,6 +40,14 @@ def ovn_nb(nb_server: OvsdbServer) -> Iterator[NbClient]:
     client = NbClient([nb_server.remote], timeout=30).start()
     yield client
     client.stop()
+
+
+@pytest.fixture
+def nb_writer(ovn_nb: NbClient, nb_server: OvsdbServer) -> Iterator[NbWriter]:
+    """A started NB writer on the (already emptied) database of ``ovn_nb``."""
+    writer = NbWriter([nb_server.remote], timeout=30).start()
+    yield writer
+    writer.stop()
 
 
 @dataclass

@@ -22,6 +22,7 @@ from ovnk_core.testing.apiserver_fixtures import (  # noqa: F401
 from ovnk_core.testing.netns_fixtures import netns, netns_pair  # noqa: F401
 from ovnk_core.testing.ovsdb_fixtures import (  # noqa: F401
     nb_server,
+    nb_writer,
     ovn_nb,
     ovn_stack,
     ovsdb_workdir,

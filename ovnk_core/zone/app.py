@@ -21,7 +21,7 @@ from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.metrics import ControllerCollector, serve_metrics
-from ovnk_core.ovn.nb import NbClient
+from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
 from ovnk_core.zone.controller import ZoneController
 
@@ -31,7 +31,7 @@ COMPONENT = "ovnkube-controller"
 
 
 class ZoneApp:
-    def __init__(self, config: Config, client: KubeClient, host: PluginHost, nb: NbClient,
+    def __init__(self, config: Config, client: KubeClient, host: PluginHost, nb: NbWriter,
                  identity: str | None = None) -> None:
         self.config = config
         self.nb = nb
@@ -69,5 +69,5 @@ def build_zone_app(config: Config) -> ZoneApp:
         raise ConfigError("the zone controller needs --nb-address (the zone's OVN Northbound)")
     host = PluginHost.load(config)
     client = KubeClient(api_client_from_kubeconfig(config.kubeconfig))
-    nb = NbClient(list(config.nb_address)).start()
+    nb = NbWriter(list(config.nb_address)).start()
     return ZoneApp(config, client, host, nb)

@@ -17,6 +17,10 @@ external_ids), so networks and pods deleted while the controller was down
 are cleaned up, and, because ``apply`` writes only differences, a restart
 with nothing changed writes nothing.
 
+Rows changed in NB by someone else are repaired: the writer reads its rows
+again every ``--nb-resync-interval`` (``resync_nb``), and every network and
+pod whose rows differ from what was written is reconciled again.
+
 Addresses are never chosen here: the cluster manager allocates them (node
 subnets, node IDs, pod IPs) and this controller only reads its annotations.
 """
@@ -37,8 +41,8 @@ from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import NADS, NODES, PODS, object_key, split_key
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
 from ovnk_core.ovn.declarative import DesiredRow, MissingReference, apply_many
-from ovnk_core.ovn.nb import NbClient
-from ovnk_core.ovn.ownership import OWNER_KEY, Owner
+from ovnk_core.ovn.ownership import Owner
+from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
 from ovnk_core.pods import annotation
 from ovnk_core.topology import RenderingNotSupported, Topology
@@ -84,7 +88,7 @@ def pod_attachments(pod: JSON) -> dict[str, PodAttachment]:
 
 class ZoneController:
     def __init__(self, informers: InformerFactory, config: Config, host: PluginHost,
-                 nb: NbClient, recorder: EventRecorder | None = None) -> None:
+                 nb: NbWriter, recorder: EventRecorder | None = None) -> None:
         self.config = config
         self.host = host
         self.nb = nb
@@ -106,6 +110,8 @@ class ZoneController:
                                          initial_sync=self.sync_pods,
                                          on_error=self._pod_error)
         self.pod_controller.watch(self.pods, primary=True)
+        self._stop = threading.Event()
+        self._resync_thread: threading.Thread | None = None
 
     # -- names ---------------------------------------------------------------------------
     def network_names(self) -> list[str]:
@@ -153,12 +159,34 @@ class ZoneController:
     def sync_pods(self) -> None:
         """Enqueue pods that own ports in NB (some may be gone); live pods come from the
         informer."""
-        with self.nb.idl.index_lock:
-            keys = self.nb.idl.ids_index.values(OWNER_KEY)
-        for key in keys:
+        for key in self.nb.owner_keys():
             pod = owners.pod_of_scope(key)
             if pod is not None:
                 self.pod_controller.queue.add(pod)
+
+    def resync_nb(self) -> set[Owner]:
+        """Read the owned rows of NB again; reconcile the networks and pods whose rows
+        were changed by someone else.  Returns those owners."""
+        changed = self.nb.resync()
+        for owner in changed:
+            pod = owners.scope_pod(owner)
+            if pod is not None:
+                self.pod_controller.queue.add(pod)
+                continue
+            network = owners.network_of_controller(owner.controller)
+            if network is not None:
+                self.network_controller.queue.add(network)
+        if changed:
+            log.warning("OVN Northbound: rows of %d owner(s) were changed by another writer; "
+                        "repairing", len(changed))
+        return changed
+
+    def _resync_loop(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            try:
+                self.resync_nb()
+            except Exception as exc:  # the next period tries again; writes retry by themselves
+                log.error("OVN Northbound resync failed: %s", exc)
 
     # -- networks --------------------------------------------------------------------------
     def _topology(self, state: NetworkState) -> Topology | None:
@@ -306,7 +334,17 @@ class ZoneController:
     def start(self) -> None:
         self.network_controller.start()
         self.pod_controller.start()
+        interval = self.config.nb_resync_interval
+        if interval > 0:
+            self._stop.clear()
+            self._resync_thread = threading.Thread(target=self._resync_loop, args=(interval,),
+                                                   name="nb-resync", daemon=True)
+            self._resync_thread.start()
 
     def stop(self) -> None:
+        self._stop.set()
+        if self._resync_thread is not None:
+            self._resync_thread.join(timeout=10)
+            self._resync_thread = None
         self.pod_controller.stop()
         self.network_controller.stop()

@@ -1,5 +1,6 @@
-"""The declarative NB layer against a real ovsdb-server: convergence, idempotence,
-foreign-row safety, links shared between owners, and restart without writes."""
+"""The declarative NB layer (``NbWriter``) against a real ovsdb-server: convergence,
+idempotence, foreign-row safety, links shared between owners, drift repair, and restart
+without writes.  Rows are checked with ovn-nbctl, a separate client."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from ovnk_core.ovn.declarative import (
     delete_owner,
 )
 from ovnk_core.ovn.nb import NbClient
-from ovnk_core.ovn.ownership import ID_KEY, Owner, is_owned
+from ovnk_core.ovn.ownership import ID_KEY, Owner
+from ovnk_core.ovn.writer import NbWriter
 
 CTRL = "blue-network-controller"
 NODE_OWNER = Owner(CTRL, "node:node1")
@@ -54,115 +56,123 @@ def pod_rows(ip: str = "10.1.1.5") -> list[DesiredRow]:
                        extra_external_ids={"pod": "true", "namespace": "ns1"})]
 
 
-def nbctl(nb: NbClient, *args: str) -> str:
+def nbctl(nb: NbClient | NbWriter, *args: str) -> str:
     return subprocess.run(["ovn-nbctl", f"--db={nb.remote}", *args], check=True,
                           capture_output=True, text=True).stdout
 
 
-def switch_port_names(nb: NbClient, switch: str) -> set[str]:
+def switch_port_names(nb: NbClient | NbWriter, switch: str) -> set[str]:
     ports = nbctl(nb, "lsp-list", switch)
     return {line.split("(")[1].rstrip(")") for line in ports.splitlines() if "(" in line}
 
 
-def test_apply_creates_rows_with_ownership_and_links(ovn_nb: NbClient) -> None:
-    result = apply(ovn_nb, NODE_OWNER, switch_rows())
+def test_apply_creates_rows_with_ownership_and_links(nb_writer: NbWriter) -> None:
+    result = apply(nb_writer, NODE_OWNER, switch_rows())
     assert (result.created, result.deleted) == (2, 0)
-    assert switch_port_names(ovn_nb, "blue_node1") == {"blue_k8s-node1"}
-    switch = ovn_nb.find_by_id("Logical_Switch", f"{CTRL}:LogicalSwitch:node1")
-    assert switch is not None
-    assert switch.other_config == {"subnet": "10.1.1.0/24"}
-    assert switch.external_ids["k8s.ovn.org/owner"] == "node:node1"
-    assert switch.external_ids["k8s.ovn.org/network"] == "blue"
-    assert switch.external_ids["k8s.ovn.org/role"] == "primary"
+    assert switch_port_names(nb_writer, "blue_node1") == {"blue_k8s-node1"}
+    assert nb_writer.find("Logical_Switch", f"{CTRL}:LogicalSwitch:node1") is not None
+    assert nbctl(nb_writer, "get", "Logical_Switch", "blue_node1", "other_config").strip() \
+        == '{subnet="10.1.1.0/24"}'
+    ext = nbctl(nb_writer, "get", "Logical_Switch", "blue_node1", "external_ids")
+    assert '"k8s.ovn.org/owner"="node:node1"' in ext
+    assert '"k8s.ovn.org/network"=blue' in ext
+    assert '"k8s.ovn.org/role"=primary' in ext
 
 
-def test_second_apply_writes_nothing(ovn_nb: NbClient, nb_server) -> None:  # type: ignore[no-untyped-def]
-    apply(ovn_nb, NODE_OWNER, switch_rows())
-    apply(ovn_nb, POD_OWNER, pod_rows())
+def test_second_apply_writes_nothing(nb_writer: NbWriter, nb_server) -> None:  # type: ignore[no-untyped-def]
+    apply(nb_writer, NODE_OWNER, switch_rows())
+    apply(nb_writer, POD_OWNER, pod_rows())
     size = nb_server.db_path.stat().st_size
-    again = apply_many(ovn_nb, {NODE_OWNER: switch_rows(), POD_OWNER: pod_rows()})
+    again = apply_many(nb_writer, {NODE_OWNER: switch_rows(), POD_OWNER: pod_rows()})
     assert not again.changed
     # ovsdb-server appends every committed transaction to its file: nothing was appended.
     assert nb_server.db_path.stat().st_size == size
 
 
-def test_changed_column_and_stale_rows_converge(ovn_nb: NbClient) -> None:
-    apply(ovn_nb, NODE_OWNER, switch_rows(port_names=("k8s-node1", "extra")))
-    result = apply(ovn_nb, NODE_OWNER, switch_rows(subnet="10.1.2.0/24"))
+def test_changed_column_and_stale_rows_converge(nb_writer: NbWriter) -> None:
+    apply(nb_writer, NODE_OWNER, switch_rows(port_names=("k8s-node1", "extra")))
+    result = apply(nb_writer, NODE_OWNER, switch_rows(subnet="10.1.2.0/24"))
     assert (result.updated, result.deleted, result.created) == (1, 1, 0)
-    assert switch_port_names(ovn_nb, "blue_node1") == {"blue_k8s-node1"}
-    assert nbctl(ovn_nb, "get", "Logical_Switch", "blue_node1", "other_config:subnet").strip() \
+    assert switch_port_names(nb_writer, "blue_node1") == {"blue_k8s-node1"}
+    assert nbctl(nb_writer, "get", "Logical_Switch", "blue_node1", "other_config:subnet").strip() \
         == '"10.1.2.0/24"'
 
 
-def test_drift_is_repaired(ovn_nb: NbClient) -> None:
-    apply(ovn_nb, NODE_OWNER, switch_rows())
-    nbctl(ovn_nb, "set", "Logical_Switch", "blue_node1", "other_config:subnet=9.9.9.0/24")
-    nbctl(ovn_nb, "lsp-del", "blue_k8s-node1")
-    result = apply(ovn_nb, NODE_OWNER, switch_rows())
+def test_drift_is_found_by_resync_and_repaired(nb_writer: NbWriter) -> None:
+    apply(nb_writer, NODE_OWNER, switch_rows())
+    apply(nb_writer, POD_OWNER, pod_rows())
+    nbctl(nb_writer, "set", "Logical_Switch", "blue_node1", "other_config:subnet=9.9.9.0/24")
+    nbctl(nb_writer, "lsp-del", "blue_k8s-node1")
+    assert nb_writer.resync() == {NODE_OWNER}
+    result = apply(nb_writer, NODE_OWNER, switch_rows())
     assert result.created == 1 and result.updated == 1
-    assert switch_port_names(ovn_nb, "blue_node1") == {"blue_k8s-node1"}
+    assert switch_port_names(nb_writer, "blue_node1") == {"blue_k8s-node1", "blue_ns1_pod1"}
+    assert nbctl(nb_writer, "get", "Logical_Switch", "blue_node1",
+                 "other_config:subnet").strip() == '"10.1.1.0/24"'
+    assert nb_writer.resync() == set()
 
 
-def test_owners_share_a_parent_column_without_disturbing_each_other(ovn_nb: NbClient) -> None:
-    apply(ovn_nb, NODE_OWNER, switch_rows())
-    apply(ovn_nb, POD_OWNER, pod_rows())
-    assert switch_port_names(ovn_nb, "blue_node1") == {"blue_k8s-node1", "blue_ns1_pod1"}
+def test_owners_share_a_parent_column_without_disturbing_each_other(nb_writer: NbWriter) -> None:
+    apply(nb_writer, NODE_OWNER, switch_rows())
+    apply(nb_writer, POD_OWNER, pod_rows())
+    assert switch_port_names(nb_writer, "blue_node1") == {"blue_k8s-node1", "blue_ns1_pod1"}
     # Re-applying the node owner (which does not list the pod port) keeps the pod port.
-    assert not apply(ovn_nb, NODE_OWNER, switch_rows()).changed
-    assert switch_port_names(ovn_nb, "blue_node1") == {"blue_k8s-node1", "blue_ns1_pod1"}
+    assert not apply(nb_writer, NODE_OWNER, switch_rows()).changed
+    assert switch_port_names(nb_writer, "blue_node1") == {"blue_k8s-node1", "blue_ns1_pod1"}
     # Deleting the pod owner unlinks and deletes only its port.
-    result = delete_owner(ovn_nb, POD_OWNER)
+    result = delete_owner(nb_writer, POD_OWNER)
     assert result.deleted == 1
-    assert switch_port_names(ovn_nb, "blue_node1") == {"blue_k8s-node1"}
+    assert switch_port_names(nb_writer, "blue_node1") == {"blue_k8s-node1"}
 
 
-def test_foreign_rows_are_never_modified_or_deleted(ovn_nb: NbClient) -> None:
-    nbctl(ovn_nb, "ls-add", "foreign", "--", "lsp-add", "foreign", "fp1",
+def test_foreign_rows_are_never_modified_or_deleted(nb_writer: NbWriter) -> None:
+    nbctl(nb_writer, "ls-add", "foreign", "--", "lsp-add", "foreign", "fp1",
           "--", "set", "Logical_Switch", "foreign", "other_config:subnet=10.1.1.0/24",
           "--", "set", "Logical_Switch", "foreign", "external_ids:k8s.ovn.org/owner=node:node1")
     # A foreign port inside an owned switch stays when the owner converges.
-    apply(ovn_nb, NODE_OWNER, switch_rows())
-    nbctl(ovn_nb, "lsp-add", "blue_node1", "foreign-port-in-owned-switch")
-    before = nbctl(ovn_nb, "list", "Logical_Switch", "foreign")
-    result = apply(ovn_nb, NODE_OWNER, switch_rows(subnet="10.1.9.0/24"))
+    apply(nb_writer, NODE_OWNER, switch_rows())
+    nbctl(nb_writer, "lsp-add", "blue_node1", "foreign-port-in-owned-switch")
+    before = nbctl(nb_writer, "list", "Logical_Switch", "foreign")
+    result = apply(nb_writer, NODE_OWNER, switch_rows(subnet="10.1.9.0/24"))
     assert result.deleted == 0
-    assert nbctl(ovn_nb, "list", "Logical_Switch", "foreign") == before
-    assert "foreign-port-in-owned-switch" in nbctl(ovn_nb, "lsp-list", "blue_node1")
-    delete_owner(ovn_nb, NODE_OWNER)
-    assert nbctl(ovn_nb, "list", "Logical_Switch", "foreign") == before
-    foreign = [row for row in ovn_nb.rows("Logical_Switch").values() if row.name == "foreign"]
-    assert foreign and not is_owned(foreign[0].external_ids)
+    assert nbctl(nb_writer, "list", "Logical_Switch", "foreign") == before
+    assert "foreign-port-in-owned-switch" in nbctl(nb_writer, "lsp-list", "blue_node1")
+    # After a full read too: foreign rows are not taken for owned ones.
+    nb_writer.resync()
+    delete_owner(nb_writer, NODE_OWNER)
+    assert nbctl(nb_writer, "list", "Logical_Switch", "foreign") == before
+    assert nb_writer.owners(owner_key="node:node1") == set()
 
 
-def test_link_into_foreign_row_is_refused(ovn_nb: NbClient) -> None:
-    nbctl(ovn_nb, "ls-add", "foreign", "--", "set", "Logical_Switch", "foreign",
+def test_link_into_foreign_row_is_refused(nb_writer: NbWriter) -> None:
+    nbctl(nb_writer, "ls-add", "foreign", "--", "set", "Logical_Switch", "foreign",
           f"external_ids:{ID_KEY}=lookalike")
     row = DesiredRow("Logical_Switch_Port", POD_OWNER.object_ids("Pod", "x"),
                      {"name": "x"}, links=(Link(Ref("Logical_Switch", "lookalike"), "ports"),))
-    with pytest.raises(DesiredStateError, match="not owned by ovnk"):
-        apply(ovn_nb, POD_OWNER, [row])
-    assert "x" not in nbctl(ovn_nb, "lsp-list", "foreign")
+    nb_writer.resync()
+    with pytest.raises(MissingReference, match="not owned by ovnk"):
+        apply(nb_writer, POD_OWNER, [row])
+    assert "x" not in nbctl(nb_writer, "lsp-list", "foreign")
 
 
-def test_missing_parent_is_not_ready_and_writes_nothing(ovn_nb: NbClient) -> None:
+def test_missing_parent_is_not_ready_and_writes_nothing(nb_writer: NbWriter) -> None:
     with pytest.raises(MissingReference, match="does not exist"):
-        apply(ovn_nb, POD_OWNER, pod_rows())
-    assert nbctl(ovn_nb, "--bare", "--columns=name", "list", "Logical_Switch_Port") == ""
+        apply(nb_writer, POD_OWNER, pod_rows())
+    assert nbctl(nb_writer, "--bare", "--columns=name", "list", "Logical_Switch_Port") == ""
 
 
-def test_invalid_desired_state_is_rejected_before_writing(ovn_nb: NbClient) -> None:
+def test_invalid_desired_state_is_rejected_before_writing(nb_writer: NbWriter) -> None:
     rows = switch_rows()
     with pytest.raises(DesiredStateError, match="described twice"):
-        apply(ovn_nb, NODE_OWNER, rows + rows[:1])
+        apply(nb_writer, NODE_OWNER, rows + rows[:1])
     with pytest.raises(DesiredStateError, match="belongs to"):
-        apply(ovn_nb, POD_OWNER, rows)
+        apply(nb_writer, POD_OWNER, rows)
     with pytest.raises(DesiredStateError, match="no column"):
-        apply(ovn_nb, NODE_OWNER, [DesiredRow("Logical_Switch", rows[0].ids, {"nope": 1})])
-    assert nbctl(ovn_nb, "ls-list") == ""
+        apply(nb_writer, NODE_OWNER, [DesiredRow("Logical_Switch", rows[0].ids, {"nope": 1})])
+    assert nbctl(nb_writer, "ls-list") == ""
 
 
-def test_router_children_and_references(ovn_nb: NbClient) -> None:
+def test_router_children_and_references(nb_writer: NbWriter) -> None:
     owner = Owner(CTRL, "network")
     rtr = owner.object_ids("LogicalRouter", "cluster-router", network="blue")
     route = owner.object_ids("StaticRoute", "default", network="blue")
@@ -177,21 +187,21 @@ def test_router_children_and_references(ovn_nb: NbClient) -> None:
                                 "logical_ip": "10.1.0.0/16"},
                    links=(Link(Ref.to("Logical_Router", rtr), "nat"),)),
     ]
-    assert apply(ovn_nb, owner, rows).created == 3
-    assert "0.0.0.0/0" in nbctl(ovn_nb, "lr-route-list", "blue_ovn_cluster_router")
-    assert "169.254.0.11" in nbctl(ovn_nb, "lr-nat-list", "blue_ovn_cluster_router")
-    assert not apply(ovn_nb, owner, rows).changed
-    assert apply(ovn_nb, owner, rows[:1]).deleted == 2
-    assert nbctl(ovn_nb, "lr-nat-list", "blue_ovn_cluster_router") == ""
-    assert delete_owner(ovn_nb, owner).deleted == 1
-    assert nbctl(ovn_nb, "lr-list") == ""
+    assert apply(nb_writer, owner, rows).created == 3
+    assert "0.0.0.0/0" in nbctl(nb_writer, "lr-route-list", "blue_ovn_cluster_router")
+    assert "169.254.0.11" in nbctl(nb_writer, "lr-nat-list", "blue_ovn_cluster_router")
+    assert not apply(nb_writer, owner, rows).changed
+    assert apply(nb_writer, owner, rows[:1]).deleted == 2
+    assert nbctl(nb_writer, "lr-nat-list", "blue_ovn_cluster_router") == ""
+    assert delete_owner(nb_writer, owner).deleted == 1
+    assert nbctl(nb_writer, "lr-list") == ""
 
 
-def test_restarted_client_writes_nothing(ovn_nb: NbClient, nb_server) -> None:  # type: ignore[no-untyped-def]
-    apply_many(ovn_nb, {NODE_OWNER: switch_rows(), POD_OWNER: pod_rows()})
-    ovn_nb.stop()
+def test_restarted_client_writes_nothing(nb_writer: NbWriter, nb_server) -> None:  # type: ignore[no-untyped-def]
+    apply_many(nb_writer, {NODE_OWNER: switch_rows(), POD_OWNER: pod_rows()})
+    nb_writer.stop()
     size = nb_server.db_path.stat().st_size
-    with NbClient([nb_server.remote]).start() as fresh:
+    with NbWriter([nb_server.remote]).start() as fresh:
         result = apply_many(fresh, {NODE_OWNER: switch_rows(), POD_OWNER: pod_rows()})
         assert not result.changed
         assert fresh.transactions == 0
@@ -203,55 +213,56 @@ CRASHER = textwrap.dedent("""
     sys.path.insert(0, {tests_dir!r})
     from test_declarative import NODE_OWNER, POD_OWNER, switch_rows, pod_rows
     from ovnk_core.ovn.declarative import apply
-    from ovnk_core.ovn.nb import NbClient
-    nb = NbClient([{remote!r}]).start()
+    from ovnk_core.ovn.writer import NbWriter
+    nb = NbWriter([{remote!r}]).start()
     apply(nb, NODE_OWNER, switch_rows())
     os._exit(0)   # dies before the pod owner's transaction
 """)
 
 
-def test_crash_between_owners_converges_on_restart(ovn_nb: NbClient, nb_server,  # type: ignore[no-untyped-def]
+def test_crash_between_owners_converges_on_restart(nb_writer: NbWriter, nb_server,  # type: ignore[no-untyped-def]
                                                     request: pytest.FixtureRequest) -> None:
     tests_dir = str(request.path.parent)
     code = CRASHER.format(tests_dir=tests_dir, remote=nb_server.remote)
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
-    assert switch_port_names(ovn_nb, "blue_node1") == {"blue_k8s-node1"}
-    result = apply_many(ovn_nb, {NODE_OWNER: switch_rows(), POD_OWNER: pod_rows()})
+    assert switch_port_names(nb_writer, "blue_node1") == {"blue_k8s-node1"}
+    nb_writer.resync()  # what the restarted controller reads at start
+    result = apply_many(nb_writer, {NODE_OWNER: switch_rows(), POD_OWNER: pod_rows()})
     assert (result.created, result.updated, result.deleted) == (1, 0, 0)
-    assert switch_port_names(ovn_nb, "blue_node1") == {"blue_k8s-node1", "blue_ns1_pod1"}
+    assert switch_port_names(nb_writer, "blue_node1") == {"blue_k8s-node1", "blue_ns1_pod1"}
 
 
-def test_membership_in_another_owners_port_group_is_kept(ovn_nb: NbClient) -> None:
+def test_membership_in_another_owners_port_group_is_kept(nb_writer: NbWriter) -> None:
     group_owner = Owner(CTRL, "network")
     group = group_owner.object_ids("PortGroup", "isolation")
-    apply(ovn_nb, NODE_OWNER, switch_rows())
-    apply(ovn_nb, group_owner, [DesiredRow("Port_Group", group, {"name": "blue_isolation"})])
+    apply(nb_writer, NODE_OWNER, switch_rows())
+    apply(nb_writer, group_owner, [DesiredRow("Port_Group", group, {"name": "blue_isolation"})])
     member = pod_rows()[0]
     joined = DesiredRow(member.table, member.ids, member.columns,
                         links=(*member.links, Link(Ref.to("Port_Group", group), "ports")),
                         extra_external_ids=member.extra_external_ids)
-    apply(ovn_nb, POD_OWNER, [joined])
-    assert nbctl(ovn_nb, "--bare", "--columns=ports", "list", "Port_Group").strip()
+    apply(nb_writer, POD_OWNER, [joined])
+    assert nbctl(nb_writer, "--bare", "--columns=ports", "list", "Port_Group").strip()
     # Re-applying either owner alone keeps the membership.
-    assert not apply(ovn_nb, POD_OWNER, [joined]).changed
-    assert not apply(ovn_nb, group_owner,
+    assert not apply(nb_writer, POD_OWNER, [joined]).changed
+    assert not apply(nb_writer, group_owner,
                      [DesiredRow("Port_Group", group, {"name": "blue_isolation"})]).changed
-    assert nbctl(ovn_nb, "--bare", "--columns=ports", "list", "Port_Group").strip()
+    assert nbctl(nb_writer, "--bare", "--columns=ports", "list", "Port_Group").strip()
     # Leaving the group is a link the member no longer declares.
-    assert apply(ovn_nb, POD_OWNER, pod_rows()).unlinked == 1
-    assert nbctl(ovn_nb, "--bare", "--columns=ports", "list", "Port_Group").strip() == ""
+    assert apply(nb_writer, POD_OWNER, pod_rows()).unlinked == 1
+    assert nbctl(nb_writer, "--bare", "--columns=ports", "list", "Port_Group").strip() == ""
 
 
-def test_reference_sets_cannot_be_declared_as_columns(ovn_nb: NbClient) -> None:
+def test_reference_sets_cannot_be_declared_as_columns(nb_writer: NbWriter) -> None:
     owner = Owner(CTRL, "network")
     row = DesiredRow("Port_Group", owner.object_ids("PortGroup", "x"),
                      {"name": "x", "ports": []})
     with pytest.raises(DesiredStateError, match="reference set, maintained by links"):
-        apply(ovn_nb, owner, [row])
+        apply(nb_writer, owner, [row])
     bad_link = DesiredRow("Logical_Switch_Port", owner.object_ids("Pod", "y"), {"name": "y"},
                           links=(Link(Ref("Logical_Switch", "z"), "name"),))
     with pytest.raises(DesiredStateError, match="not a reference set"):
-        apply(ovn_nb, owner, [bad_link])
+        apply(nb_writer, owner, [bad_link])
     orphan = DesiredRow("Logical_Switch_Port", owner.object_ids("Pod", "y"), {"name": "y"})
     with pytest.raises(DesiredStateError, match="not a root table"):
-        apply(ovn_nb, owner, [orphan])
+        apply(nb_writer, owner, [orphan])

@@ -65,6 +65,7 @@ def test_defaults_match_upstream() -> None:
         v6_transit_subnet=ip_network("fd97::/64"),
         mtu=1400,
         nb_address=("unix:/var/run/ovn/ovnnb_db.sock",),
+        nb_resync_interval=600.0,
         sb_address=("unix:/var/run/ovn/ovnsb_db.sock",),
         kubeconfig="",
         node_name="",

@@ -1,0 +1,247 @@
+"""The write-through NB writer against real ovsdb-servers: what it remembers must stay true.
+
+Other writers, lost replies, restarts, garbage collection by OVSDB, duplicate
+ids and RAFT failover all make the writer's view of NB wrong in some way;
+each test checks that it notices (or knows) and that NB ends up as desired.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ovnk_core.errors import OvnTransactionError
+from ovnk_core.ovn.declarative import DesiredRow, DesiredStateError, Link, Ref, apply, \
+    apply_many, delete_owner
+from ovnk_core.ovn.nb import NbConnectError
+from ovnk_core.ovn.ownership import Owner
+from ovnk_core.ovn.processes import (
+    NB_SCHEMA,
+    OvsdbServer,
+    cluster_status,
+    start_raft_cluster,
+)
+from ovnk_core.ovn.writer import NbWriter
+from ovnk_core.testing.waiting import wait_until
+
+CTRL = "blue-network-controller"
+NODE = Owner(CTRL, "node:node1")
+POD = Owner(CTRL, "pod:ns1/pod1")
+SWITCH = NODE.object_ids("LogicalSwitch", "node1", network="blue")
+
+
+def node_rows(subnet: str = "10.1.1.0/24") -> list[DesiredRow]:
+    port = NODE.object_ids("LogicalSwitchPort", "k8s-node1", network="blue")
+    return [DesiredRow("Logical_Switch", SWITCH,
+                       {"name": "blue_node1", "other_config": {"subnet": subnet}}),
+            DesiredRow("Logical_Switch_Port", port, {"name": "blue_k8s-node1"},
+                       links=(Link(Ref.to("Logical_Switch", SWITCH), "ports"),))]
+
+
+def pod_rows(ip: str = "10.1.1.5") -> list[DesiredRow]:
+    ids = POD.object_ids("Pod", "ns1/pod1", network="blue")
+    return [DesiredRow("Logical_Switch_Port", ids,
+                       {"name": "blue_ns1_pod1", "addresses": [f"0a:58:0a:01:01:05 {ip}"],
+                        "tag": None},
+                       links=(Link(Ref.to("Logical_Switch", SWITCH), "ports"),))]
+
+
+def nbctl(remote: str, *args: str) -> str:
+    return subprocess.run(["ovn-nbctl", f"--db={remote}", *args], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def port_names(remote: str) -> set[str]:
+    return set(nbctl(remote, "--bare", "--columns=name", "list",
+                     "Logical_Switch_Port").split())
+
+
+def test_a_row_deleted_by_someone_else_is_noticed_and_written_again(
+        nb_writer: NbWriter) -> None:
+    apply_many(nb_writer, {NODE: node_rows(), POD: pod_rows()})
+    nbctl(nb_writer.remote, "lsp-del", "blue_ns1_pod1")
+    resyncs = nb_writer.resyncs
+    # The update of the vanished port matches nothing: the writer reads NB again and
+    # the retry inserts it.
+    result = apply(nb_writer, POD, pod_rows(ip="10.1.1.6"))
+    assert result.created == 1
+    assert nb_writer.resyncs == resyncs + 1
+    assert "10.1.1.6" in nbctl(nb_writer.remote, "get", "Logical_Switch_Port",
+                               "blue_ns1_pod1", "addresses")
+    assert port_names(nb_writer.remote) == {"blue_k8s-node1", "blue_ns1_pod1"}
+
+
+def test_children_collected_by_ovsdb_are_forgotten(nb_writer: NbWriter) -> None:
+    apply_many(nb_writer, {NODE: node_rows(), POD: pod_rows()})
+    # Deleting the switch makes OVSDB delete every port in it, the pod's too.
+    delete_owner(nb_writer, NODE)
+    assert port_names(nb_writer.remote) == set()
+    assert nb_writer.owned_row_count() == 0
+    assert nb_writer.owners(owner_key=POD.key) == set()
+    apply(nb_writer, NODE, node_rows())
+    assert apply(nb_writer, POD, pod_rows()).created == 1
+    assert port_names(nb_writer.remote) == {"blue_k8s-node1", "blue_ns1_pod1"}
+    assert nb_writer.resync() == set()
+
+
+def test_a_duplicate_of_an_owned_row_is_deleted_by_its_owner(nb_writer: NbWriter) -> None:
+    apply(nb_writer, NODE, node_rows())
+    ext = nbctl(nb_writer.remote, "get", "Logical_Switch", "blue_node1", "external_ids").strip()
+    nbctl(nb_writer.remote, "create", "Logical_Switch", "name=blue_node1", f"external_ids={ext}")
+    assert nb_writer.resync() == {NODE}
+    assert apply(nb_writer, NODE, node_rows()).deleted == 1
+    assert nbctl(nb_writer.remote, "--bare", "--columns=name", "list",
+                 "Logical_Switch").split() == ["blue_node1"]
+    assert nb_writer.resync() == set()
+
+
+def test_a_value_that_does_not_fit_its_column_is_refused_before_writing(
+        nb_writer: NbWriter) -> None:
+    apply(nb_writer, NODE, node_rows())
+    [row] = pod_rows()
+    bad = DesiredRow(row.table, row.ids, {**row.columns, "tag": "not-a-number"}, row.links)
+    with pytest.raises(DesiredStateError, match="tag"):
+        apply(nb_writer, POD, [bad])
+    assert port_names(nb_writer.remote) == {"blue_k8s-node1"}
+
+
+def test_one_element_sets_and_optional_values_compare_equal(nb_writer: NbWriter) -> None:
+    apply(nb_writer, NODE, node_rows())
+    apply(nb_writer, POD, pod_rows())
+    nb_writer.resync()  # compare against values as the server sends them
+    assert not apply(nb_writer, POD, pod_rows()).changed
+
+
+def test_transaction_error_writes_nothing_and_is_clear(nb_writer: NbWriter) -> None:
+    apply(nb_writer, NODE, node_rows())
+    nbctl(nb_writer.remote, "ls-add", "foreign", "--", "lsp-add", "foreign", "blue_ns1_pod1")
+    with pytest.raises(OvnTransactionError, match="constraint violation"):
+        apply(nb_writer, POD, pod_rows())  # a foreign port has the name
+    assert nb_writer.find("Logical_Switch_Port", pod_rows()[0].ids.primary_id) is None
+    nbctl(nb_writer.remote, "ls-del", "foreign")
+    assert apply(nb_writer, POD, pod_rows()).created == 1
+
+
+class ReplyDropper:
+    """A TCP proxy that forwards requests and, once armed, cuts the connection instead of
+    passing on the next reply (the transaction committed; its answer is lost)."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.armed = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.upstream_port))
+            threading.Thread(target=self._pump, args=(client, server, False), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, True), daemon=True).start()
+
+    def _pump(self, source: socket.socket, target: socket.socket, replies: bool) -> None:
+        try:
+            while data := source.recv(65536):
+                if replies and self.armed.is_set() and b'"uuid"' in data:
+                    self.armed.clear()
+                    break
+                target.sendall(data)
+        except OSError:
+            pass
+        for sock in (source, target):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_a_lost_reply_is_settled_by_reading_nb_again(nb_server: OvsdbServer,
+                                                     nb_writer: NbWriter) -> None:
+    assert nb_server.tcp_port is not None
+    proxy = ReplyDropper(nb_server.tcp_port)
+    try:
+        with NbWriter([f"tcp:127.0.0.1:{proxy.port}"], timeout=10).start() as writer:
+            apply(writer, NODE, node_rows())
+            proxy.armed.set()
+            with pytest.raises(OvnTransactionError):
+                apply(writer, POD, pod_rows())  # committed, but the answer never came
+            # The next apply reads NB first: the port is there, nothing is inserted twice.
+            assert not apply(writer, POD, pod_rows()).changed
+            assert port_names(nb_server.remote) == {"blue_k8s-node1", "blue_ns1_pod1"}
+    finally:
+        proxy.close()
+
+
+def test_reconnects_after_a_server_restart(tmp_path: Path) -> None:
+    server = OvsdbServer("nb", tmp_path, NB_SCHEMA).start()
+    try:
+        with NbWriter([server.remote], timeout=10).start() as writer:
+            apply(writer, NODE, node_rows())
+            server.stop()
+            with pytest.raises(OvnTransactionError):
+                apply(writer, NODE, node_rows(subnet="10.1.9.0/24"))
+            server.start()
+            result = apply(writer, NODE, node_rows(subnet="10.1.9.0/24"))
+            assert (result.created, result.updated) == (0, 1)
+            assert not apply(writer, NODE, node_rows(subnet="10.1.9.0/24")).changed
+    finally:
+        server.stop()
+
+
+def test_unreachable_server_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(NbConnectError, match="cannot reach OVN Northbound"):
+        NbWriter([f"unix:{tmp_path}/absent.sock"]).start(connect_timeout=0.5)
+
+
+def test_ssl_remote_is_refused_with_the_reason(tmp_path: Path) -> None:
+    with pytest.raises(NbConnectError, match="ssl remotes need client certificates"):
+        NbWriter(["ssl:127.0.0.1:6641"]).start(connect_timeout=0.2)
+
+
+def _leader(members: list[OvsdbServer]) -> OvsdbServer:
+    for member in members:
+        if re.search(r"^Role: leader", cluster_status(member), re.M):
+            return member
+    raise AssertionError("no leader")
+
+
+def test_raft_cluster_leader_only_and_failover(tmp_path: Path) -> None:
+    members = start_raft_cluster("nb", tmp_path, NB_SCHEMA, size=3)
+    try:
+        wait_until(lambda: any("Role: leader" in cluster_status(m) for m in members))
+        # The leader is last in the list: the writer must skip the followers.
+        leader = _leader(members)
+        remotes = [m.remote for m in members if m is not leader] + [leader.remote]
+        with NbWriter(remotes, timeout=30).start() as writer:
+            apply(writer, NODE, node_rows())
+            leader.stop()
+            survivors = [m for m in members if m is not leader]
+            wait_until(lambda: any("Role: leader" in cluster_status(m) for m in survivors))
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    apply_many(writer, {NODE: node_rows(), POD: pod_rows()})
+                    break
+                except (OvnTransactionError, NbConnectError):
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+            assert port_names(_leader(survivors).remote) == {"blue_k8s-node1", "blue_ns1_pod1"}
+            assert writer.resync() == set()
+    finally:
+        for member in members:
+            member.stop()
