@@ -12,12 +12,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.processes import NB_SCHEMA, SB_SCHEMA, Northd, OvsdbServer
 from ovnk_core.ovn.writer import NbWriter
+
+
+def read_rows(remote: str, table: str) -> list[Any]:
+    """The rows of ``table`` as NB has them now (a fresh IDL copy, so every committed write
+    of any client is in it)."""
+    with NbClient([remote]).start() as reader:
+        return list(reader.rows(table).values())
 
 
 @pytest.fixture(scope="session")

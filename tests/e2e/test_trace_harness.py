@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ovnk_core.ovn.declarative import DesiredRow, Link, Ref, apply
-from ovnk_core.ovn.nb import NbClient
+from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.trace import TraceError, packet_flow, trace, wait_for_sb
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
@@ -57,7 +57,7 @@ def a_to_b() -> str:
 
 
 def test_routed_packet_is_delivered_then_dropped_by_acl(ovn_stack: OvnStack) -> None:
-    with NbClient([ovn_stack.nb.remote]).start() as nb:
+    with NbWriter([ovn_stack.nb.remote]).start() as nb:
         apply(nb, OWNER, topology())
         wait_for_sb(nb.remote)
         assert trace(ovn_stack.sb.remote, "sw-a", a_to_b()).delivered_to("pod-b")

@@ -8,6 +8,7 @@ must leave NB equal to a clean render of the same cluster.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import subprocess
@@ -20,12 +21,14 @@ import pytest
 
 from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager.app import ClusterManager
+from ovnk_core.config import Config
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.local.cluster import build_node
 from ovnk_core.ovn.nb import NbClient
+from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
 from ovnk_core.ovn.snapshot import Snapshot, committed_names, difference, snapshot
 from ovnk_core.ovn.trace import TraceResult, packet_flow, trace, wait_for_sb
@@ -49,13 +52,15 @@ POD_NETWORKS = "k8s.ovn.org/pod-networks"
 
 @dataclass
 class Zone:
-    nb: NbClient
+    writer: NbWriter  # the controller's
+    nb: NbClient  # the test's reader (an IDL copy that follows NB)
     informers: InformerFactory
     controller: ZoneController
 
     def stop(self) -> None:
         self.controller.stop()
         self.informers.stop()
+        self.writer.stop()
         self.nb.stop()
 
 
@@ -76,17 +81,17 @@ def manager(client: KubeClient) -> Iterator[ClusterManager]:
 
 
 @pytest.fixture
-def start_zone(client: KubeClient) -> Iterator[Callable[[str], Zone]]:
+def start_zone(client: KubeClient) -> Iterator[Callable[..., Zone]]:
     running: list[Zone] = []
 
-    def start(nb_remote: str) -> Zone:
-        nb = NbClient([nb_remote]).start()
+    def start(nb_remote: str, config: Config = CONFIG) -> Zone:
+        writer = NbWriter([nb_remote]).start()
         informers = InformerFactory(client)
-        zone = ZoneController(informers, CONFIG, PluginHost.load(CONFIG), nb,
+        zone = ZoneController(informers, config, PluginHost.load(config), writer,
                               EventRecorder(client, "ovnkube-controller", "t"))
         informers.start()
         zone.start()
-        running.append(Zone(nb, informers, zone))
+        running.append(Zone(writer, NbClient([nb_remote]).start(), informers, zone))
         return running[-1]
 
     yield start
@@ -245,7 +250,7 @@ def test_churn_and_restarts_converge_to_a_clean_render(client: KubeClient,
     zone.stop()
     zone = start_zone(ovn_stack.nb.remote)
     before = settled(zone)
-    assert zone.nb.transactions == 0
+    assert zone.writer.transactions == 0
 
     # A third node comes: every network gets its switch and gateway there.
     client.create(NODES, build_node("ovn-worker3", 2))
@@ -346,3 +351,48 @@ def test_secondary_layer3_network_pods_get_ports_and_reach_each_other(
     client.delete(PODS, "x", "side")
     wait_until(lambda: not {"side.red_side_x", "side_x"} & port_names(zone.nb), timeout=30)
     assert {"side.red_side_y", "side_y"} <= port_names(zone.nb)
+
+
+def test_rows_changed_by_another_writer_are_repaired_by_the_resync(
+        client: KubeClient, manager: ClusterManager, start_zone: Callable[[str], Zone],
+        ovn_stack: OvnStack) -> None:
+    namespace(client, "blue")
+    layer3_udn(client, "blue", "103.103.0.0/16")
+    pod(client, "blue", "a", "ovn-worker")
+    zone = start_zone(ovn_stack.nb.remote)
+    wait_until(lambda: "blue.blue.network_blue_a" in port_names(zone.nb), timeout=30)
+    before = settled(zone)
+    nbctl = ["ovn-nbctl", f"--db={ovn_stack.nb.remote}"]
+    # By hand: a pod port's addresses, a node switch's subnet, a gateway router deleted.
+    subprocess.run([*nbctl, "set", "Logical_Switch_Port", "blue.blue.network_blue_a",
+                    "addresses=\"0a:58:00:00:00:01 1.2.3.4\""], check=True)
+    subprocess.run([*nbctl, "set", "Logical_Switch", "blue_blue.network_ovn-worker2",
+                    "other_config:subnet=9.9.9.0/24"], check=True)
+    subprocess.run([*nbctl, "lr-del", "GR_blue_blue.network_ovn-worker"], check=True)
+    wait_until(lambda: snapshot(zone.nb) != before, timeout=10)
+    changed = zone.controller.resync_nb()
+    assert {o.key for o in changed} >= {"pod:blue/a", "node:ovn-worker", "node:ovn-worker2"}
+    assert settled(zone) == before
+    assert zone.controller.resync_nb() == set()
+
+
+def test_the_periodic_resync_repairs_by_itself(client: KubeClient, manager: ClusterManager,
+                                               start_zone: Callable[..., Zone],
+                                               ovn_stack: OvnStack) -> None:
+    namespace(client, "blue")
+    layer3_udn(client, "blue", "103.103.0.0/16")
+    pod(client, "blue", "a", "ovn-worker")
+    zone = start_zone(ovn_stack.nb.remote, dataclasses.replace(CONFIG, nb_resync_interval=0.5))
+    wait_until(lambda: "blue.blue.network_blue_a" in port_names(zone.nb), timeout=30)
+    before = settled(zone)
+
+    def port_uuid() -> str:
+        return subprocess.run(["ovn-nbctl", f"--db={ovn_stack.nb.remote}", "--if-exists",
+                               "get", "Logical_Switch_Port", "blue.blue.network_blue_a",
+                               "_uuid"], check=True, capture_output=True, text=True).stdout.strip()
+
+    old = port_uuid()
+    subprocess.run(["ovn-nbctl", f"--db={ovn_stack.nb.remote}", "lsp-del",
+                    "blue.blue.network_blue_a"], check=True)
+    wait_until(lambda: port_uuid() not in ("", old), timeout=30)  # made again, by itself
+    assert settled(zone) == before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Iterator
 
 import pytest
 from ovnk_layer3.desired import build_network, build_node, build_pod
@@ -14,6 +15,7 @@ from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.ovn.declarative import apply
 from ovnk_core.ovn.nb import NbClient
+from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.zone.model import GatewayConfig, NetworkState, NodeState, PodAttachment
 from ovnk_core.zone.owners import network_owner, node_owner, pod_owner
 
@@ -21,7 +23,15 @@ pytestmark = pytest.mark.ovsdb
 net = ipaddress.ip_network
 
 
-def render_blue(nb: NbClient) -> None:
+@pytest.fixture
+def blue_nb(nb_writer: NbWriter) -> Iterator[NbClient]:
+    """NB with the blue network rendered, read by a client connected afterwards."""
+    render_blue(nb_writer)
+    with NbClient([nb_writer.remote]).start() as reader:
+        yield reader
+
+
+def render_blue(nb: NbWriter) -> None:
     netinfo = NetInfo(name="blue_blue-network", topology="layer3", role="primary", mtu=1400,
                       subnets=(ClusterSubnet(net("103.103.0.0/16"), 24),),
                       join_subnets=(net("100.65.0.0/16"),))
@@ -36,9 +46,8 @@ def render_blue(nb: NbClient) -> None:
     apply(nb, pod_owner(netinfo, "blue", "blue"), build_pod(state, pod))
 
 
-def test_tree_shows_routers_switches_ports_routes_and_nat(ovn_nb: NbClient) -> None:
-    render_blue(ovn_nb)
-    view = build_view(ovn_nb, resolve_network_name(ovn_nb, "blue/blue-network"))
+def test_tree_shows_routers_switches_ports_routes_and_nat(blue_nb: NbClient) -> None:
+    view = build_view(blue_nb, resolve_network_name(blue_nb, "blue/blue-network"))
     text = render_tree(view)
     lines = text.splitlines()
     assert lines[0] == "network blue_blue-network (layer3, primary)"
@@ -52,17 +61,15 @@ def test_tree_shows_routers_switches_ports_routes_and_nat(ovn_nb: NbClient) -> N
     assert lines[-1].startswith("   └─ port ") and "localnet to physnet" in lines[-2] + lines[-1]
 
 
-def test_dot_is_a_graph_of_routers_and_switches(ovn_nb: NbClient) -> None:
-    render_blue(ovn_nb)
-    dot = render_dot(build_view(ovn_nb, "blue_blue-network"))
+def test_dot_is_a_graph_of_routers_and_switches(blue_nb: NbClient) -> None:
+    dot = render_dot(build_view(blue_nb, "blue_blue-network"))
     assert dot.startswith('graph "blue_blue-network" {') and dot.rstrip().endswith("}")
     assert '"blue_blue.network_ovn_cluster_router" [shape=box];' in dot
     assert '"blue_blue.network_join" -- "blue_blue.network_ovn_cluster_router";' in dot
     assert '"GR_blue_blue.network_ovn-worker" -- "ext_blue_blue.network_ovn-worker";' in dot
 
 
-def test_unknown_network_lists_the_rendered_ones(ovn_nb: NbClient) -> None:
-    render_blue(ovn_nb)
+def test_unknown_network_lists_the_rendered_ones(blue_nb: NbClient) -> None:
     with pytest.raises(OvnkError, match=r"no network 'red' is rendered in OVN Northbound "
                                         r"\(rendered: blue_blue-network\)"):
-        resolve_network_name(ovn_nb, "red")
+        resolve_network_name(blue_nb, "red")

@@ -17,10 +17,10 @@ from ovnk_core.config.values import ClusterSubnet
 from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.ovn.declarative import apply, apply_many
-from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.trace import TraceResult, packet_flow, trace, wait_for_sb
+from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.testing.neighbors import learn_neighbor
-from ovnk_core.testing.ovsdb_fixtures import OvnStack
+from ovnk_core.testing.ovsdb_fixtures import OvnStack, read_rows
 from ovnk_core.zone.model import GatewayConfig, NetworkState, NodeState, PodAttachment
 from ovnk_core.zone.owners import network_owner, node_owner, pod_owner
 
@@ -54,7 +54,7 @@ def pod(network: NetworkState, name: str, node: str, ip: str) -> PodAttachment:
                          mac_from_ip(ip), (f"{ip}/24",))
 
 
-def render(nb: NbClient, network: NetworkState, pods: list[PodAttachment],
+def render(nb: NbWriter, network: NetworkState, pods: list[PodAttachment],
            nodes: tuple[NodeState, ...] = NODES) -> bool:
     netinfo = network.netinfo
     desired = {network_owner(netinfo): build_network(network)}
@@ -84,7 +84,7 @@ def test_pods_of_one_network_reach_each_other_across_nodes(ovn_stack: OvnStack) 
     blue = network("blue_blue")
     a = pod(blue, "a", "ovn-worker", "10.100.0.3")
     b = pod(blue, "b", "ovn-worker2", "10.100.1.3")
-    with NbClient([ovn_stack.nb.remote]).start() as nb:
+    with NbWriter([ovn_stack.nb.remote]).start() as nb:
         assert render(nb, blue, [a, b])
         assert not render(nb, blue, [a, b])  # a second render writes nothing
         wait_for_sb(nb.remote)
@@ -98,7 +98,7 @@ def test_networks_with_the_same_cidr_stay_apart(ovn_stack: OvnStack) -> None:
                       pod(blue, "b", "ovn-worker2", "10.100.1.3"))
     teal_c, teal_d = (pod(teal, "c", "ovn-worker", "10.100.0.3"),
                       pod(teal, "d", "ovn-worker2", "10.100.1.3"))
-    with NbClient([ovn_stack.nb.remote]).start() as nb:
+    with NbWriter([ovn_stack.nb.remote]).start() as nb:
         render(nb, blue, [blue_a, blue_b])
         render(nb, teal, [teal_c, teal_d])
         wait_for_sb(nb.remote)
@@ -116,7 +116,7 @@ def test_egress_is_snated_to_each_networks_own_masquerade_ip(ovn_stack: OvnStack
     blue, teal = network("blue_blue", network_id=1), network("teal_teal", network_id=2)
     blue_a = pod(blue, "a", "ovn-worker", "10.100.0.3")
     teal_a = pod(teal, "a", "ovn-worker", "10.100.0.3")  # the same IP in the other network
-    with NbClient([ovn_stack.nb.remote]).start() as nb:
+    with NbWriter([ovn_stack.nb.remote]).start() as nb:
         render(nb, blue, [blue_a])
         render(nb, teal, [teal_a])
         wait_for_sb(nb.remote)
@@ -137,7 +137,7 @@ def test_pod_traffic_to_its_node_goes_through_the_management_port(ovn_stack: Ovn
                                                                    ) -> None:
     blue = network("blue_blue")
     a = pod(blue, "a", "ovn-worker", "10.100.0.3")
-    with NbClient([ovn_stack.nb.remote]).start() as nb:
+    with NbWriter([ovn_stack.nb.remote]).start() as nb:
         render(nb, blue, [a])
         wait_for_sb(nb.remote)
         assert reach(ovn_stack, blue, a, "172.18.0.2") == ("k8s-blue_blue_ovn-worker",)
@@ -156,14 +156,14 @@ def test_default_network_pods_reach_each_other_and_leave_as_the_node(ovn_stack: 
                       mac_from_ip("10.244.0.3"), ("10.244.0.3/24",))
     b = PodAttachment("kube-system", "b", "uid-b", "ovn-worker2", "default",
                       mac_from_ip("10.244.1.3"), ("10.244.1.3/24",))
-    with NbClient([ovn_stack.nb.remote]).start() as nb:
+    with NbWriter([ovn_stack.nb.remote]).start() as nb:
         render(nb, default, [a, b], nodes)
         wait_for_sb(nb.remote)
         learn_neighbor(ovn_stack.sb.remote, "GR_ovn-worker", "rtoe-GR_ovn-worker",
                        "172.18.0.1", "aa:bb:cc:00:00:01")
         assert reach(ovn_stack, default, a, "10.244.1.3") == ("kube-system_b",)
         out = trace_from(ovn_stack, default, a, "8.8.8.8")
-        names = {row.name for row in nb.rows("Logical_Router").values()}
+        names = {row.name for row in read_rows(nb.remote, "Logical_Router")}
     assert out.snat_ips == ("172.18.0.2",) and out.outputs == ("breth0_ovn-worker",)
     assert names == {"ovn_cluster_router", "GR_ovn-worker", "GR_ovn-worker2"}
 
@@ -172,15 +172,15 @@ def test_secondary_networks_get_no_gateway(ovn_stack: OvnStack) -> None:
     red = network("red_red", role="secondary")
     a = pod(red, "a", "ovn-worker", "10.100.0.3")
     b = pod(red, "b", "ovn-worker2", "10.100.1.3")
-    with NbClient([ovn_stack.nb.remote]).start() as nb:
+    with NbWriter([ovn_stack.nb.remote]).start() as nb:
         render(nb, red, [a, b])
         wait_for_sb(nb.remote)
         assert reach(ovn_stack, red, a, "10.100.1.3") == (pod_port_name(red.netinfo, b),)
         assert reach(ovn_stack, red, a, "8.8.8.8") == ()  # nowhere to go
-        routers = {row.name for row in nb.rows("Logical_Router").values()}
-        switches = {row.name: row for row in nb.rows("Logical_Switch").values()}
-        ports = {row.name for row in nb.rows("Logical_Switch_Port").values()}
-        nats = list(nb.rows("NAT").values())
+        routers = {row.name for row in read_rows(nb.remote, "Logical_Router")}
+        switches = {row.name: row for row in read_rows(nb.remote, "Logical_Switch")}
+        ports = {row.name for row in read_rows(nb.remote, "Logical_Switch_Port")}
+        nats = list(read_rows(nb.remote, "NAT"))
     assert routers == {"red_red_ovn_cluster_router"}
     assert set(switches) == {"red_red_ovn-worker", "red_red_ovn-worker2"}
     assert switches["red_red_ovn-worker"].other_config == {"subnet": "10.100.0.0/24",
@@ -192,14 +192,14 @@ def test_a_node_without_gateway_config_gets_its_gateway_when_it_publishes_one(
         ovn_stack: OvnStack) -> None:
     blue = network("blue_blue")
     bare = (NodeState("ovn-worker", (net("10.100.0.0/24"),), 2),)
-    with NbClient([ovn_stack.nb.remote]).start() as nb:
+    with NbWriter([ovn_stack.nb.remote]).start() as nb:
         render(nb, blue, [], bare)
-        assert {r.name for r in nb.rows("Logical_Router").values()} == {
+        assert {r.name for r in read_rows(nb.remote, "Logical_Router")} == {
             "blue_blue_ovn_cluster_router"}
         assert "k8s-blue_blue_ovn-worker" in {r.name for r in
-                                              nb.rows("Logical_Switch_Port").values()}
+                                              read_rows(nb.remote, "Logical_Switch_Port")}
         render(nb, blue, [], NODES[:1])
-        assert {r.name for r in nb.rows("Logical_Router").values()} == {
+        assert {r.name for r in read_rows(nb.remote, "Logical_Router")} == {
             "blue_blue_ovn_cluster_router", "GR_blue_blue_ovn-worker"}
         assert not render(nb, blue, [], NODES[:1])
 
@@ -208,20 +208,20 @@ def test_names_and_external_ids_follow_upstream(ovn_stack: OvnStack) -> None:
     blue = network("ns1_blue-net")
     attachment = PodAttachment("ns1", "p", "uid-p", "ovn-worker", "ns1/blue-net",
                                mac_from_ip("10.100.0.5"), ("10.100.0.5/24",))
-    with NbClient([ovn_stack.nb.remote]).start() as nb:
+    with NbWriter([ovn_stack.nb.remote]).start() as nb:
         render(nb, blue, [attachment])
-        names = {row.name for row in nb.rows("Logical_Switch").values()}
+        names = {row.name for row in read_rows(nb.remote, "Logical_Switch")}
         assert names == {"ns1_blue.net_ovn-worker", "ns1_blue.net_ovn-worker2",
                          "ns1_blue.net_join", "ext_ns1_blue.net_ovn-worker",
                          "ext_ns1_blue.net_ovn-worker2"}
-        routers = {row.name: row for row in nb.rows("Logical_Router").values()}
+        routers = {row.name: row for row in read_rows(nb.remote, "Logical_Router")}
         assert set(routers) == {"ns1_blue.net_ovn_cluster_router",
                                 "GR_ns1_blue.net_ovn-worker", "GR_ns1_blue.net_ovn-worker2"}
         router = routers["ns1_blue.net_ovn_cluster_router"]
         assert router.name == "ns1_blue.net_ovn_cluster_router"
         assert router.external_ids["k8s-cluster-router"] == "yes"
         assert router.external_ids["k8s.ovn.org/role"] == "primary"
-        ports = {row.name: row for row in nb.rows("Logical_Switch_Port").values()}
+        ports = {row.name: row for row in read_rows(nb.remote, "Logical_Switch_Port")}
         assert {"stor-ns1_blue.net_ovn-worker", "k8s-ns1_blue.net_ovn-worker",
                 "ns1.blue.net_ns1_p"} <= set(ports)
         pod_port = ports["ns1.blue.net_ns1_p"]
@@ -230,7 +230,7 @@ def test_names_and_external_ids_follow_upstream(ovn_stack: OvnStack) -> None:
         assert pod_port.external_ids["k8s.ovn.org/nad"] == "ns1/blue-net"
         assert ports["k8s-ns1_blue.net_ovn-worker"].addresses == [
             "0a:58:0a:64:00:02 10.100.0.2"]
-        rtos = {row.name: row for row in nb.rows("Logical_Router_Port").values()}
+        rtos = {row.name: row for row in read_rows(nb.remote, "Logical_Router_Port")}
         assert rtos["rtos-ns1_blue.net_ovn-worker"].networks == ["10.100.0.1/24"]
         assert rtos["rtos-ns1_blue.net_ovn-worker"].mac == "0a:58:0a:64:00:01"
         assert rtos["rtoj-ns1_blue.net_ovn_cluster_router"].networks == ["100.65.0.1/16"]
