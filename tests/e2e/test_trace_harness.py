@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from ovnk_core.ovn.declarative import DesiredRow, Link, Ref, apply
-from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.trace import TraceError, packet_flow, trace, wait_for_sb
+from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
 
 OWNER = Owner("test-controller", "network")

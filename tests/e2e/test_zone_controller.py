@@ -28,10 +28,10 @@ from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.local.cluster import build_node
 from ovnk_core.ovn.nb import NbClient
-from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
 from ovnk_core.ovn.snapshot import Snapshot, committed_names, difference, snapshot
 from ovnk_core.ovn.trace import TraceResult, packet_flow, trace, wait_for_sb
+from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
 from ovnk_core.reachability.endpoints import find_endpoint
 from ovnk_core.reachability.matrix import build_matrix

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -15,13 +14,13 @@ from ovnk_core.errors import OvnTransactionError
 from ovnk_core.ovn.declarative import DesiredRow, apply
 from ovnk_core.ovn.nb import NbClient, NbConnectError
 from ovnk_core.ovn.ownership import Owner
-from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.ovn.processes import (
     NB_SCHEMA,
     OvsdbServer,
     cluster_status,
     start_raft_cluster,
 )
+from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.testing.waiting import wait_until
 
 OWNER = Owner("default-network-controller", "network")

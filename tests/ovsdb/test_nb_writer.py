@@ -17,8 +17,15 @@ from pathlib import Path
 import pytest
 
 from ovnk_core.errors import OvnTransactionError
-from ovnk_core.ovn.declarative import DesiredRow, DesiredStateError, Link, Ref, apply, \
-    apply_many, delete_owner
+from ovnk_core.ovn.declarative import (
+    DesiredRow,
+    DesiredStateError,
+    Link,
+    Ref,
+    apply,
+    apply_many,
+    delete_owner,
+)
 from ovnk_core.ovn.nb import NbConnectError
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.processes import (
