@@ -9,6 +9,7 @@ when it breaks.  It asserts nothing about speed.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -30,10 +31,10 @@ def test_render_benchmark_runs_and_checks_itself(tmp_path: Path,
                                "1", "--no-warmup", "--results", str(tmp_path)]) == 0
     [result] = tmp_path.glob("render_layer3-*.json")
     report = json.loads(result.read_text())
-    for entry in report["parsers"].values():
-        assert entry["median"]["ovnk_seconds"] > 0 and entry["median"]["floor_seconds"] > 0
-        assert entry["median"]["raw_seconds"] > 0
-        assert all(run["restart_writes"] == 0 for run in entry["runs"])
+    median = report["median"]
+    assert median["ovnk_seconds"] > 0 and median["floor_seconds"] > 0
+    assert median["raw_seconds"] > 0 and median["owned_rows"] > 0
+    assert all(run["restart_writes"] == 0 for run in report["runs"])
     assert "the raw transactions' NB equal the floor's NB" in capsys.readouterr().out
 
 
@@ -52,4 +53,6 @@ def test_mirror_benchmark_runs_and_checks_itself(tmp_path: Path) -> None:
     for row in rows:
         assert row["leaked_mirrors"] == 0
         assert row["writes_per_change"] == 1.0  # one update per pod change, nothing more
-        assert row["lag_p50_ms"] > 0 and row["echo_p50_ms"] > 0
+        # Lags are measured from the update's response, so on a loaded machine a watch event
+        # can come first and a lag be slightly negative: only check they were measured.
+        assert math.isfinite(row["lag_p50_ms"]) and math.isfinite(row["echo_p50_ms"])
