@@ -18,7 +18,7 @@ transactions it commits.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ovnk_core.ovn.datum import ColumnCodec, column_hash, fingerprint, fingerprint_hashes
@@ -26,7 +26,12 @@ from ovnk_core.ovn.ownership import ID_KEY, OWNER_CONTROLLER_KEY, OWNER_KEY, Own
 
 
 class RowRecord:
-    """One owned row."""
+    """One owned row.
+
+    Links are kept flat to stay small: ``referrers`` is ``(parent, column, parent,
+    column, ...)`` (the owned rows whose reference sets hold this row) and
+    ``children`` is ``[column, child, column, child, ...]`` or ``None``.
+    """
 
     __slots__ = ("children", "fp", "owner", "primary_id", "referrers", "table", "uuid")
 
@@ -37,14 +42,35 @@ class RowRecord:
         self.primary_id = primary_id
         self.owner = owner
         self.fp = fp
-        self.referrers: tuple[tuple[RowRecord, str], ...] = ()
-        self.children: dict[str, set[RowRecord]] | None = None
+        self.referrers: tuple[RowRecord | str, ...] = ()
+        self.children: list[RowRecord | str] | None = None
 
     def __repr__(self) -> str:
         return f"<{self.table} {self.primary_id}>"
 
-    def has_child(self, column: str, child: RowRecord) -> bool:
-        return self.children is not None and child in self.children.get(column, ())
+    def parents(self) -> Iterator[tuple[RowRecord, str]]:
+        """``(parent, column)`` for every owned reference set holding this row."""
+        refs = self.referrers
+        for index in range(0, len(refs), 2):
+            yield refs[index], refs[index + 1]  # type: ignore[misc]
+
+    def is_member(self, parent: RowRecord, column: str) -> bool:
+        refs = self.referrers
+        return any(refs[i] is parent and refs[i + 1] == column for i in range(0, len(refs), 2))
+
+    def held(self) -> Iterator[tuple[str, RowRecord]]:
+        """``(column, child)`` for every owned row this row's reference sets hold."""
+        children = self.children or ()
+        for index in range(0, len(children), 2):
+            yield children[index], children[index + 1]  # type: ignore[misc]
+
+
+def _without_pair(items: Sequence[object], first: object, second: str) -> list[object]:
+    flat: list[object] = []
+    for index in range(0, len(items), 2):
+        if not (items[index] is first and items[index + 1] == second):
+            flat += (items[index], items[index + 1])
+    return flat
 
 
 class OwnedRows:
@@ -52,7 +78,7 @@ class OwnedRows:
 
     def __init__(self) -> None:
         self.by_id: dict[str, dict[str, RowRecord]] = {}
-        self.by_owner: dict[Owner, set[RowRecord]] = {}
+        self.by_owner: dict[Owner, list[RowRecord]] = {}
         self._owners_of_controller: dict[str, set[Owner]] = {}
         self._owners_of_key: dict[str, set[Owner]] = {}
         self._interned: dict[Owner, Owner] = {}
@@ -69,8 +95,12 @@ class OwnedRows:
         rows = self.by_id.get(table)
         return rows.get(primary_id) if rows is not None else None
 
-    def rows_of(self, owner: Owner) -> set[RowRecord]:
-        return self.by_owner.get(owner, set())
+    def rows_of(self, owner: Owner) -> Sequence[RowRecord]:
+        return self.by_owner.get(owner, ())
+
+    def holds(self, record: RowRecord) -> bool:
+        """Whether ``record`` is still known (not removed)."""
+        return any(row is record for row in self.by_owner.get(record.owner, ()))
 
     def owners(self, controller: str | None = None, owner_key: str | None = None
                ) -> set[Owner]:
@@ -111,75 +141,74 @@ class OwnedRows:
         if rows is not None and rows.get(record.primary_id) is record:
             del rows[record.primary_id]
         self._detach_owner(record)
-        for parent, column in record.referrers:
+        for parent, column in list(record.parents()):
             if parent.children is not None:
-                members = parent.children.get(column)
-                if members is not None:
-                    members.discard(record)
+                parent.children = _without_pair(parent.children, record, column) or None  # type: ignore[assignment]
         record.referrers = ()
         orphans: list[RowRecord] = []
-        for column, members in (record.children or {}).items():
-            for child in members:
-                child.referrers = tuple(ref for ref in child.referrers
-                                        if not (ref[0] is record and ref[1] == column))
-                orphans.append(child)
+        for column, child in list(record.held()):
+            child.referrers = tuple(_without_pair(child.referrers, record, column))  # type: ignore[arg-type]
+            orphans.append(child)
         record.children = None
         return orphans
 
     def link(self, parent: RowRecord, column: str, child: RowRecord) -> None:
+        if child.is_member(parent, column):
+            return
+        child.referrers = (*child.referrers, parent, column)
         if parent.children is None:
-            parent.children = {}
-        members = parent.children.setdefault(column, set())
-        if child not in members:
-            members.add(child)
-            child.referrers = (*child.referrers, (parent, column))
+            parent.children = [column, child]
+        else:
+            parent.children += (column, child)
 
     def unlink(self, parent: RowRecord, column: str, child: RowRecord) -> None:
         if parent.children is not None:
-            members = parent.children.get(column)
-            if members is not None:
-                members.discard(child)
-                if not members:
-                    del parent.children[column]
-        child.referrers = tuple(ref for ref in child.referrers
-                                if not (ref[0] is parent and ref[1] == column))
+            parent.children = _without_pair(parent.children, child, column) or None  # type: ignore[assignment]
+        child.referrers = tuple(_without_pair(child.referrers, parent, column))  # type: ignore[arg-type]
 
     def _attach_owner(self, record: RowRecord) -> None:
         owner = record.owner
         rows = self.by_owner.get(owner)
         if rows is None:
-            rows = self.by_owner[owner] = set()
+            rows = self.by_owner[owner] = []
             self._owners_of_controller.setdefault(owner.controller, set()).add(owner)
             self._owners_of_key.setdefault(owner.key, set()).add(owner)
-        rows.add(record)
+        rows.append(record)
 
     def _detach_owner(self, record: RowRecord) -> None:
         owner = record.owner
         rows = self.by_owner.get(owner)
         if rows is None:
             return
-        rows.discard(record)
+        for index, row in enumerate(rows):
+            if row is record:
+                del rows[index]
+                break
         if rows:
             return
         del self.by_owner[owner]
         self._interned.pop(owner, None)
-        for index, key in ((self._owners_of_controller, owner.controller),
-                           (self._owners_of_key, owner.key)):
-            members = index.get(key)
+        for index_map, key in ((self._owners_of_controller, owner.controller),
+                               (self._owners_of_key, owner.key)):
+            members = index_map.get(key)
             if members is not None:
                 members.discard(owner)
                 if not members:
-                    del index[key]
+                    del index_map[key]
 
 
 class OwnedRowsLoader:
-    """Builds ``OwnedRows`` from the rows of full-table selects, one row at a time."""
+    """Builds ``OwnedRows`` from the rows of full-table selects, one row at a time.
+
+    Read the tables of children (non-root: ports, routes, NATs) before those of their
+    parents: a parent's members are then linked as soon as it is read.
+    """
 
     def __init__(self, codecs: Mapping[str, Mapping[str, ColumnCodec]]) -> None:
         self.codecs = codecs
         self.store = OwnedRows()
         self._by_uuid: dict[int, RowRecord] = {}
-        self._pending_links: list[tuple[RowRecord, str, list[int]]] = []
+        self._pending_links: list[tuple[RowRecord, str, int]] = []
         self.rows_read = 0
 
     def add_row(self, table: str, row: Mapping[str, Any]) -> None:
@@ -212,15 +241,19 @@ class OwnedRowsLoader:
         primary = self.store.find(table, primary_id) is None
         self.store.add(record, primary=primary)
         for column, members in links:
-            self._pending_links.append((record, column, members))
-
-    def finish(self) -> OwnedRows:
-        """Resolve links between owned rows (a parent may be read before its children)."""
-        for parent, column, members in self._pending_links:
             for member in members:
                 child = self._by_uuid.get(member)
                 if child is not None:
-                    self.store.link(parent, column, child)
+                    self.store.link(record, column, child)
+                else:  # read later (or not ovnk's)
+                    self._pending_links.append((record, column, member))
+
+    def finish(self) -> OwnedRows:
+        """Resolve links between owned rows (a parent may be read before its children)."""
+        for parent, column, member in self._pending_links:
+            child = self._by_uuid.get(member)
+            if child is not None:
+                self.store.link(parent, column, child)
         self._pending_links = []
         self._by_uuid = {}
         return self.store
@@ -252,10 +285,10 @@ def changed_owners(old: OwnedRows, new: OwnedRows) -> set[Owner]:
 
 
 def _links(record: RowRecord) -> set[tuple[int, str]]:
-    return {(parent.uuid, column) for parent, column in record.referrers}
+    return {(parent.uuid, column) for parent, column in record.parents()}
 
 
 def strong_referrers(record: RowRecord, codecs: Mapping[str, Mapping[str, ColumnCodec]]
                      ) -> Iterable[RowRecord]:
-    return (parent for parent, column in record.referrers
+    return (parent for parent, column in record.parents()
             if codecs[parent.table][column].is_strong)

@@ -155,7 +155,7 @@ class TxnPlan:
         store = self.store
         while candidates:
             record = candidates.pop()
-            if record.table not in self.non_root or record not in store.rows_of(record.owner):
+            if record.table not in self.non_root or not store.holds(record):
                 continue
             if any(True for _ in strong_referrers(record, self.codecs)):
                 continue
@@ -296,14 +296,14 @@ class _Planner:
             if isinstance(parent, _NewRow):
                 members = parent.op["row"].setdefault(link.column, ["set", []])
                 members[1].append(self._wire(child))
-            elif isinstance(child, RowRecord) and parent.has_child(link.column, child):
+            elif isinstance(child, RowRecord) and child.is_member(parent, link.column):
                 continue
             else:
                 self._set(parent, link.column).inserts.append(self._wire(child))
             plan.link_adds.append((parent, link.column, child))
             plan.result.linked += 1
         if isinstance(child, RowRecord):
-            for parent_record, column in child.referrers:
+            for parent_record, column in child.parents():
                 if (parent_record, column) not in wanted:
                     self._set(parent_record, column).deletes.append(self._wire(child))
                     plan.link_removes.append((parent_record, column, child))
@@ -318,7 +318,7 @@ class _Planner:
                 if id(record) not in targeted:
                     deleting[id(record)] = record
         for record in deleting.values():
-            for parent, column in record.referrers:
+            for parent, column in record.parents():
                 if id(parent) not in deleting:
                     self._set(parent, column).deletes.append(self._wire(record))
             plan.result.deleted += 1

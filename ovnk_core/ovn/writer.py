@@ -171,8 +171,10 @@ class NbWriter:
         self._codecs = codecs_of(schema)
         self._non_root = frozenset(name for name, table in schema.tables.items()
                                    if not table.is_root)
-        self._owned_tables = sorted(name for name, table in schema.tables.items()
-                                    if "external_ids" in table.columns)
+        # Children (non-root tables) first: the loader links parents to them as it reads.
+        self._owned_tables = sorted((name for name, table in schema.tables.items()
+                                     if "external_ids" in table.columns),
+                                    key=lambda name: (name not in self._non_root, name))
 
     # -- reads -----------------------------------------------------------------------------
     def resync(self) -> set[Owner]:
