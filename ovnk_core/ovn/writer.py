@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ovs.db import schema as ovs_schema
@@ -75,6 +75,9 @@ class NbWriter:
         self._store = OwnedRows()
         self._stale = True
         self._last_resync = 0.0
+        # Told which owners' rows another writer changed, after every read of NB but the
+        # first (called with the writer's lock held: it must only enqueue work).
+        self.on_drift: Callable[[set[Owner]], None] | None = None
 
     @property
     def remote(self) -> str:
@@ -208,6 +211,8 @@ class NbWriter:
         log.log(logging.DEBUG if first else logging.INFO,
                 "read OVN Northbound: %d rows, %d owned, %d owner(s) changed (%.2fs)",
                 loader.rows_read, len(store), len(changed), time.monotonic() - started)
+        if changed and self.on_drift is not None:
+            self.on_drift(changed)
         return changed
 
     def owners(self, controller: str | None = None, owner_key: str | None = None

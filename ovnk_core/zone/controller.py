@@ -112,6 +112,7 @@ class ZoneController:
         self.pod_controller.watch(self.pods, primary=True)
         self._stop = threading.Event()
         self._resync_thread: threading.Thread | None = None
+        nb.on_drift = self._repair
 
     # -- names ---------------------------------------------------------------------------
     def network_names(self) -> list[str]:
@@ -165,9 +166,12 @@ class ZoneController:
                 self.pod_controller.queue.add(pod)
 
     def resync_nb(self) -> set[Owner]:
-        """Read the owned rows of NB again; reconcile the networks and pods whose rows
-        were changed by someone else.  Returns those owners."""
-        changed = self.nb.resync()
+        """Read the owned rows of NB again; the networks and pods whose rows were changed
+        by someone else are reconciled again (``_repair``).  Returns those owners."""
+        return self.nb.resync()
+
+    def _repair(self, changed: set[Owner]) -> None:
+        """Enqueue the networks and pods owning rows another writer changed."""
         for owner in changed:
             pod = owners.scope_pod(owner)
             if pod is not None:
@@ -176,10 +180,8 @@ class ZoneController:
             network = owners.network_of_controller(owner.controller)
             if network is not None:
                 self.network_controller.queue.add(network)
-        if changed:
-            log.warning("OVN Northbound: rows of %d owner(s) were changed by another writer; "
-                        "repairing", len(changed))
-        return changed
+        log.warning("OVN Northbound: rows of %d owner(s) were changed by another writer; "
+                    "repairing", len(changed))
 
     def _resync_loop(self, interval: float) -> None:
         while not self._stop.wait(interval):

@@ -74,11 +74,14 @@ def test_a_row_deleted_by_someone_else_is_noticed_and_written_again(
     apply_many(nb_writer, {NODE: node_rows(), POD: pod_rows()})
     nbctl(nb_writer.remote, "lsp-del", "blue_ns1_pod1")
     resyncs = nb_writer.resyncs
+    drifted: list[set[Owner]] = []
+    nb_writer.on_drift = drifted.append
     # The update of the vanished port matches nothing: the writer reads NB again and
     # the retry inserts it.
     result = apply(nb_writer, POD, pod_rows(ip="10.1.1.6"))
     assert result.created == 1
     assert nb_writer.resyncs == resyncs + 1
+    assert drifted == [{POD}]  # the zone controller reconciles these again
     assert "10.1.1.6" in nbctl(nb_writer.remote, "get", "Logical_Switch_Port",
                                "blue_ns1_pod1", "addresses")
     assert port_names(nb_writer.remote) == {"blue_k8s-node1", "blue_ns1_pod1"}
