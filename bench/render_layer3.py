@@ -27,7 +27,6 @@ import json
 import multiprocessing
 import os
 import platform
-import resource
 import statistics
 import sys
 import tempfile
@@ -102,7 +101,15 @@ def owners_of(workload: Workload, index: int) -> list[dict[Owner, list[DesiredRo
 
 
 def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak RSS since it started its interpreter (``VmHWM``).
+
+    Not ``getrusage``: Linux keeps ``ru_maxrss`` across exec, so a spawned child would
+    report the RSS of the parent it was forked from whenever that was larger.
+    """
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
 
 
 def ovnk_phase(remote: str, workload: Workload, queue: Any) -> None:
