@@ -55,6 +55,7 @@ class ColumnCodec:
         "is_map",
         "is_reference_set",
         "is_scalar",
+        "is_string_map",
         "is_strong",
         "key_type",
         "name",
@@ -72,6 +73,8 @@ class ColumnCodec:
         self.is_reference_set = bool(self.ref_table) and column_type.value is None \
             and column_type.n_max > 1
         self.is_strong = bool(self.ref_table) and column_type.key.ref_type == "strong"
+        self.is_string_map = self.is_map and self.key_type == "string" \
+            and self.value_type == "string"
 
     # -- wire → canonical ---------------------------------------------------------------
     def from_wire(self, datum: Any) -> Canonical:
@@ -94,6 +97,10 @@ class ColumnCodec:
 
     # -- declared → canonical -----------------------------------------------------------
     def from_python(self, value: Any, resolve: CanonicalResolver) -> Canonical:
+        if self.is_string_map:
+            items = dict(value or {}).items()
+            if all(type(k) is str and type(v) is str for k, v in items):
+                return tuple(sorted(items))  # the common case, without per-atom work
         if self.is_map:
             value_type = self.value_type or "string"
             return tuple(sorted((self._atom(self.key_type, k, resolve),
@@ -107,6 +114,8 @@ class ColumnCodec:
         return tuple(atoms)
 
     def _atom(self, atom_type: str, value: Any, resolve: CanonicalResolver) -> Any:
+        if type(value) is str and atom_type == "string":
+            return value
         if atom_type == "uuid":
             if isinstance(value, uuid_module.UUID):
                 return value.int
@@ -117,6 +126,10 @@ class ColumnCodec:
 
     # -- declared → wire ----------------------------------------------------------------
     def to_wire(self, value: Any, resolve: WireResolver) -> Any:
+        if self.is_string_map:
+            items = dict(value or {}).items()
+            if all(type(k) is str and type(v) is str for k, v in items):
+                return ["map", [[k, v] for k, v in items]]
         if self.is_map:
             value_type = self.value_type or "string"
             return ["map", [[self._wire(self.key_type, k, resolve),
@@ -130,6 +143,8 @@ class ColumnCodec:
         return ["set", atoms]
 
     def _wire(self, atom_type: str, value: Any, resolve: WireResolver) -> Any:
+        if type(value) is str and atom_type == "string":
+            return value
         if atom_type == "uuid":
             if isinstance(value, uuid_module.UUID):
                 return ["uuid", str(value)]

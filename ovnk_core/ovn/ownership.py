@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 PREFIX = "k8s.ovn.org/"
 OWNER_CONTROLLER_KEY = PREFIX + "owner-controller"
@@ -64,7 +65,7 @@ class ObjectIDs:
     topology: str = ""
     role: str = ""
 
-    @property
+    @cached_property
     def primary_id(self) -> str:
         return f"{self.owner.controller}:{self.owner_type}:{self.name}"
 
