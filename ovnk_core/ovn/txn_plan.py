@@ -157,7 +157,7 @@ class TxnPlan:
             record = candidates.pop()
             if record.table not in self.non_root or not store.holds(record):
                 continue
-            if any(True for _ in strong_referrers(record, self.codecs)):
+            if any(True for _ in strong_referrers(store, record, self.codecs)):
                 continue
             candidates += store.remove(record)
 
@@ -303,7 +303,7 @@ class _Planner:
             plan.link_adds.append((parent, link.column, child))
             plan.result.linked += 1
         if isinstance(child, RowRecord):
-            for parent_record, column in child.parents():
+            for parent_record, column in self.store.parents(child):
                 if (parent_record, column) not in wanted:
                     self._set(parent_record, column).deletes.append(self._wire(child))
                     plan.link_removes.append((parent_record, column, child))
@@ -318,7 +318,7 @@ class _Planner:
                 if id(record) not in targeted:
                     deleting[id(record)] = record
         for record in deleting.values():
-            for parent, column in record.parents():
+            for parent, column in self.store.parents(record):
                 if id(parent) not in deleting:
                     self._set(parent, column).deletes.append(self._wire(record))
             plan.result.deleted += 1
