@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ovnk_core.errors import OvnkError
-from ovnk_core.local.supervisor import ProcessRecord
+from ovnk_core.local.supervisor import ProcessRecord, wait_until
 from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.node import netlink
 from ovnk_core.node.netns import NETNS_DIR, run_in_netns
@@ -225,7 +225,7 @@ class Dataplane:
             str(self.log_dir / f"{node.name}-ovn-controller.out"),
             netns=node.netns, env=node.env())
 
-    def configure_node(self, node: NodeDataplane) -> None:
+    def configure_node(self, node: NodeDataplane, timeout: float = 30.0) -> None:
         """Bridges, the node IP on ``breth0``, and what ovn-controller reads (OVS running)."""
         node.vsctl("init")
         node.vsctl("--may-exist", "add-br", INTEGRATION_BRIDGE, "--", "set", "bridge",
@@ -238,6 +238,11 @@ class Dataplane:
         # set before the address and routes, since changing it resets the device
         node.vsctl("set", "bridge", EXTERNAL_BRIDGE,
                    f'other-config:hwaddr="{mac_from_ip(ipaddress.ip_address(node.ip))}"')
+        # On a restart over kept state the bridges are already in conf.db, so ovs-vsctl had
+        # nothing to wait for: ovs-vswitchd creates the breth0 device when it gets to it.
+        wait_until(lambda: netlink.link_index(EXTERNAL_BRIDGE, netns=node.netns) is not None,
+                   timeout, f"{EXTERNAL_BRIDGE} of node {node.name}",
+                   str(self.log_dir / f"{node.name}-ovs-vswitchd.log"))
         # The userspace datapath reads ports through AF_PACKET, so the node's kernel also sees
         # what pods send on their veths: it must answer ARP only for addresses of the
         # interface asked on, or it claims the management ports' addresses on pod veths

@@ -302,3 +302,16 @@ def test_restarting_the_node_agents_leaves_running_pods_alone(cluster: LocalClus
                    for name in ("blue", "blue1"))
     assert ping(pod_netns(cluster, blue), primary_ip(blue1))
     assert ping(pod_netns(cluster, blue), EXTERNAL_HOST_IP)
+
+
+def test_down_then_up_over_kept_state_brings_the_dataplane_back(cluster: LocalCluster) -> None:
+    # Runs last in this module: the cluster goes down and comes back with its kept state
+    # (OVS databases already hold the bridges; ovs-vswitchd makes the devices later).
+    cluster.down()
+    assert cluster.dataplane.namespaces() == []
+    cluster.up(nodes=2, timeout=90, dataplane=True)
+    blue, blue1 = (next(p for p in pods(cluster, "blue") if p["metadata"]["name"] == name)
+                   for name in ("blue", "blue1"))
+    wait_until(lambda: ping(pod_netns(cluster, blue), primary_ip(blue1)), timeout=60,
+               what="blue reaches blue1 again")
+    assert ping(pod_netns(cluster, blue), EXTERNAL_HOST_IP)
