@@ -1,2 +1,2 @@
-"""OVN access: Northbound client, ownership of rows, the declarative apply layer,
-and the OVN processes (ovsdb-server, ovn-northd) that tests and ``ovnk local`` run."""
+"""OVN access: the Northbound writer and reader, ownership of rows, the declarative apply
+layer, and the OVN processes (ovsdb-server, ovn-northd) that tests and ``ovnk local`` run."""

@@ -1,6 +1,10 @@
-"""The one OVN Northbound client every ovnk component uses.
+"""The OVN Northbound reader: a live, indexed copy of NB for CLIs and tests.
 
-It wraps ovsdbapp so that the library's sharp edges cannot cut callers:
+``ovnk show network``, ``ovnk reachability`` and the tests read NB through
+the ovsdbapp IDL, which keeps every row decoded and up to date.  The zone
+controller does not: it writes through ``writer.NbWriter``, which keeps only
+compact records of its own rows.  This wraps ovsdbapp so that the library's
+sharp edges cannot cut callers:
 
 * each client gets its own API class, because ovsdbapp keeps the connection
   in a class attribute and would silently reuse the first one;
@@ -82,7 +86,6 @@ class NbClient:
         self.remotes = tuple(remotes)
         self.timeout = timeout
         self.leader_only = leader_only
-        self.transactions = 0  # transactions that changed the database
         self._conn: connection.Connection | None = None
         self._api: Any = None
 
