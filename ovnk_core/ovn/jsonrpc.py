@@ -23,7 +23,6 @@ import codecs
 import json
 import select
 import socket
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -168,7 +167,8 @@ def parse_remote(remote: str) -> tuple[int, Any]:
 class OvsdbConnection:
     """A connected JSON-RPC session with one ovsdb-server; one request at a time.
 
-    :param timeout: seconds one request may take, from sending it to its whole reply.
+    :param timeout: seconds a request may wait for the server without receiving anything
+        (a long reply that keeps arriving, such as a full read of a large NB, is not cut).
     """
 
     def __init__(self, remote: str, timeout: float = 60.0) -> None:
@@ -248,17 +248,17 @@ class OvsdbConnection:
             collected.setdefault(index, []).append(row)
 
         self._scanner.on_row = on_row or collect
-        deadline = time.monotonic() + self.timeout
         sock = self._socket()
         try:
             self._send({"method": method, "params": params, "id": request_id})
+            sock.settimeout(self.timeout)
             while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                try:
+                    data = sock.recv(1 << 20)
+                except TimeoutError:
                     raise OvsdbConnectionError(
-                        f"{self.remote}: no reply to {method} within {self.timeout:.0f}s")
-                sock.settimeout(remaining)
-                data = sock.recv(1 << 20)
+                        f"{self.remote}: nothing received for {self.timeout:.0f}s while waiting "
+                        f"for the reply to {method}") from None
                 if not data:
                     raise OvsdbConnectionError(f"{self.remote} closed the connection")
                 for message in self._scanner.feed(data):

@@ -102,7 +102,18 @@ def test_echo_is_answered_and_the_reply_matched() -> None:
     assert conn.transact("OVN_Northbound", [{"op": "comment", "comment": "x"}]) == [{"count": 1}]
     with pytest.raises(OvsdbRequestError, match="unknown database"):
         conn.transact("nope", [])
-    with pytest.raises(OvsdbConnectionError, match="closed the connection"):
+    with pytest.raises(OvsdbConnectionError, match="closed the connection|reset by peer"):
         conn.transact("OVN_Northbound", [])
     assert conn.closed
     assert {"result": ["x"], "error": None, "id": "probe"} in server.seen
+
+
+def test_a_server_that_stays_silent_times_out_and_closes_the_connection() -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+    threading.Thread(target=lambda: accepted.append(listener.accept()[0]), daemon=True).start()
+    conn = OvsdbConnection(f"tcp:127.0.0.1:{listener.getsockname()[1]}", timeout=0.3)
+    with pytest.raises(OvsdbConnectionError, match="nothing received for 0s"):
+        conn.transact("OVN_Northbound", [])
+    assert conn.closed
+    listener.close()
