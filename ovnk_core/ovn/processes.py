@@ -186,6 +186,17 @@ def cluster_status(server: OvsdbServer) -> str:
         check=True, capture_output=True, text=True).stdout
 
 
+def raft_leader(members: list[OvsdbServer]) -> OvsdbServer:
+    """The member that is the RAFT leader now.
+
+    :raises ProcessError: none of them is.
+    """
+    for member in members:
+        if re.search(r"^Role: leader", cluster_status(member), re.M):
+            return member
+    raise ProcessError("no RAFT leader among " + ", ".join(m.name for m in members))
+
+
 @dataclass
 class Northd:
     """ovn-northd translating one NB database into one SB database."""

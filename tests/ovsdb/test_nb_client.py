@@ -4,7 +4,6 @@ indexes, reconnect, RAFT.  Rows are written by ``NbWriter``."""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from ovnk_core.ovn.processes import (
     NB_SCHEMA,
     OvsdbServer,
     cluster_status,
+    raft_leader,
     start_raft_cluster,
 )
 from ovnk_core.ovn.writer import NbWriter
@@ -84,13 +84,6 @@ def test_reconnect_after_restart_resyncs_indexes(tmp_path: Path) -> None:
         server.stop()
 
 
-def _leader(members: list[OvsdbServer]) -> OvsdbServer:
-    for member in members:
-        if re.search(r"^Role: leader", cluster_status(member), re.M):
-            return member
-    raise AssertionError("no leader")
-
-
 def test_raft_cluster_leader_only_and_failover(tmp_path: Path) -> None:
     members = start_raft_cluster("nb", tmp_path, NB_SCHEMA, size=3)
     try:
@@ -100,12 +93,12 @@ def test_raft_cluster_leader_only_and_failover(tmp_path: Path) -> None:
             apply(writer, OWNER, switches("a"))
         wait_until(lambda: len(client.find_owned("Logical_Switch",
                                                  owner_controller=OWNER.controller)) == 1)
-        leader = _leader(members)
+        leader = raft_leader(members)
         leader.stop()
         survivors = [m for m in members if m is not leader]
         wait_until(lambda: any("Role: leader" in cluster_status(m) for m in survivors))
         # The client finds the new leader by itself and sees what is written there.
-        subprocess.run(["ovn-nbctl", f"--db={_leader(survivors).remote}", "ls-add", "b"],
+        subprocess.run(["ovn-nbctl", f"--db={raft_leader(survivors).remote}", "ls-add", "b"],
                        check=True)
         wait_until(lambda: "b" in {row.name for row in client.rows("Logical_Switch").values()},
                    timeout=30)

@@ -7,7 +7,6 @@ each test checks that it notices (or knows) and that NB ends up as desired.
 
 from __future__ import annotations
 
-import re
 import socket
 import subprocess
 import threading
@@ -32,6 +31,7 @@ from ovnk_core.ovn.processes import (
     NB_SCHEMA,
     OvsdbServer,
     cluster_status,
+    raft_leader,
     start_raft_cluster,
 )
 from ovnk_core.ovn.writer import NbWriter
@@ -222,19 +222,12 @@ def test_ssl_remote_is_refused_with_the_reason(tmp_path: Path) -> None:
         NbWriter(["ssl:127.0.0.1:6641"]).start(connect_timeout=0.2)
 
 
-def _leader(members: list[OvsdbServer]) -> OvsdbServer:
-    for member in members:
-        if re.search(r"^Role: leader", cluster_status(member), re.M):
-            return member
-    raise AssertionError("no leader")
-
-
 def test_raft_cluster_leader_only_and_failover(tmp_path: Path) -> None:
     members = start_raft_cluster("nb", tmp_path, NB_SCHEMA, size=3)
     try:
         wait_until(lambda: any("Role: leader" in cluster_status(m) for m in members))
         # The leader is last in the list: the writer must skip the followers.
-        leader = _leader(members)
+        leader = raft_leader(members)
         remotes = [m.remote for m in members if m is not leader] + [leader.remote]
         with NbWriter(remotes, timeout=30).start() as writer:
             apply(writer, NODE, node_rows())
@@ -250,7 +243,7 @@ def test_raft_cluster_leader_only_and_failover(tmp_path: Path) -> None:
                     if time.monotonic() > deadline:
                         raise
                     time.sleep(0.2)
-            assert port_names(_leader(survivors).remote) == {"blue_k8s-node1", "blue_ns1_pod1"}
+            assert port_names(raft_leader(survivors).remote) == {"blue_k8s-node1", "blue_ns1_pod1"}
             assert writer.resync() == set()
     finally:
         for member in members:
