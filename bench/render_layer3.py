@@ -40,12 +40,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from nb_digest import digest, digest_difference
 from nbctl_floor import nbctl_commands, run_nbctl
 from ovnk_layer3.desired import build_network, build_node, build_pod
-from raw_txn import RawConnection, transact_ops
+from raw_txn import transact_checked, transact_ops
 
 from ovnk_core.config.values import ClusterSubnet
 from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.ovn.declarative import DesiredRow, apply_many
+from ovnk_core.ovn.jsonrpc import OvsdbConnection
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
 from ovnk_core.zone.model import GatewayConfig, NetworkState, NodeState, PodAttachment
@@ -174,13 +175,13 @@ def floor_phase(remote: str, workload: Workload) -> float:
 
 def raw_phase(remote: str, workload: Workload) -> float:
     """The same rows as one raw transaction per network from this process (no IDL)."""
-    connection = RawConnection(remote)
+    connection = OvsdbConnection(remote, timeout=600)
     try:
         start = time.perf_counter()
         for index in range(workload.networks):
             rows = [row for step in owners_of(workload, index) for rows in step.values()
                     for row in rows]
-            connection.transact("OVN_Northbound", transact_ops(rows))
+            transact_checked(connection, transact_ops(rows))
         return time.perf_counter() - start
     finally:
         connection.close()

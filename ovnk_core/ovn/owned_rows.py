@@ -21,7 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ovnk_core.ovn.datum import ColumnCodec, column_hash, fingerprint, fingerprint_hashes
+from ovnk_core.ovn.datum import (
+    ColumnCodec,
+    column_hash,
+    fingerprint,
+    fingerprint_hashes,
+    uuid_int,
+)
 from ovnk_core.ovn.ownership import ID_KEY, OWNER_CONTROLLER_KEY, OWNER_KEY, Owner
 
 
@@ -102,14 +108,6 @@ class OwnedRows:
             parent = self.by_uuid.get(refs[index])  # type: ignore[arg-type]
             if parent is not None:
                 yield parent, refs[index + 1]  # type: ignore[misc]
-
-    def held(self, record: RowRecord) -> Iterator[tuple[str, RowRecord]]:
-        """``(column, child)`` for every owned row ``record``'s reference sets hold."""
-        children = record.children or ()
-        for index in range(0, len(children), 2):
-            child = self.by_uuid.get(children[index + 1])  # type: ignore[arg-type]
-            if child is not None:
-                yield children[index], child  # type: ignore[misc]
 
     def owners(self, controller: str | None = None, owner_key: str | None = None
                ) -> set[Owner]:
@@ -272,8 +270,7 @@ class OwnedRowsLoader:
 
 
 def row_uuid_of(row: Mapping[str, Any]) -> int:
-    value = row["_uuid"]
-    return int(value[1].replace("-", ""), 16)
+    return uuid_int(row["_uuid"][1])
 
 
 def changed_owners(old: OwnedRows, new: OwnedRows) -> set[Owner]:

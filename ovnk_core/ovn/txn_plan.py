@@ -32,6 +32,7 @@ from ovnk_core.ovn.datum import (
     ColumnCodec,
     DatumError,
     Unresolved,
+    canonical_columns,
     column_hash,
     fingerprint,
     fingerprint_hashes,
@@ -145,10 +146,8 @@ class TxnPlan:
         return self._record(self.target(ref)).uuid
 
     def _fingerprint(self, row: DesiredRow) -> bytes:
-        codecs = self.codecs[row.table]
-        hashes = [column_hash(name, codecs[name].from_python(value, self._resolved_uuid))
-                  for name, value in _declared(row).items()]
-        return fingerprint(hashes)
+        return fingerprint(canonical_columns(self.codecs[row.table], _declared(row),
+                                             self._resolved_uuid))
 
     def _collect_garbage(self, candidates: list[RowRecord]) -> None:
         """OVSDB deletes a row of a non-root table that no strong reference holds."""
