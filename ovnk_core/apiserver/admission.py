@@ -8,7 +8,10 @@ new_object, old_object)`` (``CREATE``/``UPDATE``/``DELETE``; ``new`` is None
 on DELETE, ``old`` is None on CREATE) and returns ``None`` to allow, or a
 message / ``FieldError``(s) to reject with 422 Invalid; it may also raise
 ``PolicyDenied`` (the ValidatingAdmissionPolicy shape) or any
-``ApiStatusError``.  Hooks run outside the store lock, before the write.
+``ApiStatusError``.  A hook registered ``with_user=True`` is called with a
+fourth argument, the requesting ``UserInfo`` (``None`` for the server's own
+writes), as a webhook sees ``request.userInfo``.  Hooks run outside the store
+lock, before the write.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+from typing import Any
 
+from ovnk_core.apiserver.authn import UserInfo
 from ovnk_core.apiserver.errors import (
     JSON,
     ApiStatusError,
@@ -35,8 +40,8 @@ from ovnk_core.apiserver.resources import ResourceType
 log = logging.getLogger(__name__)
 
 HookResult = None | str | FieldError | Sequence[FieldError]
-ValidatingHook = Callable[[str, JSON | None, JSON | None], HookResult]
-MutatingHook = Callable[[str, JSON, JSON | None], JSON | None]
+ValidatingHook = Callable[..., HookResult]   # (operation, new, old[, user])
+MutatingHook = Callable[..., JSON | None]    # (operation, new, old[, user])
 
 UDN_NAMESPACE_LABEL = "k8s.ovn.org/primary-user-defined-network"
 UDN_LABEL_POLICY = "user-defined-networks-namespace-label"
@@ -74,6 +79,13 @@ class _Hook:
     operations: tuple[str, ...]
     validate: ValidatingHook | None = None
     mutate: MutatingHook | None = None
+    with_user: bool = False
+
+    def call(self, fn: Callable[..., Any], operation: str, new: JSON | None,
+             old: JSON | None, user: UserInfo | None) -> Any:
+        if self.with_user:
+            return fn(operation, new, old, user)
+        return fn(operation, new, old)
 
     def applies(self, rt: ResourceType, subresource: str, operation: str) -> bool:
         return (self.group == rt.group and self.resource == rt.plural
@@ -93,21 +105,23 @@ class AdmissionRegistry:
     def register_validating(self, group: str, resource: str, hook: ValidatingHook, *,
                             name: str = "", subresources: tuple[str, ...] = ("",),
                             operations: tuple[str, ...] = ("CREATE", "UPDATE", "DELETE"),
-                            ) -> None:
+                            with_user: bool = False) -> None:
         """Call ``hook(operation, new, old)`` for writes of ``resource`` in ``group``.
 
         ``subresources`` lists which endpoints the hook covers: ``""`` is the main
-        resource, add ``"status"`` to also see status writes.
+        resource, add ``"status"`` to also see status writes.  ``with_user``: the hook
+        takes the requester (``UserInfo`` or None) as a fourth argument.
         """
         self._add(_Hook(name or getattr(hook, "__name__", "hook"), group, resource,
-                        subresources, operations, validate=hook))
+                        subresources, operations, validate=hook, with_user=with_user))
 
     def register_mutating(self, group: str, resource: str, hook: MutatingHook, *,
                           name: str = "", subresources: tuple[str, ...] = ("",),
-                          operations: tuple[str, ...] = ("CREATE", "UPDATE")) -> None:
+                          operations: tuple[str, ...] = ("CREATE", "UPDATE"),
+                          with_user: bool = False) -> None:
         """Call ``hook(operation, new, old)``; a returned dict replaces the new object."""
         self._add(_Hook(name or getattr(hook, "__name__", "hook"), group, resource,
-                        subresources, operations, mutate=hook))
+                        subresources, operations, mutate=hook, with_user=with_user))
 
     def unregister(self, name: str) -> None:
         """Remove every hook registered under ``name``."""
@@ -123,13 +137,13 @@ class AdmissionRegistry:
             return [h for h in self._hooks if h.applies(rt, subresource, operation)]
 
     def mutate(self, rt: ResourceType, subresource: str, operation: str, obj: JSON,
-               old: JSON | None) -> JSON:
+               old: JSON | None, user: UserInfo | None = None) -> JSON:
         """Run the mutating hooks; returns the (possibly replaced) object."""
         for hook in self._matching(rt, subresource, operation):
             if hook.mutate is None:
                 continue
             try:
-                result = hook.mutate(operation, obj, old)
+                result = hook.call(hook.mutate, operation, obj, old, user)
             except ApiStatusError:
                 raise
             except Exception as exc:
@@ -141,7 +155,7 @@ class AdmissionRegistry:
         return obj
 
     def validate(self, rt: ResourceType, subresource: str, operation: str, obj: JSON | None,
-                 old: JSON | None) -> None:
+                 old: JSON | None, user: UserInfo | None = None) -> None:
         """Run the validating hooks; raises the first rejection as an ``ApiStatusError``."""
         subject = obj if obj is not None else old or {}
         name = str((subject.get("metadata") or {}).get("name") or "")
@@ -149,7 +163,7 @@ class AdmissionRegistry:
             if hook.validate is None:
                 continue
             try:
-                result = hook.validate(operation, obj, old)
+                result = hook.call(hook.validate, operation, obj, old, user)
             except ApiStatusError:
                 raise
             except PolicyDenied as denied:

@@ -25,6 +25,7 @@ from typing import Any
 
 from ovnk_core.apiserver import crds, managedfields, strategy
 from ovnk_core.apiserver.admission import AdmissionRegistry
+from ovnk_core.apiserver.authn import UserInfo
 from ovnk_core.apiserver.conversion import from_storage, to_storage
 from ovnk_core.apiserver.errors import (
     JSON,
@@ -65,6 +66,8 @@ class WriteOptions:
     field_manager: str = "unknown"
     operation: str = "Update"
     applied: JSON | None = None
+    # who asks (admission hooks registered ``with_user`` see it); None: the server itself
+    user: UserInfo | None = None
 
 
 @dataclass
@@ -140,10 +143,11 @@ class Api:
             finalizers = list(m.get("finalizers") or [])
             if crds.CLEANUP_FINALIZER not in finalizers:
                 m["finalizers"] = [*finalizers, crds.CLEANUP_FINALIZER]
-        obj = self.admission.mutate(rt, "", "CREATE", obj, None)
+        obj = self.admission.mutate(rt, "", "CREATE", obj, None, options.user)
         m = meta(obj)
         warnings = self._validate(rt, obj, None, options)
-        self.admission.validate(rt, "", "CREATE", from_storage(rt, obj), None)
+        self.admission.validate(rt, "", "CREATE", from_storage(rt, obj), None,
+                                 options.user)
         with self.store.lock:
             self._check_namespace(rt, namespace, m["name"])
             if self.store.get(rt.storage, m.get("namespace") or "", m["name"]) is not None:
@@ -283,10 +287,11 @@ class Api:
             new = strategy.prepare_update(rt, new, current, subresource)
             if rt.storage == crds.CRD_STORAGE and subresource == "":
                 crds.default_crd(new)
-            new = self.admission.mutate(rt, subresource, "UPDATE", new, current)
+            new = self.admission.mutate(rt, subresource, "UPDATE", new, current,
+                                         options.user)
             warnings = self._validate(rt, new, current, options)
             self.admission.validate(rt, subresource, "UPDATE", from_storage(rt, new),
-                                    from_storage(rt, current))
+                                    from_storage(rt, current), options.user)
             with self.store.lock:
                 latest = self._load(rt, namespace, name)
                 if latest["metadata"]["resourceVersion"] != current["metadata"][
@@ -326,7 +331,8 @@ class Api:
         preconditions = delete_options.get("preconditions") or {}
         current = self._load(rt, namespace, name)
         _check_preconditions(rt, current, preconditions)
-        self.admission.validate(rt, "", "DELETE", None, from_storage(rt, current))
+        self.admission.validate(rt, "", "DELETE", None, from_storage(rt, current),
+                                 options.user)
         with self.store.lock:
             latest = self._load(rt, namespace, name)
             _check_preconditions(rt, latest, preconditions)
