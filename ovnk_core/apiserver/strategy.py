@@ -4,7 +4,7 @@ This is the local counterpart of the real server's registry strategies:
 what a create resets (pods start Pending, a CR's status is dropped when it
 has a status subresource), what an update may not change (uid, creation
 time, deletion state, status through the main resource or anything but
-status through ``/status``), when ``metadata.generation`` moves, and the
+status, and for pods and nodes metadata, through ``/status``), when ``metadata.generation`` moves, and the
 small amount of built-in validation clients rely on.
 """
 
@@ -27,6 +27,11 @@ IMMUTABLE_META = ("uid", "creationTimestamp", "deletionTimestamp",
                   "deletionGracePeriodSeconds", "generation", "name", "namespace")
 NS_NAME_LABEL = "kubernetes.io/metadata.name"
 FINALIZER_KUBERNETES = "kubernetes"
+# core kinds whose /status writes keep the request's metadata (labels, annotations) as the
+# real pod and node status strategies do; other kinds' status writes change status only
+# (namespaces and services also keep it in a real cluster; not here, so that the UDN
+# namespace label rule cannot be bypassed through namespaces/status)
+STATUS_KEEPS_METADATA = ("Pod", "Node")
 
 
 def prepare_create(rt: ResourceType, obj: JSON, namespace: str) -> None:
@@ -104,6 +109,8 @@ def prepare_update(rt: ResourceType, new: JSON, old: JSON, subresource: str) -> 
     if subresource == "status":
         result = {k: v for k, v in old.items() if k != "status"}
         result["metadata"] = dict(old["metadata"])
+        if not rt.group and rt.kind in STATUS_KEEPS_METADATA:
+            result["metadata"] = _status_metadata(rt, meta(new), old["metadata"])
         if "status" in new:
             result["status"] = new["status"]
         return result
@@ -125,6 +132,21 @@ def prepare_update(rt: ResourceType, new: JSON, old: JSON, subresource: str) -> 
                        "finalizers": (old.get("spec") or {}).get("finalizers") or []}
         m["labels"] = {**(m.get("labels") or {}), NS_NAME_LABEL: old_meta["name"]}
     return new
+
+
+def _status_metadata(rt: ResourceType, new_meta: JSON, old_meta: JSON) -> JSON:
+    """The metadata a ``pods/status`` or ``nodes/status`` write stores: the request's, as
+    the real pod and node status strategies keep it (they reset only the spec), with the
+    immutable fields of the stored object; pods also keep their ownerReferences."""
+    result = {k: v for k, v in new_meta.items() if k not in (*IMMUTABLE_META, "selfLink")}
+    for field in IMMUTABLE_META:
+        if field in old_meta:
+            result[field] = old_meta[field]
+    if rt.kind == "Pod":
+        result.pop("ownerReferences", None)
+        if "ownerReferences" in old_meta:
+            result["ownerReferences"] = old_meta["ownerReferences"]
+    return result
 
 
 def spec_changed(rt: ResourceType, old: JSON, new: JSON) -> bool:

@@ -28,15 +28,32 @@ def status_of(exc: ApiException) -> dict[str, Any]:
     return body
 
 
-def test_status_subresource_only_changes_status(core: client.CoreV1Api, namespace: str) -> None:
+def test_status_subresource_changes_status_and_metadata(core: client.CoreV1Api,
+                                                       namespace: str) -> None:
+    """As the real pod status strategy: the spec is kept, metadata (labels, annotations)
+    is written, ownerReferences are kept."""
     core.create_namespaced_pod(namespace, POD)
     pod = core.read_namespaced_pod("p", namespace)
     pod.status.phase = "Running"
     pod.metadata.labels = {"changed": "yes"}
+    pod.metadata.owner_references = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "c",
+                                      "uid": "u"}]
     pod.spec.node_name = "elsewhere"
     updated = core.replace_namespaced_pod_status("p", namespace, pod)
     assert updated.status.phase == "Running"
-    assert updated.metadata.labels == {"app": "web"} and updated.spec.node_name is None
+    assert updated.metadata.labels == {"changed": "yes"} and updated.spec.node_name is None
+    assert updated.metadata.owner_references is None
+
+
+def test_status_of_other_kinds_changes_status_only(core: client.CoreV1Api,
+                                                   namespace: str) -> None:
+    core.create_namespaced_service(namespace, {"metadata": {"name": "s"}, "spec": {
+        "ports": [{"port": 80}]}})
+    updated = core.patch_namespaced_service_status("s", namespace, {
+        "metadata": {"labels": {"x": "y"}}, "status": {"conditions": [
+            {"type": "T", "status": "True", "reason": "R", "message": "",
+             "lastTransitionTime": "2024-01-01T00:00:00Z"}]}}, _content_type=MERGE)
+    assert updated.metadata.labels is None and updated.status.conditions[0].type == "T"
 
 
 def test_main_resource_ignores_status(core: client.CoreV1Api, namespace: str) -> None:
