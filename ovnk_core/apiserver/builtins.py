@@ -50,6 +50,8 @@ def builtin_types() -> list[ResourceType]:
                      subresources=("status",), merge_keys=NODE_KEYS),
         ResourceType("", "v1", "pods", "pod", "Pod", True, ("po",), ("all",),
                      subresources=("status", "binding", "exec"), merge_keys=POD_KEYS),
+        ResourceType("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", True,
+                     ("sa",), subresources=("token",), merge_keys=dict(_METADATA_KEYS)),
         ResourceType("", "v1", "services", "service", "Service", True, ("svc",), ("all",),
                      verbs=NO_COLLECTION, subresources=("status",), merge_keys=SERVICE_KEYS,
                      name_rule="dns1035"),
@@ -63,4 +65,41 @@ def builtin_types() -> list[ResourceType]:
                      "EndpointSlice", True, merge_keys=dict(_METADATA_KEYS)),
         ResourceType("events.k8s.io", "v1", "events", "event", "Event", True, ("ev",),
                      storage="/events", merge_keys=dict(_METADATA_KEYS), name_rule="path"),
+        *_rbac_types(),
+        *_review_types(),
+    ]
+
+
+def _rbac_types() -> list[ResourceType]:
+    group = "rbac.authorization.k8s.io"
+    keys = {**_METADATA_KEYS, "subjects": ""}
+    return [
+        ResourceType(group, "v1", "clusterrolebindings", "clusterrolebinding",
+                     "ClusterRoleBinding", False, merge_keys=dict(keys), name_rule="path"),
+        ResourceType(group, "v1", "clusterroles", "clusterrole", "ClusterRole", False,
+                     merge_keys=dict(_METADATA_KEYS), name_rule="path"),
+        ResourceType(group, "v1", "rolebindings", "rolebinding", "RoleBinding", True,
+                     merge_keys=dict(keys), name_rule="path"),
+        ResourceType(group, "v1", "roles", "role", "Role", True,
+                     merge_keys=dict(_METADATA_KEYS), name_rule="path"),
+    ]
+
+
+def _review_types() -> list[ResourceType]:
+    """Create-only kinds answered from the request (authentication and authorization)."""
+    authz, authn = "authorization.k8s.io", "authentication.k8s.io"
+    create = ("create",)
+    return [
+        ResourceType(authn, "v1", "selfsubjectreviews", "selfsubjectreview",
+                     "SelfSubjectReview", False, verbs=create, ephemeral=True),
+        ResourceType(authn, "v1", "tokenreviews", "tokenreview", "TokenReview", False,
+                     verbs=create, ephemeral=True),
+        ResourceType(authz, "v1", "localsubjectaccessreviews", "localsubjectaccessreview",
+                     "LocalSubjectAccessReview", True, verbs=create, ephemeral=True),
+        ResourceType(authz, "v1", "selfsubjectaccessreviews", "selfsubjectaccessreview",
+                     "SelfSubjectAccessReview", False, verbs=create, ephemeral=True),
+        ResourceType(authz, "v1", "selfsubjectrulesreviews", "selfsubjectrulesreview",
+                     "SelfSubjectRulesReview", False, verbs=create, ephemeral=True),
+        ResourceType(authz, "v1", "subjectaccessreviews", "subjectaccessreview",
+                     "SubjectAccessReview", False, verbs=create, ephemeral=True),
     ]

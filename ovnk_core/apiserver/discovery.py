@@ -15,7 +15,8 @@ AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscover
 AGGREGATED_V2BETA1 = ("application/json;g=apidiscovery.k8s.io;v=v2beta1;"
                       "as=APIGroupDiscoveryList")
 SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "finalize": ["update"],
-                     "binding": ["create"], "exec": ["create", "get"]}
+                     "binding": ["create"], "exec": ["create", "get"],
+                     "token": ["create"]}
 
 
 def _group_version(group: str, version: str) -> str:
@@ -43,7 +44,7 @@ def api_group_list(registry: ResourceRegistry) -> JSON:
 
 
 def _subresource_kind(rt: ResourceType, sub: str) -> str:
-    return "Binding" if sub == "binding" else rt.kind
+    return {"binding": "Binding", "token": "TokenRequest"}.get(sub, rt.kind)
 
 
 def resource_list(registry: ResourceRegistry, group: str, version: str) -> JSON | None:

@@ -1,8 +1,11 @@
-"""HTTP/1.1 plumbing on the stdlib server: request bodies, JSON replies, chunked streams.
+"""HTTPS/1.1 plumbing on the stdlib server: TLS, request bodies, JSON replies, chunked streams.
 
 Kept apart from the API logic so that ``server.py`` reads as "which request
-does what".  Keep-alive connections are tracked so that ``stop()`` can cut
-them (clients of a stopped server must see it go away, not hang).
+does what".  Every connection is TLS: the handshake runs on the connection's
+own thread (bounded by a timeout, so a silent client cannot stall the accept
+loop) and the client's verified certificate, if it sent one, is kept for
+authentication.  Keep-alive connections are tracked so that ``stop()`` can
+cut them (clients of a stopped server must see it go away, not hang).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import json
 import logging
 import select
 import socket
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -19,9 +23,12 @@ from urllib.parse import parse_qs, urlsplit
 import yaml
 
 from ovnk_core.apiserver import protobuf
+from ovnk_core.apiserver.authn import UserInfo
 from ovnk_core.apiserver.errors import JSON, ApiStatusError, bad_request, internal
 
 log = logging.getLogger(__name__)
+
+HANDSHAKE_TIMEOUT = 10.0
 
 
 class Request:
@@ -38,6 +45,14 @@ class Request:
         self.accept = handler.headers.get("Accept") or ""
         self.body = handler.read_body()
         self.warnings: list[str] = []
+        self.user: UserInfo | None = None  # set once authenticated
+
+    def peer_certificate(self) -> dict[str, Any] | None:
+        """The client's verified certificate (``getpeercert()`` form), if it sent one."""
+        connection = self.handler.connection
+        if not isinstance(connection, ssl.SSLSocket):
+            return None
+        return connection.getpeercert() or None
 
     def json_body(self) -> Any:
         """The body as JSON (or YAML, when sent as such); ``None`` when empty."""
@@ -95,15 +110,27 @@ class Request:
         self.handler.close_connection = True
 
     def client_alive(self) -> bool:
-        """False once the client closed its end (checked while a watch is idle)."""
+        """False once the client closed its end (checked while a watch is idle).
+
+        A watch client sends nothing, so anything readable is its TLS close_notify or
+        the end of the connection; a partial TLS record means it is still there.
+        """
         sock = self.handler.connection
         try:
             readable, _, _ = select.select([sock], [], [], 0)
-            if readable:
+            if not readable:
+                return True
+            if not isinstance(sock, ssl.SSLSocket):
                 return bool(sock.recv(1, socket.MSG_PEEK))
-        except OSError:
+            sock.setblocking(False)
+            try:
+                return bool(sock.recv(1))
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                return True
+            finally:
+                sock.setblocking(True)
+        except (OSError, ValueError):
             return False
-        return True
 
 
 class ApiRequestHandler(BaseHTTPRequestHandler):
@@ -112,6 +139,10 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
     server: ApiHTTPServer
 
     def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.settimeout(HANDSHAKE_TIMEOUT)
+            self.request.do_handshake()
+            self.request.settimeout(None)
         super().setup()
         self.server.track(self.connection, True)
 
@@ -176,11 +207,25 @@ class ApiHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], app: Any) -> None:
+    def __init__(self, address: tuple[str, int], app: Any,
+                 ssl_context: ssl.SSLContext) -> None:
         self.app = app
+        self.ssl_context = ssl_context
         self._connections: set[socket.socket] = set()
         self._conn_lock = threading.Lock()
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
         super().__init__(address, ApiRequestHandler)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, address = self.socket.accept()
+        return self.ssl_context.wrap_socket(sock, server_side=True,
+                                            do_handshake_on_connect=False), address
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection that failed before its first request (usually its TLS handshake:
+        a client that does not trust our CA, or speaks plain HTTP)."""
+        log.debug("connection from %s failed", client_address, exc_info=True)
 
     def track(self, connection: socket.socket, active: bool) -> None:
         with self._conn_lock:

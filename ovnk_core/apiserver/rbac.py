@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from ovnk_core.apiserver.authn import MASTERS, UserInfo
 from ovnk_core.apiserver.authz import Attributes, Decision
-from ovnk_core.apiserver.errors import JSON, ApiStatusError, forbidden
+from ovnk_core.apiserver.errors import JSON, OMIT, ApiStatusError, FieldError, forbidden
 from ovnk_core.apiserver.store import DELETED, Event, Store
 
 log = logging.getLogger(__name__)
@@ -312,6 +312,69 @@ class RbacAuthorizer:
         return Decision(False, reason)
 
 
+# -- validation -------------------------------------------------------------------------------
+def validate_rbac_object(storage: str, obj: JSON, old: JSON | None) -> list[FieldError]:
+    """The checks kube-apiserver's RBAC validation makes that clients run into."""
+    errors: list[FieldError] = []
+    namespaced = storage in (ROLES, ROLE_BINDINGS)
+    if storage in (ROLES, CLUSTER_ROLES):
+        rules = obj.get("rules") or []
+        if not isinstance(rules, list):
+            return [FieldError("Invalid", "rules", rules, "must be a list of PolicyRules")]
+        for index, raw in enumerate(rules):
+            path = f"rules[{index}]"
+            rule = Rule.from_json(raw)
+            if rule is None:
+                errors.append(FieldError("Invalid", path, raw, "must be a PolicyRule"))
+                continue
+            if not rule.verbs:
+                errors.append(FieldError("Required", f"{path}.verbs", OMIT,
+                                         "verbs must contain at least one value"))
+            if rule.non_resource_urls:
+                if namespaced:
+                    errors.append(FieldError(
+                        "Invalid", f"{path}.nonResourceURLs", list(rule.non_resource_urls),
+                        "namespaced rules cannot apply to non-resource URLs"))
+                if rule.api_groups or rule.resources:
+                    errors.append(FieldError(
+                        "Invalid", f"{path}.nonResourceURLs", list(rule.non_resource_urls),
+                        "rules cannot apply to both regular resources and non-resource URLs"))
+            elif not rule.api_groups:
+                errors.append(FieldError("Required", f"{path}.apiGroups", OMIT,
+                                         "resource rules must supply at least one api group"))
+            elif not rule.resources:
+                errors.append(FieldError("Required", f"{path}.resources", OMIT,
+                                         "resource rules must supply at least one resource"))
+        return errors
+    ref = obj.get("roleRef")
+    kinds = ("Role", "ClusterRole") if namespaced else ("ClusterRole",)
+    if not isinstance(ref, dict):
+        return [FieldError("Required", "roleRef", OMIT)]
+    if ref.get("kind") not in kinds:
+        errors.append(FieldError("NotSupported", "roleRef.kind", ref.get("kind") or "",
+                                 supported=kinds))
+    if ref.get("apiGroup") not in (None, "", GROUP):
+        errors.append(FieldError("NotSupported", "roleRef.apiGroup", ref.get("apiGroup"),
+                                 supported=(GROUP,)))
+    if not ref.get("name"):
+        errors.append(FieldError("Required", "roleRef.name", OMIT))
+    if old is not None and (old.get("roleRef") or {}) != ref:
+        errors.append(FieldError("Invalid", "roleRef", ref, "cannot change roleRef"))
+    for index, raw in enumerate(obj.get("subjects") or []):
+        path = f"subjects[{index}]"
+        if not isinstance(raw, dict):
+            errors.append(FieldError("Invalid", path, raw, "must be a Subject"))
+            continue
+        if raw.get("kind") not in ("User", "Group", "ServiceAccount"):
+            errors.append(FieldError("NotSupported", f"{path}.kind", raw.get("kind") or "",
+                                     supported=("ServiceAccount", "User", "Group")))
+        if not raw.get("name"):
+            errors.append(FieldError("Required", f"{path}.name", OMIT))
+        if raw.get("kind") == "ServiceAccount" and not raw.get("namespace") and not namespaced:
+            errors.append(FieldError("Required", f"{path}.namespace", OMIT))
+    return errors
+
+
 # -- escalation -------------------------------------------------------------------------------
 def _atomic(rule: Rule) -> list[Rule]:
     """A rule broken into single-verb, single-group, single-resource, single-name rules."""
@@ -404,4 +467,4 @@ def escalation_check(authorizer: RbacAuthorizer, authorize: AuthorizeFn, storage
 
 
 __all__ = ["CLUSTER_ROLES", "CLUSTER_ROLE_BINDINGS", "GROUP", "ROLES", "ROLE_BINDINGS",
-           "RbacAuthorizer", "Rule", "escalation_check", "uncovered"]
+           "RbacAuthorizer", "Rule", "escalation_check", "uncovered", "validate_rbac_object"]

@@ -51,6 +51,9 @@ class ResourceType:
     merge_keys: dict[str, str] = field(default_factory=dict)
     crd: str = ""
     name_rule: str = "subdomain"
+    # a create-only review kind (SelfSubjectAccessReview, TokenReview, ...): answered, never
+    # stored, not listed
+    ephemeral: bool = False
 
     def __post_init__(self) -> None:
         if not self.storage:

@@ -2,22 +2,24 @@
 
 ``serve()`` starts the server on a background thread and returns a handle
 (actual port, URL, the store, the admission registry, ``stop()``);
-``python -m ovnk_core.apiserver`` runs it as a process.  Requests are
-dispatched here to discovery, OpenAPI, health endpoints and the REST
-operations of ``rest.Api``; kubectl's Table and aggregated-discovery
-content types are honoured when asked for.
+``python -m ovnk_core.apiserver`` runs it as a process.  It serves HTTPS only;
+every request is authenticated (client certificate or bearer token; only the
+health endpoints admit anonymous requests), may impersonate, and is
+authorized by RBAC before it is dispatched to discovery, OpenAPI, health
+endpoints, the review kinds and the REST operations of ``rest.Api``;
+kubectl's Table and aggregated-discovery content types are honoured when
+asked for.  Binding to a non-loopback address must be asked for explicitly.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
-
-import yaml
 
 from ovnk_core.apiserver import (
     discovery,
@@ -28,6 +30,8 @@ from ovnk_core.apiserver import (
     websocket,
 )
 from ovnk_core.apiserver.admission import AdmissionRegistry, load_plugins
+from ovnk_core.apiserver.authn import MASTERS, UserInfo
+from ovnk_core.apiserver.authz import Attributes, resource_verb
 from ovnk_core.apiserver.builtins import builtin_types
 from ovnk_core.apiserver.crds import CRD_STORAGE, types_from_crd
 from ovnk_core.apiserver.errors import (
@@ -39,10 +43,15 @@ from ovnk_core.apiserver.errors import (
     path_not_found,
 )
 from ovnk_core.apiserver.handler import ApiHTTPServer, Request
+from ovnk_core.apiserver.kubeconfig import write_kubeconfig
 from ovnk_core.apiserver.persistence import Persistence, read_snapshot
+from ovnk_core.apiserver.rbac import STORAGES as RBAC_STORAGES
+from ovnk_core.apiserver.rbac import escalation_check, validate_rbac_object
+from ovnk_core.apiserver.rbac_bootstrap import AUTOUPDATE, bootstrap_policy
 from ovnk_core.apiserver.resources import ResourceRegistry
 from ovnk_core.apiserver.rest import Api, Result, WriteOptions
 from ovnk_core.apiserver.routing import Route
+from ovnk_core.apiserver.security import ADMIN_USER, Security, SecurityOptions, is_loopback
 from ovnk_core.apiserver.selectors import matcher
 from ovnk_core.apiserver.services import ServiceAllocator
 from ovnk_core.apiserver.store import Store
@@ -81,23 +90,54 @@ class ServerOptions:
     # pods/exec runs commands in the network namespace this names ({node}, {namespace},
     # {name}); empty: exec is not served (no pod has a namespace on this machine)
     pod_netns_template: str = ""
+    # TLS and authentication files (required: the server has no insecure mode)
+    security: SecurityOptions | None = None
+    # serve on an address other than loopback (TLS and authentication stay on)
+    allow_non_loopback: bool = False
 
 
 class ApiServer:
     """State plus request dispatch; one instance per running server."""
 
     def __init__(self, options: ServerOptions) -> None:
+        if options.security is None:
+            raise ValueError("the API server needs TLS and authentication files "
+                             "(ServerOptions.security); it has no insecure mode")
         self.options = options
         self.store = Store(options.history_size, options.max_watch_queue)
         self.registry = ResourceRegistry(builtin_types())
         self.admission = AdmissionRegistry(builtin_rules=options.builtin_admission)
         self.api = Api(self.store, self.registry, self.admission,
                        ServiceAllocator(options.service_cidrs))
+        self.security = Security(options.security, self.store)
+        for storage in RBAC_STORAGES:
+            self.admission.register_validating(
+                "rbac.authorization.k8s.io", storage.split("/", 1)[1],
+                self._rbac_write_rule(storage), name="rbac", operations=("CREATE", "UPDATE"),
+                with_user=True)
+
+    def _rbac_write_rule(self, storage: str) -> Any:
+        def rule(operation: str, new: JSON | None, old: JSON | None,
+                 user: UserInfo | None) -> Any:
+            if new is None:
+                return None
+            problems = validate_rbac_object(storage, new, old)
+            if problems:
+                return problems
+            if user is not None:
+                error = escalation_check(self.security.rbac, self.security.authorize, storage,
+                                         new, user)
+                if error is not None:
+                    raise error
+            return None
+        return rule
 
     def bootstrap(self, snapshot: JSON | None) -> None:
-        """Load a snapshot, serve its CRDs and make sure the default namespaces exist."""
+        """Load a snapshot, serve its CRDs, make sure the default namespaces exist and put
+        the bootstrap RBAC policy in place."""
         if snapshot is not None:
             self.store.load(snapshot)
+            self.security.rbac.rebuild()
         for crd in self.store.objects(CRD_STORAGE)[0]:
             self.registry.replace_crd(crd["metadata"]["name"], types_from_crd(crd))
         namespaces = self.registry.get("", "v1", "namespaces")
@@ -105,10 +145,47 @@ class ApiServer:
         for name in self.options.default_namespaces:
             if self.store.get(namespaces.storage, "", name) is None:
                 self.api.create(namespaces, "", {"metadata": {"name": name}}, WriteOptions())
+        self._reconcile_bootstrap_policy()
+
+    def _reconcile_bootstrap_policy(self) -> None:
+        """Create missing default roles and bindings; put back the rules and subjects of
+        those still marked ``autoupdate: "true"``."""
+        for storage, wanted in bootstrap_policy():
+            rt = self.registry.storage_type(storage)
+            assert rt is not None
+            name = wanted["metadata"]["name"]
+            current = self.store.get(storage, "", name)
+            if current is None:
+                self.api.create(rt, "", wanted, WriteOptions())
+                continue
+            annotations = current["metadata"].get("annotations") or {}
+            if annotations.get(AUTOUPDATE) == "false":
+                continue
+            fields = ("rules",) if "rules" in wanted else ("roleRef", "subjects")
+            if all(current.get(f) == wanted.get(f) for f in fields):
+                continue
+            updated = {**current, **{f: wanted[f] for f in fields}}
+            self.api.update(rt, "", name, updated, WriteOptions())
 
     # -- dispatch --------------------------------------------------------------------------
     def __call__(self, request: Request) -> None:
         path = request.path.rstrip("/") or "/"
+        user = self.security.authenticate(path, request.headers, request.peer_certificate())
+        request.user = user
+        route = routing.resolve(self.registry, path)
+        if route is None:
+            self.security.require(Attributes(user, request.method.lower(), False,
+                                             path=request.path))
+            self._non_resource(request, path)
+            return
+        watch = _truthy(request.query.get("watch"))
+        self.security.require(Attributes(
+            user, resource_verb(request.method, bool(route.name), watch, route.subresource),
+            True, route.rt.group, route.rt.version, route.rt.plural, route.subresource,
+            route.namespace, route.name))
+        self._resource(request, route)
+
+    def _non_resource(self, request: Request, path: str) -> None:
         if path in ("/healthz", "/livez", "/readyz") or path.startswith(
                 ("/healthz/", "/livez/", "/readyz/")):
             request.reply(200, "ok")
@@ -125,10 +202,7 @@ class ApiServer:
                                 else discovery.AGGREGATED_V2BETA1)
             request.reply(200, document, content_type)
             return
-        route = routing.resolve(self.registry, path)
-        if route is None:
-            raise path_not_found(path)
-        self._resource(request, route)
+        raise path_not_found(path)
 
     def _discovery(self, request: Request, path: str) -> JSON | None:
         aggregated = routing.wants_aggregated(request.accept)
@@ -169,11 +243,22 @@ class ApiServer:
         if route.subresource == "exec":
             self._exec(request, route)
             return
+        if rt.ephemeral:
+            if method != "POST" or route.name:
+                raise method_not_allowed(NOT_ALLOWED)
+            assert request.user is not None
+            request.reply(201, self.security.reviews.answer(rt, route.namespace,
+                                                            request.json_body(), request.user))
+            return
+        if route.subresource == "token" and method == "POST":
+            account = self.api.get(rt, route.namespace, route.name)
+            request.reply(201, self.security.tokens.token_request(account, request.json_body()))
+            return
         manager = q.get("fieldManager") or managedfields.manager_from_user_agent(
             request.headers.get("User-Agent") or "")
         options = WriteOptions(dry_run=q.get("dryRun") == "All",
                                field_validation=q.get("fieldValidation") or "Warn",
-                               field_manager=manager)
+                               field_manager=manager, user=request.user)
         if options.field_validation not in ("Strict", "Warn", "Ignore"):
             raise bad_request(f"fieldValidation must be one of Strict, Warn, Ignore (got "
                               f"{options.field_validation!r})")
@@ -352,7 +437,8 @@ class ServerHandle:
         host = http.server_address[0]
         self.host = host.decode() if isinstance(host, bytes | bytearray) else str(host)
         self.port = int(http.server_address[1])
-        self.url = f"http://{self.host}:{self.port}"
+        self.url = (f"https://[{self.host}]:{self.port}" if ":" in self.host
+                    else f"https://{self.host}:{self.port}")
 
     @property
     def store(self) -> Store:
@@ -370,9 +456,18 @@ class ServerHandle:
     def api(self) -> Api:
         return self.app.api
 
-    def write_kubeconfig(self, path: Path | str) -> Path:
-        """Write a kubeconfig for this server to ``path``."""
-        return write_kubeconfig(path, self.url)
+    @property
+    def security(self) -> Security:
+        return self.app.security
+
+    def kubeconfig(self, user: str = ADMIN_USER, groups: tuple[str, ...] = (MASTERS,)) -> JSON:
+        """A kubeconfig for this server authenticating as ``user`` (default: the admin)."""
+        return self.security.client_kubeconfig(self.url, user, groups)
+
+    def write_kubeconfig(self, path: Path | str, user: str = ADMIN_USER,
+                         groups: tuple[str, ...] = (MASTERS,)) -> Path:
+        """Write a kubeconfig for this server to ``path`` (0600; default: the admin's)."""
+        return write_kubeconfig(path, self.kubeconfig(user, groups))
 
     def stop(self) -> None:
         """Stop serving, end every watch and connection, write the snapshot (idempotent)."""
@@ -397,8 +492,15 @@ class ServerHandle:
 
 def serve(host: str = "127.0.0.1", port: int = 0, data_file: Path | str | None = None,
           options: ServerOptions | None = None) -> ServerHandle:
-    """Start a server on a background thread; ``port=0`` picks a free port."""
+    """Start a server on a background thread; ``port=0`` picks a free port.
+
+    :raises ValueError: no security options, or a non-loopback ``host`` without
+        ``allow_non_loopback``.
+    """
     options = options or ServerOptions()
+    if not is_loopback(host) and not options.allow_non_loopback:
+        raise ValueError(f"refusing to serve on {host}: not a loopback address (allow it "
+                         "explicitly; TLS and authentication stay on)")
     app = ApiServer(options)
     load_plugins(app.admission, options.admission_modules, options.admission_entry_points)
     persistence = None
@@ -410,7 +512,7 @@ def serve(host: str = "127.0.0.1", port: int = 0, data_file: Path | str | None =
         persistence.flush()
     else:
         app.bootstrap(None)
-    http = ApiHTTPServer((host, port), app)
+    http = ApiHTTPServer((host, port), app, app.security.ssl_context())
     thread = threading.Thread(target=http.serve_forever, kwargs={"poll_interval": 0.05},
                               name=f"apiserver-{http.server_address[1]}", daemon=True)
     thread.start()
@@ -419,19 +521,12 @@ def serve(host: str = "127.0.0.1", port: int = 0, data_file: Path | str | None =
     return handle
 
 
-def write_kubeconfig(path: Path | str, server: str, context: str = "ovnk-local") -> Path:
-    """A kubeconfig for plain-HTTP, no-auth access to ``server``."""
-    config = {
-        "apiVersion": "v1", "kind": "Config", "current-context": context, "preferences": {},
-        "clusters": [{"name": context, "cluster": {"server": server}}],
-        "users": [{"name": context, "user": {}}],
-        "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
-    }
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(yaml.safe_dump(config))
-    return target
+__all__ = ["ApiServer", "ApiStatusError", "SecurityOptions", "ServerHandle", "ServerOptions",
+           "serve", "with_security"]
 
 
-__all__ = ["ApiServer", "ApiStatusError", "ServerHandle", "ServerOptions", "serve",
-           "write_kubeconfig"]
+def with_security(options: ServerOptions, security: SecurityOptions) -> ServerOptions:
+    """``options`` with ``security`` filled in when it has none."""
+    if options.security is not None:
+        return options
+    return dataclasses.replace(options, security=security)

@@ -41,6 +41,13 @@ def api_client_from_kubeconfig(kubeconfig: str = "") -> k8s_client.ApiClient:
     return k8s_client.ApiClient(configuration)
 
 
+def api_client_from_config(config: Mapping[str, Any]) -> k8s_client.ApiClient:
+    """An ``ApiClient`` from a kubeconfig already in memory (its current context)."""
+    configuration = k8s_client.Configuration()
+    k8s_config.load_kube_config_from_dict(dict(config), client_configuration=configuration)
+    return k8s_client.ApiClient(configuration)
+
+
 class KubeClient:
     """CRUD, patch, status and watch on any ``Resource``, with JSON dicts."""
 
@@ -184,4 +191,4 @@ def _query_value(value: Any) -> str:
 
 
 __all__ = ["JSON", "JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "ApiError",
-           "KubeClient", "api_client_from_kubeconfig"]
+           "KubeClient", "api_client_from_config", "api_client_from_kubeconfig"]

@@ -1,14 +1,19 @@
 """Pytest fixtures for the local API server: a fresh server per test and a client for it.
 
 ``kube_apiserver`` is a running ``ServerHandle`` on 127.0.0.1 with fresh state
-(and a short bookmark interval, so bookmark behaviour is testable);
-``kube_client`` is an official ``kubernetes.client.ApiClient`` configured for
-it; ``kube_apiserver_factory`` starts servers with custom options or a data
-file (stopped at teardown), for history, persistence and restart tests.
+(and a short bookmark interval, so bookmark behaviour is testable), serving
+HTTPS with the test session's CA (``cluster_pki``) and authenticating every
+request as the real server would; ``kube_client`` is an official
+``kubernetes.client.ApiClient`` for it that authenticates as the cluster admin
+(``client_for(handle, user, groups)`` gives any other identity);
+``kube_apiserver_factory`` starts servers with custom options or a data file
+(stopped at teardown), for history, persistence and restart tests.
 """
 
 from __future__ import annotations
 
+import ssl
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -16,8 +21,10 @@ from typing import Any, cast
 import pytest
 from kubernetes import client
 
-from ovnk_core.apiserver.server import ServerHandle, ServerOptions, serve
-from ovnk_core.kube.client import KubeClient
+from ovnk_core.apiserver.authn import MASTERS
+from ovnk_core.apiserver.security import ADMIN_USER, SecurityOptions
+from ovnk_core.apiserver.server import ServerHandle, ServerOptions, serve, with_security
+from ovnk_core.kube.client import KubeClient, api_client_from_config
 
 ServerFactory = Callable[..., ServerHandle]
 
@@ -35,22 +42,45 @@ def with_crds(handle: ServerHandle) -> KubeClient:
     return api
 
 
-def client_for(handle: ServerHandle) -> client.ApiClient:
-    """An official-client ``ApiClient`` talking to ``handle`` (plain HTTP, no auth)."""
-    configuration = client.Configuration()
-    configuration.host = handle.url
-    return client.ApiClient(configuration)
+def client_for(handle: ServerHandle, user: str = ADMIN_USER,
+               groups: tuple[str, ...] = (MASTERS,)) -> client.ApiClient:
+    """An official-client ``ApiClient`` for ``handle`` that authenticates as ``user`` with a
+    client certificate (default: the cluster admin)."""
+    return api_client_from_config(handle.kubeconfig(user, groups))
+
+
+def ssl_context_for(handle: ServerHandle, user: str | None = ADMIN_USER,
+                    groups: tuple[str, ...] = (MASTERS,)) -> ssl.SSLContext:
+    """A client TLS context trusting ``handle``'s CA, presenting ``user``'s certificate
+    (``user=None``: no client certificate) — for raw HTTP tests."""
+    security = handle.security
+    context = ssl.create_default_context(cafile=str(security.options.client_ca_file))
+    if user is not None:
+        pair = security.certificate_authority().issue_client(user, groups)
+        folder = Path(security.options.client_ca_file).parent / "clients"
+        stem = uuid.uuid4().hex
+        cert, key = folder / f"{stem}.crt", folder / f"{stem}.key"
+        pair.write(cert, key)
+        context.load_cert_chain(cert, key)
+    return context
+
+
+@pytest.fixture(scope="session")
+def cluster_pki(tmp_path_factory: pytest.TempPathFactory) -> SecurityOptions:
+    """The test session's cluster CA, serving certificate and service-account key."""
+    return SecurityOptions.in_directory(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture
-def kube_apiserver_factory() -> Iterator[ServerFactory]:
-    """``factory(options=None, data_file=None, port=0)`` -> a started server."""
+def kube_apiserver_factory(cluster_pki: SecurityOptions) -> Iterator[ServerFactory]:
+    """``factory(options=None, data_file=None, port=0)`` -> a started server (HTTPS, the
+    session CA; options without ``security`` get it)."""
     handles: list[ServerHandle] = []
 
     def start(options: ServerOptions | None = None, data_file: Path | str | None = None,
               port: int = 0) -> ServerHandle:
-        handle = serve("127.0.0.1", port, data_file,
-                       options or ServerOptions(bookmark_interval=1.0))
+        handle = serve("127.0.0.1", port, data_file, with_security(
+            options or ServerOptions(bookmark_interval=1.0), cluster_pki))
         handles.append(handle)
         return handle
 

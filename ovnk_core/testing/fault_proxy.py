@@ -11,7 +11,10 @@ Tests point a client at the proxy and then, at the moment they choose:
   clean end, as a dropped connection or restarted server would.
 
 Everything else is forwarded unchanged (chunk by chunk for watches), and
-every request is recorded in ``requests`` for assertions.
+every request is recorded in ``requests`` for assertions.  The test's client
+speaks plain HTTP to the proxy on loopback; the proxy speaks HTTPS to the
+server with ``upstream_context`` (whose client certificate is the identity
+every proxied request carries).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import ssl
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,10 +39,11 @@ class _Fault:
 
 
 class FaultProxy:
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, upstream_context: ssl.SSLContext | None = None) -> None:
         parts = urlsplit(upstream)
         self.upstream_host = parts.hostname or "127.0.0.1"
-        self.upstream_port = parts.port or 80
+        self.upstream_port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.upstream_context = upstream_context if parts.scheme == "https" else None
         self.requests: list[tuple[str, str]] = []
         self._faults: list[_Fault] = []
         self._gone_watches = 0
@@ -137,8 +142,14 @@ class FaultProxy:
             if gone:
                 self._reply_gone_watch(handler)
                 return
-        upstream = http.client.HTTPConnection(self.upstream_host, self.upstream_port,
-                                              timeout=None if is_watch else 30)
+        upstream: http.client.HTTPConnection
+        if self.upstream_context is not None:
+            upstream = http.client.HTTPSConnection(
+                self.upstream_host, self.upstream_port, timeout=None if is_watch else 30,
+                context=self.upstream_context)
+        else:
+            upstream = http.client.HTTPConnection(self.upstream_host, self.upstream_port,
+                                                  timeout=None if is_watch else 30)
         headers = {k: v for k, v in handler.headers.items()
                    if k.lower() not in ("host", "connection", "accept-encoding")}
         upstream.request(method, path, body=body, headers=headers)

@@ -15,6 +15,7 @@ import pytest
 
 from ovnk_core.testing import capabilities
 from ovnk_core.testing.apiserver_fixtures import (  # noqa: F401
+    cluster_pki,
     kube_apiserver,
     kube_apiserver_factory,
     kube_client,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import http.client
 import json
+import ssl
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from kubernetes import client
 
 from ovnk_core.apiserver.server import ServerHandle
+from ovnk_core.testing.apiserver_fixtures import ssl_context_for
 
 WIDGET_CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -105,12 +107,15 @@ RawCall = Callable[..., RawResponse]
 
 @pytest.fixture
 def raw(kube_apiserver: ServerHandle) -> RawCall:
-    """``raw(method, path, body=None, headers=None)``: one plain HTTP request."""
+    """``raw(method, path, body=None, headers=None, context=None)``: one HTTPS request, as
+    the admin unless ``context`` (an ``ssl_context_for(...)``) says otherwise."""
+    admin = ssl_context_for(kube_apiserver)
 
     def call(method: str, path: str, body: Any = None,
-             headers: dict[str, str] | None = None) -> RawResponse:
-        connection = http.client.HTTPConnection(kube_apiserver.host, kube_apiserver.port,
-                                                timeout=30)
+             headers: dict[str, str] | None = None,
+             context: ssl.SSLContext | None = None) -> RawResponse:
+        connection = http.client.HTTPSConnection(kube_apiserver.host, kube_apiserver.port,
+                                                 timeout=30, context=context or admin)
         data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
         sent = {"Content-Type": "application/json", "Accept": "application/json",
                 **(headers or {})}

@@ -17,7 +17,7 @@ from ovnk_core.apiserver import websocket
 from ovnk_core.apiserver.server import ServerHandle, ServerOptions
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import PODS
-from ovnk_core.testing.apiserver_fixtures import ServerFactory, client_for
+from ovnk_core.testing.apiserver_fixtures import ServerFactory, client_for, ssl_context_for
 
 pytestmark = pytest.mark.unit
 
@@ -60,10 +60,17 @@ def test_handshake_key_and_protocol_choice() -> None:
     assert websocket.choose_protocol("channel.k8s.io", ("v5.channel.k8s.io",)) is None
 
 
-def upgrade(handle: ServerHandle, path: str, protocol: str = "v5.channel.k8s.io"
-            ) -> tuple[socket.socket, bytes]:
-    host, port = handle.url.removeprefix("http://").split(":")
-    sock = socket.create_connection((host, int(port)), timeout=10)
+def connect(handle: ServerHandle, user: str | None = "kubernetes-admin",
+            groups: tuple[str, ...] = ("system:masters",)) -> socket.socket:
+    """A TLS connection to ``handle`` presenting ``user``'s client certificate."""
+    raw = socket.create_connection((handle.host, handle.port), timeout=10)
+    return ssl_context_for(handle, user, groups).wrap_socket(raw, server_hostname=handle.host)
+
+
+def upgrade(handle: ServerHandle, path: str, protocol: str = "v5.channel.k8s.io",
+            user: str | None = "kubernetes-admin",
+            groups: tuple[str, ...] = ("system:masters",)) -> tuple[socket.socket, bytes]:
+    sock = connect(handle, user, groups)
     key = base64.b64encode(os.urandom(16)).decode()
     sock.sendall((f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
                   f"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
@@ -135,8 +142,7 @@ def test_exec_requires_an_upgrade(kube_apiserver_factory: ServerFactory, tmp_pat
     handle = kube_apiserver_factory(ServerOptions(pod_netns_template="none-{name}"))
     client = KubeClient(client_for(handle))
     pod(client)
-    host, port = handle.url.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
+    with connect(handle) as sock:
         sock.sendall(b"POST /api/v1/namespaces/default/pods/web/exec?command=true HTTP/1.1\r\n"
                      b"Host: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
         reply = b""

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
+import stat
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
@@ -78,26 +83,45 @@ def test_writes_are_flushed_while_running(
 
 
 def test_module_runs_as_a_process(tmp_path: Path) -> None:
-    kubeconfig, data = tmp_path / "kubeconfig", tmp_path / "data.json"
+    kubeconfig, data, certs = tmp_path / "kubeconfig", tmp_path / "data.json", tmp_path / "pki"
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "ovnk_core.apiserver", "--port", str(port), "--data", str(data),
-         "--kubeconfig", str(kubeconfig), "--log-level", "WARNING"])
+         "--cert-dir", str(certs), "--kubeconfig", str(kubeconfig), "--log-level", "WARNING"])
     try:
         deadline = time.monotonic() + 20
+        context = None
         while time.monotonic() < deadline:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as r:
+                context = context or ssl.create_default_context(cafile=str(certs / "ca.crt"))
+                with urllib.request.urlopen(f"https://127.0.0.1:{port}/healthz", timeout=1,
+                                            context=context) as r:
                     assert r.read() == b"ok"
                     break
-            except OSError:
+            except (OSError, ssl.SSLError):
                 time.sleep(0.1)
-        assert f"http://127.0.0.1:{port}" in kubeconfig.read_text()
+        config = yaml.safe_load(kubeconfig.read_text())
+        assert config["clusters"][0]["cluster"]["server"] == f"https://127.0.0.1:{port}"
+        assert config["users"][0]["name"] == "kubernetes-admin"
+        assert stat.S_IMODE(kubeconfig.stat().st_mode) == 0o600
+        assert stat.S_IMODE((certs / "ca.key").stat().st_mode) == 0o600
+        with pytest.raises(OSError):  # plain HTTP is not served
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)
     finally:
         process.terminate()
         assert process.wait(timeout=10) == 0
     assert json.loads(data.read_text())["resourceVersion"] >= 4
 
+
+def test_module_refuses_to_run_without_tls_or_on_a_public_address(tmp_path: Path) -> None:
+    run = [sys.executable, "-m", "ovnk_core.apiserver", "--port", "0"]
+    plain = subprocess.run(run, capture_output=True, text=True, timeout=30)
+    assert plain.returncode == 2
+    assert "TLS and authentication are required" in plain.stderr
+    public = subprocess.run([*run, "--host", "0.0.0.0", "--cert-dir", str(tmp_path)],
+                            capture_output=True, text=True, timeout=30)
+    assert public.returncode == 2
+    assert "refusing to serve on 0.0.0.0: not a loopback address" in public.stderr
 
 
 def free_port() -> int:

@@ -16,14 +16,14 @@ from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.errors import NotFound
 from ovnk_core.kube.informer import ADDED, DELETED, MODIFIED, Informer, index_by_namespace
 from ovnk_core.kube.resources import CONFIGMAPS, NAMESPACES, object_key
-from ovnk_core.testing.apiserver_fixtures import client_for
+from ovnk_core.testing.apiserver_fixtures import client_for, ssl_context_for
 from ovnk_core.testing.fault_proxy import FaultProxy
 from ovnk_core.testing.waiting import wait_until
 
 
 @pytest.fixture
 def proxy(kube_apiserver: ServerHandle) -> Iterator[FaultProxy]:
-    fault_proxy = FaultProxy(kube_apiserver.url).start()
+    fault_proxy = FaultProxy(kube_apiserver.url, ssl_context_for(kube_apiserver)).start()
     yield fault_proxy
     fault_proxy.stop()
 
