@@ -9,6 +9,8 @@ import json
 from typing import Any
 
 import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from ovnk_core.admission import annotations as rules
 from ovnk_core.apiserver.admission import AdmissionRegistry, load_plugins
@@ -436,3 +438,44 @@ def test_server_node_annotations_by_owner(kube_apiserver: ServerHandle,
     assert annotations[rules.L3_GATEWAY_CONFIG] == GATEWAY
     assert (annotations[rules.NODE_SUBNETS], annotations[rules.NODE_ID]) == (
         '{"default":["10.244.0.0/24"]}', "2")
+
+
+def test_official_client_sees_the_webhook_denial(kube_apiserver: ServerHandle,
+                                                 cluster: KubeClient) -> None:
+    """Over HTTPS, authenticated by client certificates: the node agents may patch nodes and
+    pods (RBAC), and admission still refuses what is not theirs."""
+    rbac = client.RbacAuthorizationV1Api(client_for(kube_apiserver))
+    rbac.create_cluster_role({"metadata": {"name": "ovn-node"}, "rules": [
+        {"apiGroups": [""], "resources": ["nodes", "nodes/status", "pods", "pods/status"],
+         "verbs": ["get", "patch"]}]})
+    rbac.create_cluster_role_binding({
+        "metadata": {"name": "ovn-node"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "ovn-node"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                      "name": NODES_GROUP}]})
+    before = cluster.get(NODES, "ovn-worker")
+    worker2 = client.CoreV1Api(client_for(kube_apiserver, WORKER2.name, (NODES_GROUP,)))
+    with pytest.raises(ApiException) as err:
+        worker2.patch_node_status("ovn-worker", {"metadata": {"annotations": {
+            rules.L3_GATEWAY_CONFIG: "{}"}}})
+    assert err.value.status == 403
+    assert json.loads(err.value.body) == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "reason": "Forbidden", "code": 403,
+        "message": NODE_WEBHOOK + 'ovnkube-node on node: "ovn-worker2" is not allowed to '
+                                  'modify nodes "ovn-worker" annotations'}
+    with pytest.raises(ApiException) as err:
+        worker2.patch_namespaced_pod("web", "blue", {"metadata": {"annotations": {
+            rules.POD_NETWORKS: "{}"}}})
+    assert json.loads(err.value.body)["message"] == (
+        POD_WEBHOOK + 'ovnkube-node on node: "ovn-worker2" is not allowed to set the following '
+        'annotations on pod: "web": [k8s.ovn.org/pod-networks]')
+    assert cluster.get(NODES, "ovn-worker") == before
+    assert cluster.get(PODS, "web", "blue")["metadata"]["annotations"][
+        rules.POD_NETWORKS] == NETWORKS
+    # its own node's facts, through nodes/status: admitted
+    worker = client.CoreV1Api(client_for(kube_apiserver, WORKER.name, (NODES_GROUP,)))
+    patched = worker.patch_node_status("ovn-worker", {"metadata": {"annotations": {
+        "k8s.ovn.org/host-cidrs": '["172.18.0.2/16"]'}}})
+    assert patched.metadata.annotations["k8s.ovn.org/host-cidrs"] == '["172.18.0.2/16"]'
