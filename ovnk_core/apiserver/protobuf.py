@@ -1,10 +1,12 @@
 """Decoding of the Kubernetes protobuf envelope for the few kinds kubectl's generators send.
 
-``kubectl create namespace``, ``create configmap`` and ``create service`` build typed
-objects and POST them as ``application/vnd.kubernetes.protobuf``.  This
-module reads the ``k8s\\0`` + ``runtime.Unknown`` envelope and the fields of
-Namespace, ConfigMap and Service (with ObjectMeta) by their upstream field
-numbers; any other kind in protobuf gets 415, telling the client to send JSON.
+``kubectl create namespace``, ``create configmap``, ``create service``, ``create
+serviceaccount``, ``create role``/``rolebinding``/``clusterrole``/``clusterrolebinding``,
+``create token`` and ``auth can-i``/``whoami`` build typed objects and POST them as
+``application/vnd.kubernetes.protobuf``.  This module reads the ``k8s\\0`` +
+``runtime.Unknown`` envelope and the fields of those kinds (with ObjectMeta) by
+their upstream field numbers; any other kind in protobuf gets 415, telling the
+client to send JSON.
 """
 
 from __future__ import annotations
@@ -38,12 +40,60 @@ _SERVICE_SPEC: Schema = {
     10: ("externalName", "string", False), 11: ("externalTrafficPolicy", "string", False),
     17: ("ipFamilyPolicy", "string", False), 18: ("clusterIPs", "string", True),
     19: ("ipFamilies", "string", True), 22: ("internalTrafficPolicy", "string", False)}
-_KINDS: dict[str, Schema] = {
-    "Service": {1: ("metadata", _OBJECT_META, False), 2: ("spec", _SERVICE_SPEC, False)},
-    "Namespace": {1: ("metadata", _OBJECT_META, False),
-                  2: ("spec", {1: ("finalizers", "string", True)}, False)},
-    "ConfigMap": {1: ("metadata", _OBJECT_META, False), 2: ("data", "map", False),
-                  3: ("binaryData", "bytesmap", False), 4: ("immutable", "bool", False)},
+_POLICY_RULE: Schema = {1: ("verbs", "string", True), 2: ("apiGroups", "string", True),
+                        3: ("resources", "string", True), 4: ("resourceNames", "string", True),
+                        5: ("nonResourceURLs", "string", True)}
+_SUBJECT: Schema = {1: ("kind", "string", False), 2: ("apiGroup", "string", False),
+                    3: ("name", "string", False), 4: ("namespace", "string", False)}
+_ROLE_REF: Schema = {1: ("apiGroup", "string", False), 2: ("kind", "string", False),
+                     3: ("name", "string", False)}
+_ROLE: Schema = {1: ("metadata", _OBJECT_META, False), 2: ("rules", _POLICY_RULE, True)}
+_BINDING: Schema = {1: ("metadata", _OBJECT_META, False), 2: ("subjects", _SUBJECT, True),
+                    3: ("roleRef", _ROLE_REF, False)}
+_RESOURCE_ATTRIBUTES: Schema = {
+    1: ("namespace", "string", False), 2: ("verb", "string", False),
+    3: ("group", "string", False), 4: ("version", "string", False),
+    5: ("resource", "string", False), 6: ("subresource", "string", False),
+    7: ("name", "string", False)}
+_NON_RESOURCE_ATTRIBUTES: Schema = {1: ("path", "string", False), 2: ("verb", "string", False)}
+_ACCESS_SPEC: Schema = {1: ("resourceAttributes", _RESOURCE_ATTRIBUTES, False),
+                        2: ("nonResourceAttributes", _NON_RESOURCE_ATTRIBUTES, False),
+                        3: ("user", "string", False), 4: ("groups", "string", True),
+                        6: ("uid", "string", False)}
+_BOUND_OBJECT: Schema = {1: ("kind", "string", False), 2: ("apiVersion", "string", False),
+                         3: ("name", "string", False), 4: ("uid", "string", False)}
+_AUTHZ, _AUTHN, _RBAC = ("authorization.k8s.io/v1", "authentication.k8s.io/v1",
+                         "rbac.authorization.k8s.io/v1")
+_META_ONLY: Schema = {1: ("metadata", _OBJECT_META, False)}
+_KINDS: dict[tuple[str, str], Schema] = {
+    ("v1", "Service"): {1: ("metadata", _OBJECT_META, False),
+                        2: ("spec", _SERVICE_SPEC, False)},
+    ("v1", "Namespace"): {1: ("metadata", _OBJECT_META, False),
+                          2: ("spec", {1: ("finalizers", "string", True)}, False)},
+    ("v1", "ConfigMap"): {1: ("metadata", _OBJECT_META, False), 2: ("data", "map", False),
+                          3: ("binaryData", "bytesmap", False),
+                          4: ("immutable", "bool", False)},
+    ("v1", "ServiceAccount"): {1: ("metadata", _OBJECT_META, False),
+                               4: ("automountServiceAccountToken", "bool", False)},
+    (_RBAC, "Role"): _ROLE,
+    (_RBAC, "ClusterRole"): _ROLE,
+    (_RBAC, "RoleBinding"): _BINDING,
+    (_RBAC, "ClusterRoleBinding"): _BINDING,
+    (_AUTHZ, "SelfSubjectAccessReview"): {1: ("metadata", _OBJECT_META, False),
+                                          2: ("spec", _ACCESS_SPEC, False)},
+    (_AUTHZ, "SubjectAccessReview"): {1: ("metadata", _OBJECT_META, False),
+                                      2: ("spec", _ACCESS_SPEC, False)},
+    (_AUTHZ, "LocalSubjectAccessReview"): {1: ("metadata", _OBJECT_META, False),
+                                           2: ("spec", _ACCESS_SPEC, False)},
+    (_AUTHZ, "SelfSubjectRulesReview"): {
+        1: ("metadata", _OBJECT_META, False),
+        2: ("spec", {1: ("namespace", "string", False)}, False)},
+    (_AUTHN, "SelfSubjectReview"): _META_ONLY,
+    (_AUTHN, "TokenReview"): {1: ("metadata", _OBJECT_META, False), 2: ("spec", {
+        1: ("token", "string", False), 2: ("audiences", "string", True)}, False)},
+    (_AUTHN, "TokenRequest"): {1: ("metadata", _OBJECT_META, False), 2: ("spec", {
+        1: ("audiences", "string", True), 3: ("boundObjectRef", _BOUND_OBJECT, False),
+        4: ("expirationSeconds", "int", False)}, False)},
 }
 
 
@@ -124,8 +174,8 @@ def decode(body: bytes) -> JSON:
     type_meta = dict(_fields(bytes(envelope.get(1, b""))))
     api_version = bytes(type_meta.get(1, b"")).decode()
     kind = bytes(type_meta.get(2, b"")).decode()
-    schema = _KINDS.get(kind)
-    if schema is None or api_version != "v1":
+    schema = _KINDS.get((api_version, kind))
+    if schema is None:
         raise ApiStatusError(
             415, "UnsupportedMediaType",
             f"the body of the request was in an unknown format - this server reads "

@@ -14,6 +14,7 @@ asked for.  Binding to a non-loopback address must be asked for explicitly.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import threading
 from dataclasses import dataclass
@@ -414,7 +415,7 @@ class ApiServer:
             raise conflict("", "pods", route.name, f"pod {route.name} is already assigned to "
                            f'node "{current}"')
         self.api.patch(route.rt, route.namespace, route.name,
-                       b'{"spec":{"nodeName":"%s"}}' % node.encode(),
+                       json.dumps({"spec": {"nodeName": node}}).encode(),
                        "application/merge-patch+json", options)
         request.reply(201, {"kind": "Status", "apiVersion": "v1", "metadata": {},
                             "status": "Success", "code": 201})

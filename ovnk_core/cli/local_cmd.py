@@ -74,7 +74,7 @@ def register(subparsers: Any) -> None:
 def run_up(args: argparse.Namespace) -> int:
     cluster = LocalCluster(args.dir)
     state = cluster.up(nodes=args.nodes, timeout=args.timeout, dataplane=args.dataplane)
-    print(f"local cluster up in {cluster.dir}: API server http://127.0.0.1:{state.api_port}, "
+    print(f"local cluster up in {cluster.dir}: API server https://127.0.0.1:{state.api_port}, "
           f"nodes {', '.join(state.nodes)}")
     if state.dataplane:
         print(f"  real dataplane: network namespaces {cluster.dataplane.prefix}-* (ip netns), "
@@ -115,7 +115,8 @@ def run_one_component(args: argparse.Namespace) -> int:
     setup_logging(args.loglevel)
     logging.getLogger(__name__).info("starting component %s", args.name)
     cluster = LocalCluster(args.dir)
-    return run_component(args.name, str(cluster.kubeconfig), cluster.ready_file(args.name),
+    return run_component(args.name, str(cluster.component_kubeconfig(args.name)),
+                         cluster.ready_file(args.name),
                          cluster.dir)
 
 

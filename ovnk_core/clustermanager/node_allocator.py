@@ -159,7 +159,8 @@ class NodeAllocator:
                 parse_node_subnets(node) == subnets:
             return
         try:
-            self.client.patch(NODES, meta["name"], {"metadata": {
+            # through nodes/status, as upstream: the role needs no write access to the spec
+            self.client.patch_status(NODES, meta["name"], {"metadata": {
                 "annotations": wanted, "resourceVersion": meta.get("resourceVersion")}})
         except NotFound:
             return

@@ -112,6 +112,18 @@ class KubeClient:
                      namespace: str | None = None) -> JSON:
         return self.patch(resource, name, patch, namespace, subresource="status")
 
+    def create_subresource(self, resource: Resource, name: str, subresource: str, body: JSON,
+                           namespace: str | None = None) -> JSON:
+        """POST to a create-only subresource (``serviceaccounts/token``, ``pods/eviction``)."""
+        return self._json("POST", resource.path(namespace, name, subresource), body=body)
+
+    def bind(self, resource: Resource, name: str, namespace: str, node: str) -> JSON:
+        """POST the ``binding`` subresource: assign the pod to ``node`` (409 if assigned)."""
+        body = {"apiVersion": "v1", "kind": "Binding",
+                "metadata": {"name": name, "namespace": namespace},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        return self._json("POST", resource.path(namespace, name, "binding"), body=body)
+
     def delete(self, resource: Resource, name: str, namespace: str | None = None,
                propagation_policy: str | None = None,
                preconditions: Mapping[str, str] | None = None) -> JSON:

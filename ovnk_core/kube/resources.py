@@ -56,6 +56,13 @@ EGRESSIPS = Resource("k8s.ovn.org", "v1", "egressips", "EgressIP", False)
 NADS = Resource("k8s.cni.cncf.io", "v1", "network-attachment-definitions",
                 "NetworkAttachmentDefinition", True)
 IPAMCLAIMS = Resource("k8s.cni.cncf.io", "v1alpha1", "ipamclaims", "IPAMClaim", True)
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
+_RBAC = "rbac.authorization.k8s.io"
+ROLES = Resource(_RBAC, "v1", "roles", "Role", True)
+ROLE_BINDINGS = Resource(_RBAC, "v1", "rolebindings", "RoleBinding", True)
+CLUSTER_ROLES = Resource(_RBAC, "v1", "clusterroles", "ClusterRole", False)
+CLUSTER_ROLE_BINDINGS = Resource(_RBAC, "v1", "clusterrolebindings", "ClusterRoleBinding",
+                                 False)
 
 
 def object_key(obj: dict[str, object]) -> str:

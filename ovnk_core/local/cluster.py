@@ -22,6 +22,7 @@ import logging
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import urllib.request
@@ -30,10 +31,13 @@ from pathlib import Path
 
 import yaml
 
+from ovnk_core.apiserver.security import SecurityOptions, admin_kubeconfig
+from ovnk_core.kube.apply import apply_documents
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.errors import AlreadyExists, NotFound
-from ovnk_core.kube.resources import CRDS, NAMESPACES, NODES, PODS
+from ovnk_core.kube.resources import NAMESPACES, NODES, PODS
 from ovnk_core.local.components import COMPONENTS as STAND_INS
+from ovnk_core.local.credentials import Credentials
 from ovnk_core.local.dataplane import Dataplane, NodeDataplane, node_ip
 from ovnk_core.local.supervisor import (
     ClusterState,
@@ -118,17 +122,6 @@ def build_node(name: str, index: int) -> dict[str, object]:
     }
 
 
-def write_kubeconfig(path: Path, server: str) -> None:
-    config = {
-        "apiVersion": "v1", "kind": "Config", "current-context": "ovnk-local",
-        "clusters": [{"name": "ovnk-local", "cluster": {"server": server}}],
-        "users": [{"name": "ovnk-local", "user": {}}],
-        "contexts": [{"name": "ovnk-local",
-                      "context": {"cluster": "ovnk-local", "user": "ovnk-local"}}],
-    }
-    path.write_text(yaml.safe_dump(config))
-
-
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -154,6 +147,7 @@ class LocalCluster:
         self.ovn_dir = self.dir / "ovn"
         self.run_dir = self.dir / "run"
         self.log_dir = self.dir / "logs"
+        self.pki_dir = self.dir / "pki"
 
     @property
     def dataplane(self) -> Dataplane:
@@ -170,6 +164,16 @@ class LocalCluster:
     def state(self) -> ClusterState:
         return ClusterState.load(self.state_file)
 
+    def server_url(self, port: int) -> str:
+        return f"https://127.0.0.1:{port}"
+
+    def credentials(self, port: int) -> Credentials:
+        return Credentials(self.pki_dir, self.dir / "kubeconfigs", self.server_url(port))
+
+    def component_kubeconfig(self, name: str) -> Path:
+        """The kubeconfig of one process (its own identity), written by ``up``."""
+        return self.credentials(0).path(name)
+
     # -- records ---------------------------------------------------------------------------
     def _infra_records(self, port: int) -> list[ProcessRecord]:
         ovn = self.ovn_dir
@@ -177,6 +181,7 @@ class LocalCluster:
             "apiserver", "infra",
             [sys.executable, "-m", "ovnk_core.apiserver", "--host", "127.0.0.1", "--port",
              str(port), "--data", str(self.dir / "apiserver-data.json"),
+             "--cert-dir", str(self.pki_dir),
              # kubectl exec: the command runs in the pod's namespace (real dataplane)
              "--pod-netns-template",
              self.dataplane.pod_netns_prefix("{node}") + "{namespace}.{name}"],
@@ -214,7 +219,9 @@ class LocalCluster:
     def _component_record(self, name: str) -> ProcessRecord:
         if name in OVNK_COMPONENTS:
             args = [sys.executable, "-m", "ovnk_core.cli.main", name, "--config",
-                    str(self.config_file), "--ready-file", str(self.ready_file(name))]
+                    str(self.config_file), "--k8s-kubeconfig",
+                    str(self.component_kubeconfig(name)),
+                    "--ready-file", str(self.ready_file(name))]
         else:
             args = [sys.executable, "-m", "ovnk_core.cli.main", "local", "component", name,
                     "--dir", str(self.dir)]
@@ -248,6 +255,7 @@ class LocalCluster:
         for stale in self.run_dir.glob("*.ready"):
             stale.unlink()
         self._create_databases()
+        SecurityOptions.in_directory(self.pki_dir)
         port = state.api_port or _free_port()
         state = ClusterState(api_port=port, nodes=node_names(nodes), dataplane=dataplane)
         try:
@@ -255,7 +263,7 @@ class LocalCluster:
                 state.processes[record.name] = spawn(record)
                 state.save(self.state_file)
             self._wait_infra(state, timeout)
-            write_kubeconfig(self.kubeconfig, f"http://127.0.0.1:{port}")
+            admin_kubeconfig(self.pki_dir, self.server_url(port), self.kubeconfig)
             self.write_config()
             client = KubeClient(api_client_from_kubeconfig(str(self.kubeconfig)))
             self._apply_crds(client)
@@ -264,14 +272,9 @@ class LocalCluster:
                     client.create(NAMESPACES, {"metadata": {"name": namespace}})
                 except AlreadyExists:
                     pass
+            self.credentials(port).issue_all(client, state.nodes)
             for index, name in enumerate(state.nodes):
-                node = build_node(name, index)
-                try:
-                    client.create(NODES, node)
-                except AlreadyExists:
-                    # a restart over kept state: what the node side publishes is refreshed
-                    client.patch(NODES, name, {"metadata": {
-                        "annotations": node["metadata"]["annotations"]}})  # type: ignore[index]
+                self._register_node(client, name, index)
             if dataplane:
                 self._start_dataplane(state, timeout)
             for name in COMPONENTS:
@@ -284,6 +287,20 @@ class LocalCluster:
             self.down()
             raise
         return state
+
+    def _register_node(self, admin: KubeClient, name: str, index: int) -> None:
+        """Create the Node (as the admin), then publish what its node side knows about it
+        (gateway, chassis, addresses) as that node's own agent identity, through
+        ``nodes/status`` — the path and identity the annotation admission rules expect."""
+        node = build_node(name, index)
+        annotations = node["metadata"].pop("annotations")  # type: ignore[union-attr]
+        try:
+            admin.create(NODES, node)
+        except AlreadyExists:
+            pass  # a restart over kept state: what the node side publishes is refreshed
+        agent = KubeClient(api_client_from_kubeconfig(
+            str(self.component_kubeconfig(f"node-agent-{name}"))))
+        agent.patch_status(NODES, name, {"metadata": {"annotations": annotations}})
 
     # -- the real dataplane ----------------------------------------------------------------
     def _nodes(self, state: ClusterState) -> list[NodeDataplane]:
@@ -339,7 +356,9 @@ class LocalCluster:
         return ProcessRecord(
             f"{node.name}/node-agent", "node",
             [sys.executable, "-m", "ovnk_core.cli.main", "node", "--config",
-             str(self.config_file), "--node-name", node.name, "--ovs-db", str(node.ovs_db),
+             str(self.config_file), "--k8s-kubeconfig",
+             str(self.component_kubeconfig(f"node-agent-{node.name}")),
+             "--node-name", node.name, "--ovs-db", str(node.ovs_db),
              "--cni-socket", str(dataplane.cni_socket(node.name)),
              "--pod-netns-prefix", dataplane.pod_netns_prefix(node.name),
              "--node-netns", node.netns,
@@ -385,26 +404,19 @@ class LocalCluster:
             if not pid_running(record.pid, record.args):
                 raise LocalClusterError(f"component {name} exited; see {record.log}")
 
-    @staticmethod
-    def _healthz(port: int) -> bool:
+    def _healthz(self, port: int) -> bool:
+        """Whether the API server answers /healthz (HTTPS, verified against the cluster CA)."""
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as rsp:
+            context = ssl.create_default_context(cafile=str(self.pki_dir / "ca.crt"))
+            with urllib.request.urlopen(f"{self.server_url(port)}/healthz", timeout=1,
+                                        context=context) as rsp:
                 return bool(rsp.status == 200)
-        except OSError:
+        except (OSError, ssl.SSLError):
             return False
 
     def _apply_crds(self, client: KubeClient) -> None:
         for path in sorted(CRD_DIR.glob("*.yaml")):
-            for document in yaml.safe_load_all(path.read_text()):
-                if not document:
-                    continue
-                try:
-                    client.create(CRDS, document)
-                except AlreadyExists:
-                    current = client.get(CRDS, document["metadata"]["name"])
-                    document["metadata"]["resourceVersion"] = \
-                        current["metadata"]["resourceVersion"]
-                    client.update(CRDS, document)
+            apply_documents(client, yaml.safe_load_all(path.read_text()))
 
     # -- status / restart / down -----------------------------------------------------------
     def status(self) -> list[ProcessStatus]:

@@ -72,9 +72,7 @@ class Scheduler:
             raise NotReady(f"pod {key}: no schedulable node fits", delay=5.0)
         namespace, name = split_key(key)
         try:
-            self.client.patch(PODS, name, {
-                "metadata": {"resourceVersion": pod["metadata"]["resourceVersion"]},
-                "spec": {"nodeName": node}}, namespace=namespace)
+            self.client.bind(PODS, name, namespace, node)
         except (Conflict, NotFound):
             return  # changed or gone meanwhile; the informer brings the new state
         with self._assumed_lock:

@@ -27,6 +27,7 @@ from ovnk_core.allocators.ids import IdAllocationError, IdAllocator
 from ovnk_core.allocators.ips import IpAllocationError, IpAllocator
 from ovnk_core.clustermanager.node_allocator import parse_node_subnets
 from ovnk_core.config import Config
+from ovnk_core.config.values import IPNetwork
 from ovnk_core.errors import NotReady, PermanentError
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.controller import Controller
@@ -46,6 +47,28 @@ log = logging.getLogger(__name__)
 NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 MAX_POD_TUNNEL_ID = 32768
 Interface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
+
+
+def uses_node_subnets(netinfo: NetInfo | None) -> bool:
+    """Whether a network's pods take addresses from their node's host subnet (the default
+    network, Layer3) rather than from the network's own subnets (cluster-wide IPAM)."""
+    return netinfo is None or netinfo.is_default or netinfo.topology == "layer3"
+
+
+def excluded_subnets(netinfo: NetInfo | None, subnet: IPNetwork) -> list[IPNetwork]:
+    """The ranges of ``subnet`` never given to pods (besides its network and broadcast
+    addresses): the gateway (.1) and management port (.2) addresses of per-node subnets
+    and of primary networks, and a network's ``excludeSubnets``.  ``netinfo`` is ``None``
+    for the default network."""
+    reserved: list[IPNetwork] = [
+        ipaddress.ip_network(f"{gateway_ip(subnet)}/{subnet.max_prefixlen}"),
+        ipaddress.ip_network(f"{management_ip(subnet)}/{subnet.max_prefixlen}")]
+    if not uses_node_subnets(netinfo):
+        assert netinfo is not None
+        if not netinfo.is_primary:
+            reserved = []
+        reserved += list(netinfo.exclude_subnets)
+    return reserved
 
 
 def requested_networks(pod: JSON) -> list[str]:
@@ -115,13 +138,7 @@ class PodAllocator:
         return key, allocator
 
     def _excluded(self, netinfo: NetInfo | None, subnet: Any) -> list[Any]:
-        reserved = [ipaddress.ip_network(f"{gateway_ip(subnet)}/{subnet.max_prefixlen}"),
-                    ipaddress.ip_network(f"{management_ip(subnet)}/{subnet.max_prefixlen}")]
-        if netinfo is not None and netinfo.topology != "layer3":
-            if not netinfo.is_primary:
-                reserved = []
-            reserved += list(netinfo.exclude_subnets)
-        return reserved
+        return excluded_subnets(netinfo, subnet)
 
     def sync(self) -> None:
         """Reserve every address already annotated on a live pod."""
@@ -219,7 +236,8 @@ class PodAllocator:
         merged = annotation.merge(existing, wanted)
         meta = pod["metadata"]
         try:
-            self.client.patch(PODS, meta["name"], {"metadata": {
+            # through pods/status, as upstream: the role needs no write access to pod specs
+            self.client.patch_status(PODS, meta["name"], {"metadata": {
                 "annotations": {annotation.ANNOTATION: annotation.serialize(merged)},
                 "resourceVersion": meta.get("resourceVersion")}}, namespace)
         except NotFound:
@@ -245,13 +263,14 @@ class PodAllocator:
     def _allocate(self, pod_key: str, nad_key: str, role: str, node: str,
                   node_subnets: dict[str, list[str]]) -> annotation.PodNetwork:
         network, netinfo = self._network_for(nad_key)
-        if netinfo is None or netinfo.topology == "layer3":
+        if uses_node_subnets(netinfo):
             texts = node_subnets.get(network)
             if not texts:
                 raise NotReady(f"pod {pod_key}: node {node} has no subnet of network {network} "
                                "yet", backoff=True)
             subnets = [ipaddress.ip_network(text, strict=False) for text in texts]
         else:
+            assert netinfo is not None
             subnets = [s.cidr for s in netinfo.subnets]
         owner = f"{pod_key}|{nad_key}"
         interfaces: list[Interface] = []
