@@ -5,15 +5,17 @@ so the core carries its own: built-in kinds plus CRD-defined kinds over real
 HTTP, with the semantics controllers and kubectl rely on (resourceVersion,
 watch with bookmarks and 410, patch types, selectors, finalizers, garbage
 collection, namespace deletion, CRD schema validation, admission hooks,
-optional persistence).  Start it with ``serve()`` or
-``python -m ovnk_core.apiserver``.
+optional persistence), behind the front door a real one has: HTTPS only,
+client-certificate and token authentication, RBAC, impersonation.  Start it
+with ``serve()`` or ``python -m ovnk_core.apiserver``.
 """
 
 from __future__ import annotations
 
 from ovnk_core.apiserver.admission import AdmissionRegistry, PolicyDenied
 from ovnk_core.apiserver.errors import ApiStatusError, FieldError
-from ovnk_core.apiserver.server import ServerHandle, ServerOptions, serve, write_kubeconfig
+from ovnk_core.apiserver.security import SecurityOptions
+from ovnk_core.apiserver.server import ServerHandle, ServerOptions, serve
 
-__all__ = ["AdmissionRegistry", "ApiStatusError", "FieldError", "PolicyDenied", "ServerHandle",
-           "ServerOptions", "serve", "write_kubeconfig"]
+__all__ = ["AdmissionRegistry", "ApiStatusError", "FieldError", "PolicyDenied",
+           "SecurityOptions", "ServerHandle", "ServerOptions", "serve"]

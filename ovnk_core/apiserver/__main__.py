@@ -4,7 +4,8 @@
 restarts).  It serves HTTPS only: ``--cert-dir`` keeps (and on first use
 creates) the cluster CA, the serving certificate and the service-account key;
 kube-apiserver's flags name individual files instead.  A non-loopback
-``--host`` needs ``--allow-non-loopback``.  Admission hooks that must run in the server process are loaded
+``--host`` needs ``--allow-non-loopback``.  Admission hooks that must run in
+the server process are loaded
 from ``--admission module:function`` options and from the ``ovnk.admission``
 entry point group; each is called with the ``AdmissionRegistry``.
 """
@@ -15,9 +16,8 @@ import argparse
 import logging
 import signal
 import threading
-from types import FrameType
-
 from pathlib import Path
+from types import FrameType
 
 from ovnk_core.apiserver.security import SecurityOptions
 from ovnk_core.apiserver.server import ServerOptions, serve
@@ -105,7 +105,8 @@ def _security(args: argparse.Namespace) -> SecurityOptions:
     if args.kubeconfig:
         raise ValueError("--kubeconfig needs --cert-dir (the CA key signs the admin's "
                          "certificate)")
-    return SecurityOptions(*(Path(f) for f in files), token_auth_file=token_file)
+    cert, key, client_ca, sa_key = (Path(f) for f in files)
+    return SecurityOptions(cert, key, client_ca, sa_key, token_auth_file=token_file)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from ovnk_core.apiserver.errors import (
     ApiStatusError,
     FieldError,
     forbidden,
+    go_quote,
     internal,
     invalid,
     qualified_kind,
@@ -184,7 +185,8 @@ def rejection(rt: ResourceType, name: str, result: str | FieldError | Sequence[F
     """The 422 Invalid a hook's result turns into."""
     if isinstance(result, str):
         return ApiStatusError(
-            422, "Invalid", f'{qualified_kind(rt.group, rt.kind)} "{name}" is invalid: {result}',
+            422, "Invalid",
+            f"{qualified_kind(rt.group, rt.kind)} {go_quote(name)} is invalid: {result}",
             {"name": name, "group": rt.group, "kind": rt.kind,
              "causes": [{"message": result}]})
     errors = [result] if isinstance(result, FieldError) else list(result)

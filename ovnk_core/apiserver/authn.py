@@ -160,5 +160,5 @@ class Authenticator:
 
 
 __all__ = ["ANONYMOUS", "AUTHENTICATED", "MASTERS", "UNAUTHENTICATED", "Authenticator",
-           "TokenFile", "UserInfo", "unauthorized", "user_from_certificate",
+           "TokenFile", "TokenVerifier", "UserInfo", "unauthorized", "user_from_certificate",
            "with_authenticated"]

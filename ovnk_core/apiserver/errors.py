@@ -33,6 +33,30 @@ _TYPE_TEXT = {
 _VALUELESS = ("Required", "Forbidden", "TooLong")
 
 
+_GO_ESCAPES = {"\a": r"\a", "\b": r"\b", "\f": r"\f", "\n": r"\n", "\r": r"\r", "\t": r"\t",
+               "\v": r"\v", '"': r'\"', "\\": r"\\"}
+
+
+def go_quote(text: str) -> str:
+    r"""``text`` as Go's ``%q`` (``strconv.Quote``) prints it: printable characters as they
+    are, the rest escaped (``\x00``, ``\u00a0``, ``\U000e0001``)."""
+    out = ['"']
+    for char in text:
+        code = ord(char)
+        if char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
+        elif char.isprintable() and not 0xD800 <= code <= 0xDFFF:
+            out.append(char)
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
 def go_value(value: Any) -> str:
     """A value as Go's ``%v``/``%q`` would print it in a field error."""
     if value is None:
@@ -44,7 +68,7 @@ def go_value(value: Any) -> str:
     if isinstance(value, int | float):
         return str(value)
     if isinstance(value, str):
-        return json.dumps(value)
+        return go_quote(value)
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
@@ -125,14 +149,14 @@ def _details(name: str, group: str, kind: str) -> JSON:
 def not_found(group: str, plural: str, name: str) -> ApiStatusError:
     """404 ``<resource> "<name>" not found``."""
     return ApiStatusError(404, "NotFound",
-                          f'{qualified_resource(group, plural)} "{name}" not found',
+                          f"{qualified_resource(group, plural)} {go_quote(name)} not found",
                           _details(name, group, plural))
 
 
 def already_exists(group: str, plural: str, name: str) -> ApiStatusError:
     """409 ``<resource> "<name>" already exists``."""
     return ApiStatusError(409, "AlreadyExists",
-                          f'{qualified_resource(group, plural)} "{name}" already exists',
+                          f"{qualified_resource(group, plural)} {go_quote(name)} already exists",
                           _details(name, group, plural))
 
 
@@ -144,7 +168,8 @@ def conflict(group: str, plural: str, name: str, detail: str = MODIFIED) -> ApiS
     """409 ``Operation cannot be fulfilled on <resource> "<name>": <detail>``."""
     return ApiStatusError(
         409, "Conflict",
-        f'Operation cannot be fulfilled on {qualified_resource(group, plural)} "{name}": {detail}',
+        f"Operation cannot be fulfilled on {qualified_resource(group, plural)} {go_quote(name)}: "
+        f"{detail}",
         _details(name, group, plural))
 
 
@@ -154,14 +179,15 @@ def invalid(group: str, kind: str, name: str, errors: list[FieldError]) -> ApiSt
     details = _details(name, group, kind)
     details["causes"] = [e.cause() for e in errors]
     return ApiStatusError(422, "Invalid",
-                          f'{qualified_kind(group, kind)} "{name}" is invalid: {text}', details)
+                          f"{qualified_kind(group, kind)} {go_quote(name)} is invalid: {text}",
+                          details)
 
 
 def forbidden(group: str, plural: str, name: str, detail: str, *, code: int = 403,
               reason: str = "Forbidden", causes: list[JSON] | None = None) -> ApiStatusError:
     """``pods "x" is forbidden: <detail>`` (admission's shape, code and reason adjustable)."""
     resource = qualified_resource(group, plural)
-    message = (f'{resource} "{name}" is forbidden: {detail}' if name
+    message = (f"{resource} {go_quote(name)} is forbidden: {detail}" if name
                else f"{resource} is forbidden: {detail}")
     details = _details(name, group, plural)
     if causes:

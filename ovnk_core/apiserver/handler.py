@@ -173,8 +173,8 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
         except ApiStatusError as exc:
             if request is not None:
                 request.reply(exc.code, exc.status())
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+            self.close_connection = True  # the client went away (or closed its TLS session)
         except Exception as exc:
             log.exception("%s %s failed", method, self.path)
             if request is not None:

@@ -35,7 +35,7 @@ def impersonated(requester: UserInfo, headers: object,
     users = _header_values(headers, USER)
     groups = _header_values(headers, GROUP)
     uids = _header_values(headers, UID)
-    keys = getattr(headers, "keys", lambda: [])()
+    keys: list[str] = list(getattr(headers, "keys", list)())
     extra_keys = sorted({k for k in keys if k.lower().startswith(EXTRA.lower())})
     if not users:
         if groups or uids or extra_keys:

@@ -52,12 +52,19 @@ def _full(pattern: str, value: str) -> bool:
     return re.fullmatch(pattern, value) is not None
 
 
-def name_errors(name: str, rule: str) -> list[str]:
-    """Problems of ``name`` under ``rule`` (``subdomain``, ``label``, ``dns1035``, ``path``)."""
+def name_errors(name: str, rule: str, prefix: bool = False) -> list[str]:
+    """Problems of ``name`` under ``rule`` (``subdomain``, ``label``, ``dns1035``, ``path``).
+
+    ``prefix``: ``name`` is a ``generateName``, checked as apimachinery checks a prefix: a
+    trailing ``-`` is allowed (its ``maskTrailingDash`` replaces the last two characters by
+    ``a``) and a path-segment prefix may be ``.`` or ``..``.
+    """
     if rule == "path":
-        if name in (".", ".."):
+        if name in (".", "..") and not prefix:
             return [f"may not be '{name}'"]
         return [f"may not contain '{c}'" for c in "/%" if c in name]
+    if prefix and len(name) > 1 and name.endswith("-"):
+        name = name[:-2] + "a"
     if rule == "label":
         problems = [] if _full(_DNS1123_LABEL, name) else [LABEL_MSG]
         limit = 63

@@ -17,6 +17,7 @@ import yaml
 
 from ovnk_core.apiserver.errors import JSON, ApiStatusError, bad_request, unsupported_media_type
 from ovnk_core.apiserver.strategic import strategic_merge
+from ovnk_core.apiserver.text import check_unicode
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -144,13 +145,17 @@ def json_patch(doc: Any, operations: Any) -> Any:
 
 
 def decode_patch(body: bytes, content_type: str) -> Any:
-    """Parse a patch body (JSON, or YAML for apply); 400 when it does not parse."""
+    """Parse a patch body (JSON, or YAML for apply); 400 when it does not parse or holds
+    an unpaired surrogate (``text.check_unicode``)."""
     try:
         if content_type == APPLY:
-            return yaml.safe_load(body.decode() or "{}")
-        return json.loads(body or b"null")
+            patch = yaml.safe_load(body.decode() or "{}")
+        else:
+            patch = json.loads(body or b"null")
     except (ValueError, yaml.YAMLError) as exc:
         raise bad_request(f"error decoding patch: {exc}") from exc
+    check_unicode(patch, "patch")
+    return patch
 
 
 def apply_patch(current: JSON, patch: Any, content_type: str, merge_keys: dict[str, str],

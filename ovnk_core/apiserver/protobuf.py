@@ -167,7 +167,15 @@ def _message(data: bytes, schema: Schema) -> JSON:
 
 
 def decode(body: bytes) -> JSON:
-    """The JSON form of a protobuf-encoded Namespace or ConfigMap."""
+    """The JSON form of a protobuf-encoded Namespace or ConfigMap (a string that is not
+    valid UTF-8, an encoded surrogate included, is a ``ProtobufError``: 400)."""
+    try:
+        return _decode(body)
+    except UnicodeDecodeError as exc:
+        raise ProtobufError(f"a string field is not valid UTF-8: {exc}") from exc
+
+
+def _decode(body: bytes) -> JSON:
     if not body.startswith(MAGIC):
         raise ProtobufError("missing the k8s protobuf prefix")
     envelope = dict(_fields(body[len(MAGIC):]))

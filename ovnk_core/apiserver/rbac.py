@@ -378,7 +378,7 @@ def validate_rbac_object(storage: str, obj: JSON, old: JSON | None) -> list[Fiel
 # -- escalation -------------------------------------------------------------------------------
 def _atomic(rule: Rule) -> list[Rule]:
     """A rule broken into single-verb, single-group, single-resource, single-name rules."""
-    result = []
+    result: list[Rule] = []
     for verb in rule.verbs:
         if rule.non_resource_urls:
             result.extend(Rule((verb,), non_resource_urls=(url,))

@@ -45,6 +45,7 @@ from ovnk_core.apiserver.resources import ResourceRegistry, ResourceType
 from ovnk_core.apiserver.selectors import matcher
 from ovnk_core.apiserver.services import ServiceAllocator
 from ovnk_core.apiserver.store import Store
+from ovnk_core.apiserver.text import check_unicode
 from ovnk_core.apiserver.validation import check_custom_resource, prune
 
 log = logging.getLogger(__name__)
@@ -165,6 +166,7 @@ class Api:
         return Result(from_storage(rt, stored), 201, warnings)
 
     def _decode_object(self, rt: ResourceType, body: Any) -> JSON:
+        check_unicode(body)
         if not isinstance(body, dict):
             raise bad_request(f"the body of the request could not be decoded as a {rt.kind}")
         api_version = body.get("apiVersion")
@@ -209,6 +211,7 @@ class Api:
         if rt.storage == crds.CRD_STORAGE:
             errors += crds.validate_crd(obj, old)
         if old is not None:
+            errors += strategy.immutable_meta_errors(old, obj)
             errors += strategy.new_finalizers_errors(old, obj)
         warnings = [f'unknown field "{path}"' for path in unknown]
         if unknown and options.field_validation == "Strict":
@@ -260,7 +263,10 @@ class Api:
             if exists is None:
                 if not isinstance(patch, dict):
                     raise bad_request("apply patch must be a YAML or JSON object")
-                obj = {**patch, "metadata": {**(patch.get("metadata") or {}), "name": name}}
+                metadata = patch.get("metadata")
+                metadata = metadata if isinstance(metadata, dict) else {}
+                obj = {**patch, "metadata": {**metadata, "name": metadata.get("name") or name}}
+                _check_name(rt, obj, namespace, name)
                 return self.create(rt, namespace, obj, dataclasses.replace(
                     options, operation="Apply", applied=patch))
         if content_type == APPLY and isinstance(patch, dict):
@@ -269,6 +275,7 @@ class Api:
         def build(current: JSON) -> JSON:
             patched = apply_patch(from_storage(rt, current), patch, content_type,
                                   rt.merge_keys, rt.custom)
+            _check_name(rt, patched, namespace, name)
             return to_storage(rt, patched)
 
         return self._guaranteed_update(rt, namespace, name, subresource, options, build, "")
@@ -358,6 +365,21 @@ class Api:
                 continue
             deleted.append(result.obj)
         return {**listing, "items": deleted}
+
+
+def _check_name(rt: ResourceType, obj: JSON, namespace: str, name: str) -> None:
+    """A patched (or apply-created) object must keep the name and namespace of its URL
+    (apiserver's ``checkName``): 400 otherwise, never a silent rename or a new key."""
+    m = obj.get("metadata")
+    m = m if isinstance(m, dict) else {}
+    obj_name = m.get("name")
+    if obj_name != name:
+        raise bad_request(f"the name of the object ({obj_name or ''}) does not match the name "
+                          f"on the URL ({name})")
+    obj_namespace = m.get("namespace")
+    if rt.namespaced and namespace and obj_namespace and obj_namespace != namespace:
+        raise bad_request(f"the namespace of the object ({obj_namespace}) does not match the "
+                          f"namespace on the request ({namespace})")
 
 
 def _policy(delete_options: JSON) -> str:

@@ -35,7 +35,8 @@ class Reviews:
         """The created review object with its ``status``."""
         if not isinstance(body, dict):
             raise bad_request(f"a {rt.kind} must be a JSON object")
-        spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
+        raw_spec = body.get("spec")
+        spec: JSON = raw_spec if isinstance(raw_spec, dict) else {}
         reply: JSON = {"kind": rt.kind, "apiVersion": rt.api_version,
                        "metadata": {"creationTimestamp": None}, "spec": spec}
         if rt.kind == "SelfSubjectReview":
@@ -58,6 +59,10 @@ class Reviews:
     def _access(self, rt: ResourceType, user: UserInfo, spec: JSON, namespace: str) -> JSON:
         resource = spec.get("resourceAttributes")
         non_resource = spec.get("nonResourceAttributes")
+        if not isinstance(resource, dict):
+            resource = None
+        if not isinstance(non_resource, dict):
+            non_resource = None
         if bool(resource) == bool(non_resource):
             raise invalid(rt.group, rt.kind, "", [FieldError(
                 "Invalid", "spec.resourceAttributes", resource or "",
@@ -78,6 +83,7 @@ class Reviews:
                                str(resource.get("subresource") or ""), attrs_ns,
                                str(resource.get("name") or ""))
         else:
+            assert non_resource is not None
             attrs = Attributes(user, str(non_resource.get("verb") or ""), False,
                                path=str(non_resource.get("path") or ""))
         decision = self.authorize(attrs)

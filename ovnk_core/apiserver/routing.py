@@ -8,6 +8,7 @@ whether the client wants a Table or aggregated discovery.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from ovnk_core.apiserver.errors import path_not_found
 from ovnk_core.apiserver.resources import ResourceRegistry, ResourceType
@@ -22,8 +23,13 @@ class Route:
 
 
 def resolve(registry: ResourceRegistry, path: str) -> Route | None:
-    """The resource route of ``path``; ``None`` when it is not a resource path."""
-    parts = [p for p in path.split("/") if p]
+    """The resource route of ``path``; ``None`` when it is not a resource path.
+
+    The path is percent-decoded before it is split, as Go's ``URL.Path`` is: a name sent
+    as ``a%00b`` is the name ``a\x00b`` (and is then refused by the kind's name rule),
+    ``a%2Fb`` is two segments.
+    """
+    parts = [p for p in unquote(path).split("/") if p]
     if len(parts) >= 3 and parts[0] == "api":
         group, version, rest = "", parts[1], parts[2:]
     elif len(parts) >= 4 and parts[0] == "apis":

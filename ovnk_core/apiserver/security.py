@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from ovnk_core.apiserver import pki
-from ovnk_core.apiserver.authn import MASTERS, Authenticator, TokenFile, UserInfo
+from ovnk_core.apiserver.authn import MASTERS, Authenticator, TokenFile, TokenVerifier, UserInfo
 from ovnk_core.apiserver.authz import Attributes, Decision, forbidden_error
 from ovnk_core.apiserver.errors import JSON
 from ovnk_core.apiserver.impersonation import impersonated
@@ -93,7 +93,7 @@ class Security:
             raise ValueError(f"{options.service_account_key_file}: the service-account "
                              "signing key must be an EC (P-256) private key")
         self.tokens = ServiceAccountTokens(key, self._service_account_uid)
-        verifiers = [self.tokens.verify]
+        verifiers: list[TokenVerifier] = [self.tokens.verify]
         if options.token_auth_file is not None:
             verifiers.insert(0, TokenFile(options.token_auth_file).lookup)
         self.authenticator = Authenticator(verifiers)

@@ -4,8 +4,9 @@ This is the local counterpart of the real server's registry strategies:
 what a create resets (pods start Pending, a CR's status is dropped when it
 has a status subresource), what an update may not change (uid, creation
 time, deletion state, status through the main resource or anything but
-status, and for pods and nodes metadata, through ``/status``), when ``metadata.generation`` moves, and the
-small amount of built-in validation clients rely on.
+status, and for pods and nodes metadata, through ``/status``), when
+``metadata.generation`` moves, and the small amount of built-in validation
+clients rely on.
 """
 
 from __future__ import annotations
@@ -166,6 +167,17 @@ def same_content(old: JSON, new: JSON) -> bool:
     return strip(old) == strip(new)
 
 
+def immutable_meta_errors(old: JSON, new: JSON) -> list[FieldError]:
+    """The name and namespace an update (after mutating admission) may not change."""
+    errors = []
+    for field in ("name", "namespace"):
+        value = new["metadata"].get(field)
+        if value != old["metadata"].get(field):
+            errors.append(FieldError("Invalid", f"metadata.{field}", value,
+                                     "field is immutable"))
+    return errors
+
+
 def new_finalizers_errors(old: JSON, new: JSON) -> list[FieldError]:
     """Finalizers may only be removed while an object is being deleted."""
     if not old["metadata"].get("deletionTimestamp"):
@@ -181,9 +193,15 @@ def new_finalizers_errors(old: JSON, new: JSON) -> list[FieldError]:
 
 
 def validate_meta(rt: ResourceType, obj: JSON) -> list[FieldError]:
-    """Name, labels, annotations, finalizers and owner references of any kind."""
+    """generateName, name, namespace, labels, annotations and owner references of any kind,
+    in the order of apimachinery's ``ValidateObjectMetaAccessor`` (the name by the kind's
+    rule, the namespace as a DNS label)."""
     m = obj["metadata"]
     errors: list[FieldError] = []
+    generate = m.get("generateName")
+    if generate:
+        errors += [FieldError("Invalid", "metadata.generateName", generate, problem)
+                   for problem in name_errors(str(generate), rt.name_rule, prefix=True)]
     name = m.get("name")
     if not name:
         errors.append(FieldError("Required", "metadata.name", OMIT,
@@ -191,6 +209,10 @@ def validate_meta(rt: ResourceType, obj: JSON) -> list[FieldError]:
     else:
         errors += [FieldError("Invalid", "metadata.name", name, problem)
                    for problem in name_errors(str(name), rt.name_rule)]
+    namespace = m.get("namespace")
+    if rt.namespaced and namespace:
+        errors += [FieldError("Invalid", "metadata.namespace", namespace, problem)
+                   for problem in name_errors(str(namespace), "label")]
     errors += validate_labels(m.get("labels"))
     errors += validate_annotations(m.get("annotations"))
     for index, ref in enumerate(m.get("ownerReferences") or []):

@@ -293,7 +293,9 @@ class LocalCluster:
         (gateway, chassis, addresses) as that node's own agent identity, through
         ``nodes/status`` — the path and identity the annotation admission rules expect."""
         node = build_node(name, index)
-        annotations = node["metadata"].pop("annotations")  # type: ignore[union-attr]
+        meta = node["metadata"]
+        assert isinstance(meta, dict)
+        annotations = meta.pop("annotations")
         try:
             admin.create(NODES, node)
         except AlreadyExists:

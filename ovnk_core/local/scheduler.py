@@ -72,7 +72,7 @@ class Scheduler:
             raise NotReady(f"pod {key}: no schedulable node fits", delay=5.0)
         namespace, name = split_key(key)
         try:
-            self.client.bind(PODS, name, namespace, node)
+            self.client.bind(PODS, name, namespace or "", node)
         except (Conflict, NotFound):
             return  # changed or gone meanwhile; the informer brings the new state
         with self._assumed_lock:

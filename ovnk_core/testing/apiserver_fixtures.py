@@ -42,21 +42,28 @@ def with_crds(handle: ServerHandle) -> KubeClient:
     return api
 
 
+def _groups(user: str | None, groups: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The admin is in ``system:masters``; anyone else only in the groups named."""
+    if groups is not None:
+        return groups
+    return (MASTERS,) if user == ADMIN_USER else ()
+
+
 def client_for(handle: ServerHandle, user: str = ADMIN_USER,
-               groups: tuple[str, ...] = (MASTERS,)) -> client.ApiClient:
+               groups: tuple[str, ...] | None = None) -> client.ApiClient:
     """An official-client ``ApiClient`` for ``handle`` that authenticates as ``user`` with a
-    client certificate (default: the cluster admin)."""
-    return api_client_from_config(handle.kubeconfig(user, groups))
+    client certificate (default: the cluster admin, in ``system:masters``)."""
+    return api_client_from_config(handle.kubeconfig(user, _groups(user, groups)))
 
 
 def ssl_context_for(handle: ServerHandle, user: str | None = ADMIN_USER,
-                    groups: tuple[str, ...] = (MASTERS,)) -> ssl.SSLContext:
+                    groups: tuple[str, ...] | None = None) -> ssl.SSLContext:
     """A client TLS context trusting ``handle``'s CA, presenting ``user``'s certificate
     (``user=None``: no client certificate) — for raw HTTP tests."""
     security = handle.security
     context = ssl.create_default_context(cafile=str(security.options.client_ca_file))
     if user is not None:
-        pair = security.certificate_authority().issue_client(user, groups)
+        pair = security.certificate_authority().issue_client(user, _groups(user, groups))
         folder = Path(security.options.client_ca_file).parent / "clients"
         stem = uuid.uuid4().hex
         cert, key = folder / f"{stem}.crt", folder / f"{stem}.key"

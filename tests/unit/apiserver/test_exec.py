@@ -16,7 +16,7 @@ import pytest
 from ovnk_core.apiserver import websocket
 from ovnk_core.apiserver.server import ServerHandle, ServerOptions
 from ovnk_core.kube.client import KubeClient
-from ovnk_core.kube.resources import PODS
+from ovnk_core.kube.resources import PODS, ROLE_BINDINGS, ROLES
 from ovnk_core.testing.apiserver_fixtures import ServerFactory, client_for, ssl_context_for
 
 pytestmark = pytest.mark.unit
@@ -61,7 +61,7 @@ def test_handshake_key_and_protocol_choice() -> None:
 
 
 def connect(handle: ServerHandle, user: str | None = "kubernetes-admin",
-            groups: tuple[str, ...] = ("system:masters",)) -> socket.socket:
+            groups: tuple[str, ...] | None = None) -> socket.socket:
     """A TLS connection to ``handle`` presenting ``user``'s client certificate."""
     raw = socket.create_connection((handle.host, handle.port), timeout=10)
     return ssl_context_for(handle, user, groups).wrap_socket(raw, server_hostname=handle.host)
@@ -69,7 +69,7 @@ def connect(handle: ServerHandle, user: str | None = "kubernetes-admin",
 
 def upgrade(handle: ServerHandle, path: str, protocol: str = "v5.channel.k8s.io",
             user: str | None = "kubernetes-admin",
-            groups: tuple[str, ...] = ("system:masters",)) -> tuple[socket.socket, bytes]:
+            groups: tuple[str, ...] | None = None) -> tuple[socket.socket, bytes]:
     sock = connect(handle, user, groups)
     key = base64.b64encode(os.urandom(16)).decode()
     sock.sendall((f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
@@ -150,3 +150,25 @@ def test_exec_requires_an_upgrade(kube_apiserver_factory: ServerFactory, tmp_pat
             reply += chunk
         reply = reply.decode()
     assert reply.startswith("HTTP/1.1 400") and "Upgrade request required" in reply
+
+
+def test_exec_needs_create_on_pods_exec(kube_apiserver: ServerHandle) -> None:
+    """A WebSocket upgrade (GET) to pods/exec is authorized as ``create``, as kube-apiserver
+    does since 1.30: ``get`` on pods is not enough."""
+    client = KubeClient(client_for(kube_apiserver))
+    pod(client)
+    client.create(ROLES, {"metadata": {"name": "viewer"}, "rules": [
+        {"apiGroups": [""], "resources": ["pods", "pods/exec"], "verbs": ["get", "list"]}]},
+        "default")
+    client.create(ROLE_BINDINGS, {
+        "metadata": {"name": "viewer"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "viewer"},
+        "subjects": [{"kind": "User", "name": "viewer"}]}, "default")
+    sock, head = upgrade(kube_apiserver, "/api/v1/namespaces/default/pods/web/exec?command=id"
+                         "&stdout=true", user="viewer")
+    sock.close()
+    assert head.startswith(b"HTTP/1.1 403")
+    anonymous, head = upgrade(kube_apiserver, "/api/v1/namespaces/default/pods/web/exec?"
+                              "command=id&stdout=true", user=None)
+    anonymous.close()
+    assert head.startswith(b"HTTP/1.1 401")
