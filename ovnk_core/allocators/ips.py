@@ -21,6 +21,25 @@ class IpAllocationError(ValueError):
     """Subnet full, address outside the subnet or excluded, or held by another owner."""
 
 
+def unusable_reason(subnet: IPNetwork, excluded: Iterable[IPNetwork], ip: IPAddress
+                    ) -> str | None:
+    """Why ``ip`` is never handed out in ``subnet`` (``None``: it may be).
+
+    The one rule of what an allocator gives: inside the subnet, not its network address,
+    not the IPv4 broadcast address (subnets larger than /31), in none of ``excluded``.
+    """
+    if ip.version != subnet.version or ip not in subnet:
+        return f"outside {subnet}"
+    if ip == subnet.network_address:
+        return f"the network address of {subnet}"
+    if subnet.version == 4 and subnet.prefixlen < 31 and ip == subnet.broadcast_address:
+        return f"the broadcast address of {subnet}"
+    for net in excluded:
+        if net.version == ip.version and ip in net:
+            return f"excluded from {subnet} (in {net})"
+    return None
+
+
 class IpAllocator:
     def __init__(self, subnet: IPNetwork, excluded: Iterable[IPNetwork] = ()) -> None:
         self.subnet = subnet
@@ -31,12 +50,7 @@ class IpAllocator:
         self._lock = threading.Lock()
 
     def _usable(self, ip: IPAddress) -> bool:
-        if ip not in self.subnet or ip == self.subnet.network_address:
-            return False
-        if self.subnet.version == 4 and self.subnet.prefixlen < 31 and \
-                ip == self.subnet.broadcast_address:
-            return False
-        return not any(ip in net for net in self.excluded)
+        return unusable_reason(self.subnet, self.excluded, ip) is None
 
     def reserve(self, owner: str, ip: IPAddress | str) -> None:
         address = ipaddress.ip_address(ip) if isinstance(ip, str) else ip
