@@ -35,7 +35,13 @@ from typing import Any
 from ovs.db import schema as ovs_schema
 
 from ovnk_core.errors import OvnTransactionError
-from ovnk_core.ovn.datum import ColumnCodec, codecs_of
+from ovnk_core.ovn.datum import (
+    ColumnCodec,
+    Unresolved,
+    canonical_columns,
+    codecs_of,
+    fingerprint_hashes,
+)
 from ovnk_core.ovn.declarative import ApplyResult, DesiredRow
 from ovnk_core.ovn.jsonrpc import OvsdbConnection, OvsdbConnectionError, OvsdbRequestError
 from ovnk_core.ovn.nb import NB_SCHEMA_NAME, NbConnectError
@@ -234,6 +240,33 @@ class NbWriter:
     def find(self, table: str, primary_id: str) -> RowRecord | None:
         with self._lock:
             return self._store.find(table, primary_id)
+
+    def holds(self, rows: Sequence[DesiredRow]) -> bool:
+        """Whether NB has every one of ``rows`` (by primary id) with every declared column
+        (``external_ids`` included) as declared, as far as this writer knows; links are not
+        compared.  A row whose references name rows NB lacks is not held."""
+        with self._lock:
+            store = self._store
+
+            def resolve(ref: Any) -> int:
+                target = store.find(ref.table, ref.primary_id)
+                if target is None:
+                    raise Unresolved(ref)
+                return target.uuid
+
+            for row in rows:
+                record = store.find(row.table, row.ids.primary_id)
+                if record is None:
+                    return False
+                have = fingerprint_hashes(record.fp)
+                values = {**row.columns, "external_ids": row.external_ids()}
+                try:
+                    if not set(canonical_columns(self._codecs[row.table], values, resolve)) \
+                            <= have:
+                        return False
+                except Unresolved:
+                    return False
+            return True
 
     def owned_row_count(self) -> int:
         with self._lock:

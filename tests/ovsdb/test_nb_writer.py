@@ -128,6 +128,16 @@ def test_one_element_sets_and_optional_values_compare_equal(nb_writer: NbWriter)
     assert not apply(nb_writer, POD, pod_rows()).changed
 
 
+def test_holds_says_whether_nb_has_rows_as_declared(nb_writer: NbWriter) -> None:
+    assert not nb_writer.holds(pod_rows())  # not written yet
+    apply_many(nb_writer, {NODE: node_rows(), POD: pod_rows()})
+    assert nb_writer.holds(pod_rows()) and nb_writer.holds(node_rows())
+    assert not nb_writer.holds(pod_rows("10.1.1.6"))  # another address
+    # Known again after a fresh read of NB, by another writer (the zone after a restart).
+    with NbWriter([nb_writer.remote]).start() as fresh:
+        assert fresh.holds(pod_rows()) and not fresh.holds(pod_rows("10.1.1.6"))
+
+
 def test_transaction_error_writes_nothing_and_is_clear(nb_writer: NbWriter) -> None:
     apply(nb_writer, NODE, node_rows())
     nbctl(nb_writer.remote, "ls-add", "foreign", "--", "lsp-add", "foreign", "blue_ns1_pod1")
