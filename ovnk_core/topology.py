@@ -99,6 +99,9 @@ class Topology(abc.ABC):
 
         Owned by ``pod_owner(network.netinfo, pod.namespace, pod.name)``; the addresses
         come from the pod's ``k8s.ovn.org/pod-networks`` entry (allocated by the cluster
-        manager), never from the topology.  Must be pure.
+        manager), never from the topology, and have been checked by the zone
+        (``ovnk_core.zone.attachment_checks``: the pod may use the network, the IPs are the
+        node's or network's and not reserved nor another pod's, the MAC is a unicast
+        MAC).  Must be pure.
         """
         raise RenderingNotSupported(self.name)
