@@ -23,30 +23,42 @@ pod whose rows differ from what was written is reconciled again.
 
 Addresses are never chosen here: the cluster manager allocates them (node
 subnets, node IDs, pod IPs) and this controller only reads its annotations.
+It does not trust them, though: every pod-networks entry is checked first
+(``attachment_checks``: a network the pod may use, addresses inside its
+node's subnet and not reserved, the network's gateways and routes, a real
+MAC) and no two pods render one IP on one network (the pod that held it
+first keeps it).  A refused entry gets no row and a Warning event
+``ErrorAddingLogicalPort`` on the pod; the pod's other entries, and every
+other pod, still render.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import logging
 import threading
 from collections.abc import Iterable
 
 from ovnk_core.clustermanager.nad_controller import nad_network_name
 from ovnk_core.config import Config
+from ovnk_core.config.values import IPNetwork
 from ovnk_core.errors import NotReady, PermanentError, TopologyNotSupported
 from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import NADS, NODES, PODS, object_key, split_key
-from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
+from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, ROLE_PRIMARY
 from ovnk_core.ovn.declarative import DesiredRow, MissingReference, apply_many
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
 from ovnk_core.pods import annotation
+from ovnk_core.pods.controller import requested_networks, uses_node_subnets
 from ovnk_core.topology import RenderingNotSupported, Topology
-from ovnk_core.zone import owners
+from ovnk_core.zone import attachment_checks, owners
+from ovnk_core.zone.attachment_checks import PodContext
 from ovnk_core.zone.model import NetworkState, NodeState, PodAttachment
 from ovnk_core.zone.networks import GONE, READY, lookup_network
 from ovnk_core.zone.node_facts import read_node
@@ -65,8 +77,20 @@ def pod_nad_keys(pod: JSON) -> list[str]:
         return []
 
 
-def pod_attachments(pod: JSON) -> dict[str, PodAttachment]:
-    """NAD key → attachment, from the pod's annotation.
+def pod_ip_keys(pod: JSON) -> list[str]:
+    """Index: every IP (without prefix length) of a pod's annotated networks."""
+    raw = (pod["metadata"].get("annotations") or {}).get(annotation.ANNOTATION)
+    try:
+        entries = annotation.parse(raw)
+    except annotation.PodAnnotationError:
+        return []
+    return sorted({str(ipaddress.ip_interface(ip).ip)
+                   for entry in entries.values() for ip in entry.ip_addresses})
+
+
+def pod_entries(pod: JSON) -> dict[str, annotation.PodNetwork]:
+    """NAD key → entry of the pod's annotation, for the entries that have addresses (an
+    entry without addresses, such as a network without IPAM, has no port here).
 
     :raises PermanentError: the annotation is malformed (reported on the pod).
     """
@@ -75,15 +99,35 @@ def pod_attachments(pod: JSON) -> dict[str, PodAttachment]:
         entries = annotation.parse((meta.get("annotations") or {}).get(annotation.ANNOTATION))
     except annotation.PodAnnotationError as exc:
         raise PermanentError(str(exc), reason="ErrorReconcilingPod") from None
-    node = (pod.get("spec") or {}).get("nodeName") or ""
-    result = {}
-    for nad_key, entry in entries.items():
-        if not entry.mac_address or not entry.ip_addresses:
-            continue
-        result[nad_key] = PodAttachment(meta["namespace"], meta["name"], meta.get("uid", ""),
-                                        node, nad_key, entry.mac_address, entry.ip_addresses,
-                                        entry.role)
-    return result
+    return {nad_key: entry for nad_key, entry in entries.items() if entry.ip_addresses}
+
+
+def attachment_of(pod: JSON, nad_key: str, entry: annotation.PodNetwork) -> PodAttachment:
+    meta = pod["metadata"]
+    return PodAttachment(meta["namespace"], meta["name"], meta.get("uid", ""),
+                         (pod.get("spec") or {}).get("nodeName") or "", nad_key,
+                         entry.mac_address, entry.ip_addresses, entry.role)
+
+
+def pod_attachments(pod: JSON) -> dict[str, PodAttachment]:
+    """NAD key → attachment, from the pod's annotation (unchecked).
+
+    :raises PermanentError: the annotation is malformed (reported on the pod).
+    """
+    return {nad_key: attachment_of(pod, nad_key, entry)
+            for nad_key, entry in pod_entries(pod).items()}
+
+
+def primary_nad_namespace(nad: JSON) -> list[str]:
+    """Index: the namespace of a NAD whose config declares a primary OVN-Kubernetes network
+    (the zone still checks the network it names is rendered and primary)."""
+    if not nad_network_name(nad):
+        return []
+    try:
+        role = json.loads(nad["spec"]["config"]).get("role")
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return []
+    return [nad["metadata"]["namespace"]] if role == ROLE_PRIMARY else []
 
 
 class ZoneController:
@@ -93,12 +137,19 @@ class ZoneController:
         self.host = host
         self.nb = nb
         self.recorder = recorder
-        self.nads = informers.get(NADS, indexers={"network": nad_network_name})
+        self.nads = informers.get(NADS, indexers={"network": nad_network_name,
+                                                  "primary-namespace": primary_nad_namespace})
         self.nodes = informers.get(NODES)
-        self.pods = informers.get(PODS, indexers={"nad": pod_nad_keys})
+        self.pods = informers.get(PODS, indexers={"nad": pod_nad_keys, "ip": pod_ip_keys})
         self.rendered: dict[str, NetworkState] = {}
         self._lock = threading.Lock()
         self._reported: dict[str, str] = {}
+        # Pod IPs rendered per network: network → IP → pod key, and pod key → network →
+        # its IPs there; both guarded by _claims_lock.
+        self._claims_lock = threading.Lock()
+        self._holders: dict[str, dict[str, str]] = {}
+        self._claimed: dict[str, dict[str, tuple[str, ...]]] = {}
+        self._refused: dict[str, dict[str, str]] = {}  # pod key → NAD key → event message
         self.network_controller = Controller("zone-network-controller", self.reconcile_network,
                                              initial_sync=self.sync_networks,
                                              on_error=self._network_error)
@@ -267,6 +318,8 @@ class ZoneController:
                 apply_many(self.nb, {owner: [] for owner in group})
         with self._lock:
             self.rendered.pop(name, None)
+        with self._claims_lock:
+            self._holders.pop(name, None)
         if found:
             log.info("network %s: removed (%d owner(s))", name, len(found))
 
@@ -275,8 +328,12 @@ class ZoneController:
         pod = self.pods.get(key)
         wanted: dict[Owner, list[DesiredRow]] = {}
         keep: set[str] = set()  # controllers whose rows of this pod stay as they are
+        claimed: set[str] = set()  # networks whose IPs the pod now holds
+        refused: dict[str, str] = {}
+        waiting: list[str] = []
         if pod is not None and self._pod_is_running(pod):
-            for nad_key, attachment in pod_attachments(pod).items():
+            context = self._pod_context(pod)
+            for nad_key, entry in pod_entries(pod).items():
                 network = self.network_of_nad(nad_key)
                 if network is None:
                     continue
@@ -288,18 +345,150 @@ class ZoneController:
                 topology = self._topology(state)
                 if topology is None:
                     continue
-                wanted[owners.pod_owner(state.netinfo, attachment.namespace,
-                                        attachment.name)] = topology.build_pod(state, attachment)
+                netinfo = state.netinfo
+                node_subnets = self._node_subnets(context.node, network)
+                if uses_node_subnets(netinfo) and not node_subnets:
+                    # The node's subnet is not known (yet): nor is its switch rendered.
+                    keep.add(owners.controller_name(network))
+                    waiting.append(f"node {context.node} has no subnet in network {network} "
+                                   "yet")
+                    continue
+                attachment = attachment_of(pod, nad_key, entry)
+                rows: list[DesiredRow] = []
+                problems = attachment_checks.check_attachment(
+                    self.config, context, nad_key, entry, netinfo, node_subnets)
+                if not problems:
+                    rows = topology.build_pod(state, attachment)
+                    problems = self._claim(key, state, topology, attachment, rows)
+                if problems:
+                    refused[nad_key] = attachment_checks.refusal_message(
+                        context, nad_key, network, problems)
+                    continue
+                claimed.add(network)
+                wanted[owners.pod_owner(netinfo, attachment.namespace, attachment.name)] = rows
+        self._release(key, keep=claimed | {owners.network_of_controller(c) or ""
+                                           for c in keep})
+        self._report_refused(pod, key, refused)
         namespace, name = split_key(key)
         for owner in self.nb.owners(owner_key=f"{owners.POD_SCOPE_PREFIX}{key}"):
             if owner not in wanted and owner.controller not in keep:
                 wanted[owner] = []
-        if not wanted:
-            return
+        if wanted:
+            try:
+                apply_many(self.nb, wanted)
+            except MissingReference as exc:
+                raise NotReady(f"pod {namespace}/{name}: {exc}", delay=1.0,
+                               backoff=True) from None
+        if waiting:
+            raise NotReady(f"pod {namespace}/{name}: " + "; ".join(waiting), backoff=True)
+
+    def _pod_context(self, pod: JSON) -> PodContext:
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        namespace = meta["namespace"]
         try:
-            apply_many(self.nb, wanted)
-        except MissingReference as exc:
-            raise NotReady(f"pod {namespace}/{name}: {exc}", delay=1.0, backoff=True) from None
+            requested = tuple(requested_networks(pod))
+        except PermanentError:  # a malformed selection requests nothing
+            requested = ()
+        primary = []
+        for nad in self.nads.peek_by_index("primary-namespace", namespace):
+            nad_key = object_key(nad)
+            network = self.network_of_nad(nad_key)
+            with self._lock:
+                state = self.rendered.get(network) if network else None
+            if state is not None and state.netinfo.is_primary:
+                primary.append(nad_key)
+        return PodContext(namespace, meta["name"], spec.get("nodeName") or "",
+                          host_network=bool(spec.get("hostNetwork")), requested=requested,
+                          primary_nads=tuple(primary))
+
+    def _node_subnets(self, node_name: str, network: str) -> tuple[IPNetwork, ...]:
+        node = self.nodes.peek(node_name)
+        return read_node(node).subnets.get(network, ()) if node is not None else ()
+
+    # -- who holds a pod IP on a network ------------------------------------------------------
+    def _claim(self, key: str, state: NetworkState, topology: Topology,
+               attachment: PodAttachment, rows: list[DesiredRow]) -> list[str]:
+        """Record that pod ``key`` holds the attachment's IPs on its network, unless another
+        pod holds one of them; returns the conflicts."""
+        network = state.netinfo.name
+        ips = tuple(str(ip) for ip in attachment.addresses)
+        with self._claims_lock:
+            holders = self._holders.setdefault(network, {})
+            problems = []
+            for ip in ips:
+                others = self._claimants(key, network, ip, attachment.nad_key)
+                if not others:
+                    continue
+                in_nb = [other for other, theirs in others.items()
+                         if self.nb.holds(topology.build_pod(state, theirs))]
+                if self.nb.holds(rows):
+                    in_nb.append(key)
+                holder = attachment_checks.choose_holder(key, holders.get(ip),
+                                                         {key, *others}, in_nb)
+                if holder != key:
+                    problems.append(attachment_checks.conflict_problem(ip, network, holder))
+            if problems:
+                return problems
+            mine = self._claimed.setdefault(key, {})
+            for ip in mine.get(network, ()):
+                if ip not in ips and holders.get(ip) == key:
+                    del holders[ip]
+            for ip in ips:
+                holders[ip] = key
+            mine[network] = ips
+        return []
+
+    def _claimants(self, key: str, network: str, ip: str, nad_key: str
+                   ) -> dict[str, PodAttachment]:
+        """The other live pods whose entry for ``network`` has ``ip`` (pod key → its
+        attachment there), found through the pods' IP index."""
+        found: dict[str, PodAttachment] = {}
+        for other in self.pods.peek_by_index("ip", ip):
+            other_key = object_key(other)
+            if other_key == key or not self._pod_is_running(other):
+                continue
+            try:
+                entries = pod_entries(other)
+            except PermanentError:
+                continue
+            for other_nad, entry in entries.items():
+                if ip not in {str(ipaddress.ip_interface(text).ip)
+                              for text in entry.ip_addresses}:
+                    continue
+                if other_nad != nad_key and self.network_of_nad(other_nad) != network:
+                    continue
+                found[other_key] = attachment_of(other, other_nad, entry)
+        return found
+
+    def _release(self, key: str, keep: set[str]) -> None:
+        """Forget the IPs pod ``key`` held on every network but ``keep``."""
+        with self._claims_lock:
+            mine = self._claimed.get(key)
+            if mine is None:
+                return
+            for network in [n for n in mine if n not in keep]:
+                holders = self._holders.get(network, {})
+                for ip in mine.pop(network):
+                    if holders.get(ip) == key:
+                        del holders[ip]
+            if not mine:
+                del self._claimed[key]
+
+    def _report_refused(self, pod: JSON | None, key: str, refused: dict[str, str]) -> None:
+        """A Warning event per newly refused entry (once per distinct message)."""
+        if not refused:
+            self._refused.pop(key, None)
+            return
+        assert pod is not None
+        previous = self._refused.get(key, {})
+        reported = self._refused[key] = {k: v for k, v in previous.items() if refused.get(k) == v}
+        for nad_key, message in refused.items():
+            if previous.get(nad_key) == message:
+                continue
+            log.warning("%s", message)
+            if self.recorder is not None:
+                self.recorder.event(pod, WARNING, attachment_checks.REASON, message)
+            reported[nad_key] = message
 
     @staticmethod
     def _pod_is_running(pod: JSON) -> bool:

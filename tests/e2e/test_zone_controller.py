@@ -21,10 +21,12 @@ import pytest
 
 from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager.app import ClusterManager
+from ovnk_core.clustermanager.node_allocator import parse_node_subnets
 from ovnk_core.config import Config
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
+from ovnk_core.kube.informer import wait_for_informers
 from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.local.cluster import build_node
 from ovnk_core.ovn.nb import NbClient
@@ -33,6 +35,7 @@ from ovnk_core.ovn.snapshot import Snapshot, committed_names, difference, snapsh
 from ovnk_core.ovn.trace import TraceResult, packet_flow, trace, wait_for_sb
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
+from ovnk_core.pods.annotation import build_pod_network
 from ovnk_core.reachability.endpoints import find_endpoint
 from ovnk_core.reachability.matrix import build_matrix
 from ovnk_core.reachability.render import render_svg, render_text, write_picture
@@ -396,3 +399,138 @@ def test_the_periodic_resync_repairs_by_itself(client: KubeClient, manager: Clus
                     "blue.blue.network_blue_a"], check=True)
     wait_until(lambda: port_uuid() not in ("", old), timeout=30)  # made again, by itself
     assert settled(zone) == before
+
+
+def test_forged_pod_networks_are_refused_and_change_no_row(
+        client: KubeClient, manager: ClusterManager, start_zone: Callable[[str], Zone],
+        ovn_stack: OvnStack) -> None:
+    """An admin writes pod-networks entries the cluster manager never would: each is a
+    Warning event, none is a row; legitimate pods keep and get their ports."""
+    for ns, cidr in (("blue", "103.103.0.0/16"), ("green", "203.203.0.0/16")):
+        namespace(client, ns)
+        layer3_udn(client, ns, cidr)
+    namespace(client, "plain", primary=False)
+    pod(client, "blue", "a", "ovn-worker")
+    pod(client, "green", "g", "ovn-worker")
+    pod(client, "plain", "p", "ovn-worker")
+    zone = start_zone(ovn_stack.nb.remote)
+    a = networks_of(client, "blue", "a", 2)
+    g = networks_of(client, "green", "g", 2)
+    networks_of(client, "plain", "p", 1)
+    legit = {"blue.blue.network_blue_a", "blue_a", "green.green.network_green_g", "green_g",
+             "plain_p"}
+    wait_until(lambda: legit <= port_names(zone.nb), timeout=30)
+    before = settled(zone)
+    writes = zone.writer.transactions
+
+    subnets = {network: ipaddress.ip_network(cidrs[0]) for network, cidrs in
+               parse_node_subnets(client.get(NODES, "ovn-worker")).items()}
+    default_subnet, blue_subnet = subnets["default"], subnets["blue_blue-network"]
+    elsewhere = ipaddress.ip_network(parse_node_subnets(client.get(NODES, "ovn-worker2"))[
+        "default"][0])
+
+    def default_entry(subnet: Any, offset: int, **changes: Any) -> dict[str, Any]:
+        ip = ipaddress.ip_interface(f"{subnet.network_address + offset}/{subnet.prefixlen}")
+        return {**build_pod_network(CONFIG, None, "primary", [ip]).to_json(), **changes}
+
+    def forged_pod(name: str, ns: str, networks: dict[str, Any]) -> None:
+        client.create(PODS, {"metadata": {"name": name, "namespace": ns, "annotations": {
+            POD_NETWORKS: json.dumps(networks)}},
+            "spec": {"nodeName": "ovn-worker", "containers": [{"name": "c", "image": "x"}]}})
+
+    # A network its namespace may not use: green's pod with an entry on blue's network.
+    blue_ip = f"{blue_subnet.network_address + 200}/{blue_subnet.prefixlen}"
+    client.patch(PODS, "g", {"metadata": {"annotations": {POD_NETWORKS: json.dumps({
+        **g, "blue/blue-network": {**a["blue/blue-network"], "ip_addresses": [blue_ip],
+                                   "ip_address": blue_ip}})}}}, "green")
+    # Another pod's IPs, on both of its networks.
+    forged_pod("x", "blue", {"default": a["default"],
+                             "blue/blue-network": a["blue/blue-network"]})
+    # The node subnet's gateway; an IP of another node's subnet; a MAC that is not one.
+    forged_pod("gw", "plain", {"default": default_entry(default_subnet, 1)})
+    forged_pod("out", "plain", {"default": default_entry(elsewhere, 200)})
+    forged_pod("mac", "plain", {"default": default_entry(default_subnet, 201,
+                                                         mac_address="0a:58:0a:f4:00:0\0")})
+
+    a_default = a["default"]["ip_addresses"][0].split("/")[0]
+    a_blue = a["blue/blue-network"]["ip_addresses"][0].split("/")[0]
+    prefix = "not rendering the k8s.ovn.org/pod-networks entry for"
+    expected = {
+        ("green", "g"): {
+            f"pod green/g: {prefix} blue/blue-network (network blue_blue-network): network "
+            "blue_blue-network is the primary network of namespace blue, not of the pod's "
+            "namespace green"},
+        ("blue", "x"): {
+            f"pod blue/x: {prefix} default (network default): IP {a_default} is already used "
+            "on network default by pod blue/a",
+            f"pod blue/x: {prefix} blue/blue-network (network blue_blue-network): IP {a_blue} "
+            "is already used on network blue_blue-network by pod blue/a"},
+        ("plain", "gw"): {
+            f"pod plain/gw: {prefix} default (network default): IP "
+            f"{default_subnet.network_address + 1} is the gateway address of {default_subnet}"},
+        ("plain", "out"): {
+            f"pod plain/out: {prefix} default (network default): IP "
+            f"{elsewhere.network_address + 200}/{elsewhere.prefixlen} is outside node "
+            f"ovn-worker's subnet(s) {default_subnet} of network default"},
+        ("plain", "mac"): {
+            f"pod plain/mac: {prefix} default (network default): MAC address "
+            "'0a:58:0a:f4:00:0\\x00' is not a MAC address (six hex octets separated by "
+            "colons)"},
+    }
+
+    def warnings() -> dict[tuple[str, str], set[str]]:
+        found: dict[tuple[str, str], set[str]] = {}
+        for ns in ("blue", "green", "plain"):
+            for event in client.list(EVENTS, ns)["items"]:
+                if event["reason"] == "ErrorAddingLogicalPort" and event["type"] == "Warning":
+                    found.setdefault((ns, event["involvedObject"]["name"]), set()).add(
+                        event["message"])
+        return found
+
+    wait_until(lambda: warnings() == expected or None, timeout=30)
+    assert settled(zone) == before  # no row for any forged entry, no legitimate row touched
+    assert zone.writer.transactions == writes
+    assert warnings() == expected  # and nothing else was refused
+
+    # After a restart nothing is remembered: blue/x, reconciled first, finds blue/a's IPs in
+    # blue/a's ports in NB and is refused again; nothing is written.
+    zone.stop()
+    writer = NbWriter([ovn_stack.nb.remote]).start()
+    informers = InformerFactory(client)
+    fresh = ZoneController(informers, CONFIG, PluginHost.load(CONFIG), writer,
+                           EventRecorder(client, "ovnkube-controller", "t"))
+    informers.start()
+    try:
+        wait_for_informers(informers.informers, timeout=30)
+        for network in fresh.network_names():
+            fresh.reconcile_network(network)
+        fresh.reconcile_pod("blue/x")
+        fresh.reconcile_pod("blue/a")
+        assert writer.transactions == 0
+    finally:
+        informers.stop()
+        writer.stop()
+    zone = start_zone(ovn_stack.nb.remote)
+    assert settled(zone) == before
+    assert zone.writer.transactions == 0
+
+    # A legitimate pod still gets its ports; nothing else changes.
+    pod(client, "blue", "c", "ovn-worker")
+    wait_until(lambda: {"blue.blue.network_blue_c", "blue_c"} <= port_names(zone.nb),
+               timeout=30)
+    after = settled(zone)
+    switches = {key for key in before if key[0] == "Logical_Switch"}
+    assert {key: row for key, row in after.items() if key in before and key not in switches} \
+        == {key: row for key, row in before.items() if key not in switches}
+    assert {key[0] for key in set(after) - set(before)} == {"Logical_Switch_Port"}
+
+    # An entry made valid renders then; removing the forged copy leaves blue/a's rows alone.
+    client.patch(PODS, "gw", {"metadata": {"annotations": {POD_NETWORKS: json.dumps({
+        "default": default_entry(default_subnet, 250)})}}}, "plain")
+    wait_until(lambda: "plain_gw" in port_names(zone.nb), timeout=30)
+    client.delete(PODS, "x", "blue")
+    settled(zone)
+    assert {"blue.blue.network_blue_a", "blue_a"} <= port_names(zone.nb)
+    now = snapshot(zone.nb)
+    assert {key: now[key] for key in before if key[0] == "Logical_Switch_Port"} == \
+        {key: row for key, row in before.items() if key[0] == "Logical_Switch_Port"}
