@@ -1,0 +1,182 @@
+"""Real kubectl against ``ovnk local``: nobody gets in where they don't belong.
+
+No credentials are refused as kubectl shows it against a real cluster; a
+service-account token bound to a narrow Role works inside it and is Forbidden
+outside; ``kubectl auth can-i`` (``--list``, ``--as``) answers from RBAC; every
+ovnk process runs as its own identity and none of them may exec into pods or
+delete namespaces.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import stat
+import subprocess
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ovnk_core.identities import CLUSTER_MANAGER_USER, CONTROLLER_USER, NODES_GROUP
+from ovnk_core.local.cluster import LocalCluster
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    local = LocalCluster(tmp_path_factory.mktemp("secure") / ".ovnk")
+    local.up(nodes=2, timeout=90, dataplane=False)
+    yield local
+    local.down()
+
+
+def kubectl(kubeconfig: Path, *args: str, stdin: str = ""
+            ) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    return subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), *args], input=stdin,
+                          capture_output=True, text=True, timeout=60, env=env)
+
+
+def admin(cluster: LocalCluster, *args: str) -> str:
+    result = kubectl(cluster.kubeconfig, *args)
+    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
+    return result.stdout
+
+
+def without_credentials(cluster: LocalCluster, path: Path, token: str | None = None) -> Path:
+    """The admin kubeconfig with its user replaced by nothing, or by a bearer token."""
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    config["users"][0]["user"] = {"token": token} if token else {}
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_kubeconfigs_and_keys_are_private_and_pin_the_ca(cluster: LocalCluster) -> None:
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    assert config["clusters"][0]["cluster"]["server"].startswith("https://127.0.0.1:")
+    assert config["clusters"][0]["cluster"]["certificate-authority-data"]
+    for path in [cluster.kubeconfig, *cluster.dir.glob("kubeconfigs/*"),
+                 *cluster.dir.glob("pki/*.key")]:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    assert "Username    kubernetes-admin" in admin(cluster, "auth", "whoami")
+
+
+def test_no_credentials_is_unauthorized(cluster: LocalCluster, tmp_path: Path) -> None:
+    # a user name and password (basic auth, which a kube-apiserver does not accept either;
+    # kubectl asks for them when a kubeconfig has no credentials) or a made-up token
+    basic = without_credentials(cluster, tmp_path / "basic")
+    config = yaml.safe_load(basic.read_text())
+    config["users"][0]["user"] = {"username": "me", "password": "pw"}
+    basic.write_text(yaml.safe_dump(config))
+    result = kubectl(without_credentials(cluster, tmp_path / "bad", "nope"), "get", "pods")
+    assert result.returncode != 0
+    assert "error: You must be logged in to the server (Unauthorized)" in result.stderr
+    # (client-go words a refused basic-auth request its own way; the server's reply is
+    # the same 401 Status)
+    result = kubectl(basic, "get", "pods")
+    assert result.returncode != 0
+    assert "error: You must be logged in to the server" in result.stderr
+    # a request with no credentials at all: the 401 Status body of a kube-apiserver
+    server = yaml.safe_load(cluster.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    context = ssl.create_default_context(cafile=str(cluster.pki_dir / "ca.crt"))
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{server}/api/v1/pods", context=context, timeout=10)
+    assert refused.value.code == 401
+    assert json.loads(refused.value.read()) == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "Unauthorized", "reason": "Unauthorized", "code": 401}
+
+
+def test_a_token_bound_to_a_narrow_role(cluster: LocalCluster, tmp_path: Path) -> None:
+    admin(cluster, "create", "namespace", "blue")
+    admin(cluster, "create", "serviceaccount", "alice", "-n", "blue")
+    admin(cluster, "create", "role", "pod-reader", "--verb=get,list,watch",
+          "--resource=pods", "-n", "blue")
+    admin(cluster, "create", "rolebinding", "alice-reads-pods", "--role=pod-reader",
+          "--serviceaccount=blue:alice", "-n", "blue")
+    token = admin(cluster, "create", "token", "alice", "-n", "blue").strip()
+    alice = without_credentials(cluster, tmp_path / "alice", token=token)
+
+    inside = kubectl(alice, "get", "pods", "-n", "blue")
+    assert inside.returncode == 0, inside.stderr
+    outside = kubectl(alice, "get", "pods", "-n", "default")
+    assert outside.returncode != 0
+    assert ('Error from server (Forbidden): pods is forbidden: User '
+            '"system:serviceaccount:blue:alice" cannot list resource "pods" in API group "" '
+            'in the namespace "default"') in outside.stderr
+    nodes = kubectl(alice, "get", "nodes")
+    assert 'cannot list resource "nodes" in API group "" at the cluster scope' in nodes.stderr
+
+    listing = kubectl(alice, "auth", "can-i", "--list", "-n", "blue")
+    assert listing.returncode == 0, listing.stderr
+    pods_line = next(line for line in listing.stdout.splitlines() if line.startswith("pods "))
+    assert "[get list watch]" in pods_line
+    assert kubectl(alice, "auth", "can-i", "delete", "pods", "-n", "blue").stdout.strip() == "no"
+    assert kubectl(alice, "auth", "can-i", "list", "pods", "-n", "blue").stdout.strip() == "yes"
+    as_alice = ["--as", "system:serviceaccount:blue:alice"]
+    assert admin(cluster, "auth", "can-i", "list", "pods", "-n", "blue", *as_alice
+                 ).strip() == "yes"
+    denied = kubectl(cluster.kubeconfig, "auth", "can-i", "create", "pods", "-n", "blue",
+                     *as_alice)
+    assert denied.stdout.strip() == "no" and denied.returncode == 1
+    # alice may not impersonate anyone
+    forbidden = kubectl(alice, "get", "pods", "-n", "blue", "--as", "kubernetes-admin")
+    assert ('users "kubernetes-admin" is forbidden: User "system:serviceaccount:blue:alice" '
+            'cannot impersonate resource "users" in API group "" at the cluster scope'
+            ) in forbidden.stderr
+    # deleting the service account revokes its tokens
+    admin(cluster, "delete", "serviceaccount", "alice", "-n", "blue")
+    revoked = kubectl(alice, "get", "pods", "-n", "blue")
+    assert "You must be logged in to the server (Unauthorized)" in revoked.stderr
+
+
+COMPONENTS = [
+    ("cluster-manager", [], CLUSTER_MANAGER_USER, ()),
+    ("controller", [], CONTROLLER_USER, ()),
+    ("node-agent-ovn-worker", ["--as-group", NODES_GROUP], "system:ovn-node:ovn-worker",
+     (NODES_GROUP,)),
+    ("scheduler", [], "system:kube-scheduler", ()),
+    ("kubelet", [], "system:ovnk-local:kubelet", ()),
+    ("endpointslice-controller", [],
+     "system:kube-controller-manager:endpointslice-controller", ()),
+]
+
+
+@pytest.mark.parametrize(("component", "as_group", "user", "groups"), COMPONENTS,
+                         ids=[c[0] for c in COMPONENTS])
+def test_every_component_has_its_own_identity_and_no_exec(
+        cluster: LocalCluster, component: str, as_group: list[str], user: str,
+        groups: tuple[str, ...]) -> None:
+    kubeconfig = cluster.component_kubeconfig(component)
+    who = kubectl(kubeconfig, "auth", "whoami", "-o", "yaml")
+    assert who.returncode == 0, who.stderr
+    info = yaml.safe_load(who.stdout)["status"]["userInfo"]
+    assert info["username"] == user
+    assert set(groups) <= set(info["groups"])
+    assert "system:masters" not in info["groups"]
+    # (``kubectl auth can-i VERB pods/exec`` would ask about a pod named "exec")
+    for verb, resource, subresource in (
+            ("create", "pods", "exec"), ("get", "pods", "exec"), ("delete", "namespaces", ""),
+            ("create", "clusterrolebindings", ""), ("create", "serviceaccounts", "token"),
+            ("impersonate", "users", "")):
+        query = [verb, resource, "-A", *(["--subresource", subresource] if subresource
+                                        else [])]
+        own = kubectl(kubeconfig, "auth", "can-i", *query)
+        assert own.stdout.strip() == "no", (component, query, own.stdout)
+        impersonated = kubectl(cluster.kubeconfig, "auth", "can-i", *query, "--as", user,
+                               *as_group)
+        assert impersonated.stdout.strip() == "no", (component, query)
+
+
+def test_the_components_ran_without_a_refused_request(cluster: LocalCluster) -> None:
+    """Every permission the code needs is in its role: the API server refused nothing."""
+    log = (cluster.log_dir / "apiserver.log").read_text()
+    refused = [line for line in log.splitlines() if " forbidden: " in line
+               and "kubernetes-admin" not in line and "blue:alice" not in line]
+    assert refused == []
