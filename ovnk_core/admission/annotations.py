@@ -43,7 +43,7 @@ from typing import Any
 
 from ovnk_core.apiserver.admission import AdmissionRegistry
 from ovnk_core.apiserver.authn import MASTERS, UserInfo
-from ovnk_core.apiserver.errors import ApiStatusError
+from ovnk_core.apiserver.errors import ApiStatusError, go_quote
 from ovnk_core.identities import CLUSTER_MANAGER_USER, node_of_user
 
 JSON = dict[str, Any]
@@ -133,29 +133,6 @@ NODE_ANNOTATIONS = CLUSTER_MANAGER_NODE_ANNOTATIONS | NODE_AGENT_NODE_ANNOTATION
 
 
 # -- Go formatting ---------------------------------------------------------------------------
-_GO_ESCAPES = {"\a": r"\a", "\b": r"\b", "\f": r"\f", "\n": r"\n", "\r": r"\r", "\t": r"\t",
-               "\v": r"\v", '"': r"\"", "\\": r"\\"}
-
-
-def go_quote(text: str) -> str:
-    """``text`` as Go's ``%q`` (``strconv.Quote``) prints it."""
-    out = ['"']
-    for char in text:
-        code = ord(char)
-        if char in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[char])
-        elif char.isprintable() and not 0xD800 <= code <= 0xDFFF:
-            out.append(char)
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
-
-
 def go_list(items: Iterable[str]) -> str:
     """A ``[]string`` as Go's ``%v`` prints it (``[a b]``), sorted."""
     return "[" + " ".join(sorted(items)) + "]"
