@@ -176,7 +176,9 @@ class Api:
         if body.get("kind") and body["kind"] != rt.kind:
             raise bad_request(f"the kind in the data ({body['kind']}) does not match the "
                               f"expected kind ({rt.kind})")
-        return to_storage(rt, copy.deepcopy(body))
+        obj = to_storage(rt, copy.deepcopy(body))
+        _coerce_meta_strings(rt, obj)
+        return obj
 
     def _check_namespace(self, rt: ResourceType, namespace: str, name: str) -> None:
         if rt.crd:
@@ -365,6 +367,37 @@ class Api:
                 continue
             deleted.append(result.obj)
         return {**listing, "items": deleted}
+
+
+_GO_JSON_TYPES = ((bool, "bool"), (int, "number"), (float, "number"), (list, "array"),
+                  (dict, "object"))
+
+
+def _coerce_meta_strings(rt: ResourceType, obj: JSON) -> None:
+    """``metadata.name``, ``generateName`` and ``namespace`` must be strings, never a number
+    that would pass the name rule once printed.  A built-in kind's body then does not
+    decode (400, Go's words); a custom resource loses the malformed field, as
+    apiextensions' ``GetObjectMeta(dropMalformedFields)`` drops it."""
+    m = obj.get("metadata")
+    if not isinstance(m, dict):
+        return
+    for key in ("name", "generateName", "namespace"):
+        value = m.get(key)
+        if value is None:
+            m.pop(key, None)
+            continue
+        if isinstance(value, str):
+            continue
+        kind = next((name for python, name in _GO_JSON_TYPES if isinstance(value, python)),
+                    None)
+        if kind is None:  # a YAML scalar (a date): a string once converted to JSON
+            m[key] = str(value)
+        elif rt.custom:
+            m.pop(key)
+        else:
+            raise bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a '
+                              f"{rt.kind}: json: cannot unmarshal {kind} into Go struct field "
+                              f"ObjectMeta.metadata.{key} of type string")
 
 
 def _check_name(rt: ResourceType, obj: JSON, namespace: str, name: str) -> None:
