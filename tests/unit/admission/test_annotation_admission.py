@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -19,16 +20,23 @@ from ovnk_core.apiserver.errors import ApiStatusError
 from ovnk_core.apiserver.resources import ResourceType
 from ovnk_core.apiserver.rest import WriteOptions
 from ovnk_core.apiserver.server import ServerHandle
+from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.identities import (
     CLUSTER_MANAGER_USER,
     CONTROLLER_USER,
     NODES_GROUP,
+    OVN_NAMESPACE,
     node_agent_user,
 )
+from ovnk_core.kube.apply import apply_documents
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import NAMESPACES, NODES, PODS
 from ovnk_core.local.cluster import build_node
-from ovnk_core.testing.apiserver_fixtures import client_for
+from ovnk_core.local.credentials import OVNK_RBAC_DIR
+from ovnk_core.plugins import PluginHost
+from ovnk_core.testing.apiserver_fixtures import client_for, with_crds
+from ovnk_core.testing.configs import udn_config
+from ovnk_core.testing.waiting import wait_until
 
 POD_WEBHOOK = 'admission webhook "ovn-kubernetes-admission-webhook-pod.k8s.io" denied the ' \
               "request: "
@@ -479,3 +487,30 @@ def test_official_client_sees_the_webhook_denial(kube_apiserver: ServerHandle,
     patched = worker.patch_node_status("ovn-worker", {"metadata": {"annotations": {
         "k8s.ovn.org/host-cidrs": '["172.18.0.2/16"]'}}})
     assert patched.metadata.annotations["k8s.ovn.org/host-cidrs"] == '["172.18.0.2/16"]'
+
+
+def test_cluster_manager_allocates_under_admission(kube_apiserver: ServerHandle) -> None:
+    """The real cluster manager, authenticated as its service account and bound by its own
+    RBAC manifest, writes node-id, node-subnets and pod-networks with the hooks active."""
+    rules.register(kube_apiserver.admission)
+    admin = with_crds(kube_apiserver)
+    admin.create(NAMESPACES, {"metadata": {"name": OVN_NAMESPACE}})
+    apply_documents(admin, yaml.safe_load_all(
+        (OVNK_RBAC_DIR / "ovnkube-cluster-manager.yaml").read_text()))
+    admin.create(NODES, build_node("ovn-worker", 0))
+    admin.create(NAMESPACES, {"metadata": {"name": "blue"}})
+    admin.create(PODS, {"metadata": {"name": "web", "namespace": "blue"}, "spec": {
+        "nodeName": "ovn-worker", "containers": [{"name": "c", "image": "agnhost"}]}})
+    as_cluster_manager = KubeClient(client_for(kube_apiserver, CLUSTER_MANAGER_USER, (
+        "system:serviceaccounts", f"system:serviceaccounts:{OVN_NAMESPACE}")))
+    config = udn_config()
+    manager = ClusterManager(config, as_cluster_manager, PluginHost.load(config), identity="t")
+    manager.start_controllers()
+    try:
+        wait_until(lambda: rules.POD_NETWORKS in (
+            admin.get(PODS, "web", "blue")["metadata"].get("annotations") or {}))
+    finally:
+        manager.stop_controllers()
+    annotations = admin.get(NODES, "ovn-worker")["metadata"]["annotations"]
+    assert json.loads(annotations[rules.NODE_SUBNETS])["default"]
+    assert annotations[rules.NODE_ID] and annotations[rules.NODE_CHASSIS_ID] == "ovn-worker"
