@@ -174,6 +174,7 @@ def start_apiserver(workdir: Path) -> tuple[subprocess.Popen[bytes], Path]:
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "ovnk_core.apiserver", "--port", str(port),
+         "--cert-dir", str(workdir / "pki"),
          "--kubeconfig", str(kubeconfig), "--log-level", "warning",
          "--bookmark-interval", "1"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
