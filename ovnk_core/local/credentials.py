@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-import yaml
+from typing import Any
 
 from ovnk_core.apiserver import pki
 from ovnk_core.apiserver.kubeconfig import build_kubeconfig, write_kubeconfig
@@ -29,8 +28,8 @@ from ovnk_core.identities import (
 from ovnk_core.kube.apply import apply_documents
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import SERVICE_ACCOUNTS
+from ovnk_core.manifests.rbac import documents_in, ovnk_rbac_documents
 
-OVNK_RBAC_DIR = Path(__file__).resolve().parent.parent / "manifests" / "rbac"
 LOCAL_RBAC_DIR = Path(__file__).resolve().parent / "rbac"
 TOKEN_SECONDS = 365 * 24 * 3600
 
@@ -60,13 +59,9 @@ def node_identity(node: str) -> Identity:
     return Identity(node_agent_user(node), (NODES_GROUP,))
 
 
-def rbac_documents() -> list[dict[str, object]]:
+def rbac_documents() -> list[dict[str, Any]]:
     """The RBAC a deployment ships for ovnk, then the local stand-ins' roles."""
-    documents: list[dict[str, object]] = []
-    for folder in (OVNK_RBAC_DIR, LOCAL_RBAC_DIR):
-        for path in sorted(folder.glob("*.yaml")):
-            documents.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
-    return documents
+    return [*ovnk_rbac_documents(), *documents_in(LOCAL_RBAC_DIR)]
 
 
 class Credentials:

@@ -72,6 +72,26 @@ def ssl_context_for(handle: ServerHandle, user: str | None = ADMIN_USER,
     return context
 
 
+def component_client(handle: ServerHandle, user: str,
+                     groups: tuple[str, ...] = ()) -> KubeClient:
+    """A client that authenticates as one of ovnk's processes (``ovnk_core.identities``),
+    once the RBAC that ships for them (``manifests/rbac``) is applied: a permission the
+    code needs and its role lacks fails the test as it would fail in a cluster."""
+    from ovnk_core.identities import OVN_NAMESPACE
+    from ovnk_core.kube.apply import apply_documents
+    from ovnk_core.kube.errors import AlreadyExists
+    from ovnk_core.kube.resources import NAMESPACES
+    from ovnk_core.manifests.rbac import ovnk_rbac_documents
+
+    admin = KubeClient(client_for(handle))
+    try:
+        admin.create(NAMESPACES, {"metadata": {"name": OVN_NAMESPACE}})
+    except AlreadyExists:
+        pass
+    apply_documents(admin, ovnk_rbac_documents())
+    return KubeClient(client_for(handle, user, groups))
+
+
 @pytest.fixture(scope="session")
 def cluster_pki(tmp_path_factory: pytest.TempPathFactory) -> SecurityOptions:
     """The test session's cluster CA, serving certificate and service-account key."""

@@ -23,6 +23,7 @@ from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.clustermanager.node_allocator import parse_node_subnets
 from ovnk_core.config import Config
+from ovnk_core.identities import CLUSTER_MANAGER_USER, CONTROLLER_USER
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
@@ -39,7 +40,7 @@ from ovnk_core.pods.annotation import build_pod_network
 from ovnk_core.reachability.endpoints import find_endpoint
 from ovnk_core.reachability.matrix import build_matrix
 from ovnk_core.reachability.render import render_svg, render_text, write_picture
-from ovnk_core.testing.apiserver_fixtures import with_crds
+from ovnk_core.testing.apiserver_fixtures import component_client, with_crds
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.neighbors import learn_neighbor
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
@@ -76,22 +77,27 @@ def client(kube_apiserver: ServerHandle) -> KubeClient:
 
 
 @pytest.fixture
-def manager(client: KubeClient) -> Iterator[ClusterManager]:
-    cm = ClusterManager(CONFIG, client, PluginHost.load(CONFIG), identity="t")
+def manager(client: KubeClient, kube_apiserver: ServerHandle) -> Iterator[ClusterManager]:
+    # the cluster manager runs as its own service account under the RBAC that ships for it
+    own = component_client(kube_apiserver, CLUSTER_MANAGER_USER)
+    cm = ClusterManager(CONFIG, own, PluginHost.load(CONFIG), identity="t")
     cm.start_controllers()
     yield cm
     cm.stop_controllers()
 
 
 @pytest.fixture
-def start_zone(client: KubeClient) -> Iterator[Callable[..., Zone]]:
+def start_zone(client: KubeClient, kube_apiserver: ServerHandle
+               ) -> Iterator[Callable[..., Zone]]:
     running: list[Zone] = []
+    # the zone controller runs as its own service account under the RBAC that ships for it
+    own = component_client(kube_apiserver, CONTROLLER_USER)
 
     def start(nb_remote: str, config: Config = CONFIG) -> Zone:
         writer = NbWriter([nb_remote]).start()
-        informers = InformerFactory(client)
+        informers = InformerFactory(own)
         zone = ZoneController(informers, config, PluginHost.load(config), writer,
-                              EventRecorder(client, "ovnkube-controller", "t"))
+                              EventRecorder(own, "ovnkube-controller", "t"))
         informers.start()
         zone.start()
         running.append(Zone(writer, NbClient([nb_remote]).start(), informers, zone))
