@@ -178,3 +178,26 @@ def test_the_components_ran_without_a_refused_request(cluster: LocalCluster) -> 
     refused = [line for line in log.splitlines() if " forbidden: " in line
                and "kubernetes-admin" not in line and "blue:alice" not in line]
     assert refused == []
+
+
+def test_pod_editors_cannot_forge_the_pod_networks_annotation(cluster: LocalCluster) -> None:
+    admin(cluster, "create", "namespace", "green")
+    admin(cluster, "create", "serviceaccount", "dev", "-n", "green")
+    admin(cluster, "create", "rolebinding", "dev-edits", "--clusterrole=edit",
+          "--serviceaccount=green:dev", "-n", "green")
+    dev = ["--as", "system:serviceaccount:green:dev"]
+    admin(cluster, "run", "web", "-n", "green", "--image=agnhost", *dev)
+    forged = '{"default":{"ip_addresses":["10.244.0.5/24"],"mac_address":"0a:58:0a:f4:00:05"}}'
+    refused = kubectl(cluster.kubeconfig, "annotate", "pod", "web", "-n", "green",
+                      f"k8s.ovn.org/pod-networks={forged}", "--overwrite", *dev)
+    assert refused.returncode != 0
+    assert ('Error from server (Forbidden): admission webhook '
+            '"ovn-kubernetes-admission-webhook-pod.k8s.io" denied the request: user '
+            '"system:serviceaccount:green:dev" is not allowed to set the following '
+            'annotations on pod: "web": [k8s.ovn.org/pod-networks]') in refused.stderr
+    # nor at creation; other annotations are theirs to set
+    at_create = kubectl(cluster.kubeconfig, "run", "sneaky", "-n", "green", "--image=agnhost",
+                        f"--annotations=k8s.ovn.org/pod-networks={forged}", *dev)
+    assert "is not allowed to set the following annotations on pod" in at_create.stderr
+    admin(cluster, "annotate", "pod", "web", "-n", "green", "team=dev", *dev)
+    assert kubectl(cluster.kubeconfig, "get", "pod", "sneaky", "-n", "green").returncode != 0
