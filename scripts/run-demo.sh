@@ -99,5 +99,20 @@ echo
 echo "== an invalid UDN is rejected at apply time"
 $KUBECTL apply -f examples/workshop/90-invalid.yaml || true
 echo
+echo "== who may do what: every process runs as its own identity, RBAC decides"
+$KUBECTL auth whoami
+for who in system:serviceaccount:ovn-kubernetes:ovnkube-cluster-manager \
+           system:serviceaccount:ovn-kubernetes:ovnkube-controller; do
+  printf '  %-58s exec into pods: %-3s delete namespaces: %s\n' "$who" \
+    "$($KUBECTL auth can-i create pods --subresource=exec -A --as "$who" 2>/dev/null || true)" \
+    "$($KUBECTL auth can-i delete namespaces -A --as "$who" 2>/dev/null || true)"
+done
+echo "== a developer with edit rights in blue tries to forge k8s.ovn.org/pod-networks"
+$KUBECTL create serviceaccount dev -n blue >/dev/null 2>&1 || true
+$KUBECTL create rolebinding dev-edits --clusterrole=edit --serviceaccount=blue:dev -n blue \
+  >/dev/null 2>&1 || true
+$KUBECTL annotate pod blue1 -n blue --overwrite --as system:serviceaccount:blue:dev \
+  'k8s.ovn.org/pod-networks={"default":{"ip_addresses":["10.244.0.9/24"]}}' || true
+echo
 echo "The cluster is still running:  $KUBECTL get udn -A"
 echo "Stop it with:                  $BIN/ovnk local down --dir $DIR"

@@ -8,6 +8,14 @@ pod's node, namespace and name.  Channels follow ``v5.channel.k8s.io`` (and
 v4): stdin 0, stdout 1, stderr 2, the final Status on 3, terminal resize on 4,
 and v5's 255 to close stdin.  With ``tty=true`` the command gets a
 pseudo-terminal, so ``kubectl exec -it POD -- sh`` works too.
+
+A pod here has no filesystem of its own: the command sees the host's.  So it
+never runs as the server's (root) user: ``setpriv`` drops it to ``nobody``
+with no capabilities, no supplementary groups and ``no_new_privs`` (set-uid
+and file capabilities do nothing), in ``/`` with a clean environment, the way
+a container runs as a non-root user.  The node agent lets every group open
+ICMP datagram sockets in pod namespaces (``net.ipv4.ping_group_range``, as
+container runtimes do), so ``ping`` still works.
 """
 
 from __future__ import annotations
@@ -50,6 +58,14 @@ def failure_status(message: str) -> dict[str, Any]:
             "code": 500}
 
 
+# nobody:nogroup, no capabilities, no supplementary groups, no_new_privs (an exec can
+# never gain privileges: set-uid bits and file capabilities are ignored).  The bounding set
+# is left alone: the kernel refuses to exec a file whose capabilities it does not contain
+# (iputils' ping has cap_net_raw), while no_new_privs already keeps them from being granted.
+UNPRIVILEGED = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                "--inh-caps=-all", "--no-new-privs")
+
+
 class ExecSession:
     """One running command and the WebSocket it is attached to."""
 
@@ -65,20 +81,23 @@ class ExecSession:
         self.socket.send(OP_BINARY, bytes([channel]) + data)
 
     def run(self) -> None:
-        argv = ["ip", "netns", "exec", self.netns, *self.command]
+        argv = ["ip", "netns", "exec", self.netns, *UNPRIVILEGED, "--", *self.command]
+        env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+               "HOME": "/", **({"TERM": "xterm"} if self.tty else {})}
         master = None
         try:
             if self.tty:
                 master, slave = pty.openpty()
                 process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave,
-                                           start_new_session=True, close_fds=True)
+                                           start_new_session=True, close_fds=True, env=env,
+                                           cwd="/")
                 os.close(slave)
             else:
                 process = subprocess.Popen(
                     argv, stdin=subprocess.PIPE if self.stdin else subprocess.DEVNULL,
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd="/")
         except OSError as exc:
-            self._send(ERROR, json.dumps(failure_status(f"cannot run {argv[4:]}: {exc}"))
+            self._send(ERROR, json.dumps(failure_status(f"cannot run {self.command}: {exc}"))
                        .encode())
             self.socket.close()
             return

@@ -25,7 +25,7 @@ from ovnk_core.errors import OvnkError
 from ovnk_core.kube.client import JSON
 from ovnk_core.networks.port_names import DEFAULT_NAD_KEY, pod_port_name
 from ovnk_core.node import netlink
-from ovnk_core.node.netns import NETNS_DIR
+from ovnk_core.node.netns import NETNS_DIR, run_in_netns
 from ovnk_core.pods import annotation as pod_annotation
 
 DEFAULT_INTERFACE = "eth0"
@@ -98,6 +98,13 @@ def build_pod_interfaces(pod: JSON) -> list[PodInterface]:
     return interfaces
 
 
+def _allow_unprivileged_ping() -> None:
+    """Every group may open ICMP echo sockets in the pod (containerd and CRI-O set the same
+    ``net.ipv4.ping_group_range`` for pods), so unprivileged processes can ping."""
+    with open("/proc/sys/net/ipv4/ping_group_range", "w") as handle:
+        handle.write("0 2147483647")
+
+
 def _netns_exists(name: str) -> bool:
     return (NETNS_DIR / name).exists()
 
@@ -111,6 +118,7 @@ def ensure_pod_network(pod_netns: str, node_netns: str | None, interfaces: list[
         if result.returncode != 0 and not _netns_exists(pod_netns):
             raise PodNetworkError(f"ip netns add {pod_netns}: {result.stderr.strip()}")
     netlink.set_link("lo", netns=pod_netns, up=True)
+    run_in_netns(pod_netns, _allow_unprivileged_ping)
     for interface in interfaces:
         _ensure_interface(pod_netns, node_netns, interface)
     for interface in interfaces:

@@ -10,6 +10,7 @@ import socket
 import struct
 import subprocess
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -172,3 +173,35 @@ def test_exec_needs_create_on_pods_exec(kube_apiserver: ServerHandle) -> None:
                               "command=id&stdout=true", user=None)
     anonymous.close()
     assert head.startswith(b"HTTP/1.1 401")
+
+
+@pytest.mark.netns
+def test_exec_runs_unprivileged(kube_apiserver_factory: ServerFactory, netns: str) -> None:
+    """The pod's namespace is on the host's filesystem: the command runs as nobody, with no
+    capabilities, so it can neither read root's files nor change the network."""
+    handle = kube_apiserver_factory(ServerOptions(bookmark_interval=1.0,
+                                                  pod_netns_template=netns))
+    pod(KubeClient(client_for(handle)))
+    script = ("id -u; id -G; grep CapEff /proc/self/status; cat /etc/shadow >/dev/null 2>&1 "
+              "&& echo read-shadow; ip link add dummy9 type dummy 2>/dev/null && echo added")
+    query = "&".join(f"command={quote(arg)}" for arg in ("sh", "-c", script))
+    sock, head = upgrade(handle, f"/api/v1/namespaces/default/pods/web/exec?{query}"
+                                 "&stdout=true&stderr=true")
+    assert head.startswith(b"HTTP/1.1 101")
+    out = b""
+    stream = sock.makefile("rb")
+    while True:
+        first, second = stream.read(2)
+        length = second & 0x7F
+        if length == 126:
+            length = struct.unpack("!H", stream.read(2))[0]
+        payload = stream.read(length)
+        if first & 0x0F == websocket.OP_CLOSE or (payload and payload[0] == 3):
+            break
+        if payload and payload[0] == 1:
+            out += payload[1:]
+    sock.close()
+    lines = out.decode().split()
+    assert lines[:2] == ["65534", "65534"]
+    assert "0000000000000000" in out.decode()
+    assert b"read-shadow" not in out and b"added" not in out
