@@ -14,6 +14,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import os
 import socket
 import socketserver
 import threading
@@ -98,9 +99,11 @@ class CniServer:
             def log_message(self, format: str, *args: Any) -> None:
                 log.debug("CNI server: " + format, *args)
 
-        socket_path.parent.mkdir(parents=True, exist_ok=True)
+        socket_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         socket_path.unlink(missing_ok=True)
         self._server = _Server(str(socket_path), Handler)
+        # wiring pods is for the kubelet (root) only, as upstream's ovn-cni-server.sock
+        os.chmod(socket_path, 0o600)
         self._thread = threading.Thread(target=self._server.serve_forever, name="cni-server",
                                         daemon=True)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,8 @@ def test_cni_server_answers_ready_not_ready_and_bad_requests(tmp_path: Path) -> 
     socket_path = tmp_path / "cni" / "n1.sock"
     server = CniServer(socket_path, add, delete)
     server.start()
+    assert stat.S_IMODE(socket_path.stat().st_mode) == 0o600  # the kubelet (root) only
+    assert stat.S_IMODE(socket_path.parent.stat().st_mode) == 0o700
     try:
         assert cni_call(socket_path, "add", CniRequest("blue", "web", "u-1")) == (
             200, {"interfaces": [{"name": "eth0"}]})
