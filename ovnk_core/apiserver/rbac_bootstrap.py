@@ -3,10 +3,13 @@
 ``cluster-admin`` for ``system:masters``, discovery and health paths for every
 authenticated user (health also for anonymous ones), self reviews
 (``kubectl auth can-i``, ``kubectl auth whoami``) for everyone, and the
-user-facing ``admin``/``edit``/``view`` roles over the kinds this server
-serves.  They carry ``rbac.authorization.kubernetes.io/autoupdate: "true"``:
-the server puts their rules back at start, unless someone set the annotation
-to ``"false"``, as the real reconciler does.
+user-facing ``admin``/``edit``/``view`` roles, aggregated as in Kubernetes
+from ``system:aggregate-to-*`` (the core kinds this server serves) and from
+any ClusterRole labelled ``rbac.authorization.k8s.io/aggregate-to-<role>``
+(``view`` feeds ``edit``, ``edit`` feeds ``admin``).  They carry
+``rbac.authorization.kubernetes.io/autoupdate: "true"``: the server puts their
+rules back at start, unless someone set the annotation to ``"false"``, as the
+real reconciler does.
 """
 
 from __future__ import annotations
@@ -46,41 +49,51 @@ def _cluster_binding(name: str, role: str, groups: list[str]) -> JSON:
                           "name": group} for group in groups]}
 
 
+AGGREGATE_TO = "rbac.authorization.k8s.io/aggregate-to-"
+
+
 def _view_rules() -> list[JSON]:
     return [
         {"apiGroups": [""], "resources": _VIEW_CORE, "verbs": _READ},
         {"apiGroups": [""], "resources": ["namespaces", "namespaces/status"], "verbs": _READ},
         {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": _READ},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": _READ},
-        {"apiGroups": ["k8s.ovn.org"], "resources": ["userdefinednetworks"], "verbs": _READ},
-        {"apiGroups": ["k8s.cni.cncf.io"],
-         "resources": ["network-attachment-definitions"], "verbs": _READ},
     ]
 
 
 def _edit_rules() -> list[JSON]:
     return [
-        *_view_rules(),
         {"apiGroups": [""], "resources": _EDIT_CORE, "verbs": _WRITE},
         {"apiGroups": [""], "resources": ["pods/exec", "pods/attach", "pods/portforward"],
          "verbs": ["create", "get"]},
         {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"]},
         {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
          "verbs": _WRITE},
-        {"apiGroups": ["k8s.ovn.org"], "resources": ["userdefinednetworks"],
-         "verbs": _WRITE},
     ]
 
 
 def _admin_rules() -> list[JSON]:
     return [
-        *_edit_rules(),
         {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["rolebindings", "roles"],
          "verbs": [*_READ, *_WRITE]},
         {"apiGroups": ["authorization.k8s.io"], "resources": ["localsubjectaccessreviews"],
          "verbs": ["create"]},
         {"apiGroups": [""], "resources": ["serviceaccounts/token"], "verbs": ["create"]},
     ]
+
+
+def _aggregate_into(role: JSON, *targets: str) -> JSON:
+    role["metadata"].setdefault("labels", {}).update(
+        {f"{AGGREGATE_TO}{t}": "true" for t in targets})
+    return role
+
+
+def _aggregated(name: str) -> JSON:
+    """A role whose rules the aggregation controller fills from its labelled parts."""
+    return {"apiVersion": RBAC_API, "kind": "ClusterRole", "metadata": _meta(name),
+            "aggregationRule": {"clusterRoleSelectors": [
+                {"matchLabels": {f"{AGGREGATE_TO}{name}": "true"}}]},
+            "rules": []}
 
 
 def bootstrap_policy() -> list[tuple[str, JSON]]:
@@ -99,9 +112,12 @@ def bootstrap_policy() -> list[tuple[str, JSON]]:
              "verbs": ["create"]},
             {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"],
              "verbs": ["create"]}]),
-        _cluster_role("view", _view_rules()),
-        _cluster_role("edit", _edit_rules()),
-        _cluster_role("admin", _admin_rules()),
+        _aggregate_into(_cluster_role("system:aggregate-to-view", _view_rules()), "view"),
+        _aggregate_into(_cluster_role("system:aggregate-to-edit", _edit_rules()), "edit"),
+        _aggregate_into(_cluster_role("system:aggregate-to-admin", _admin_rules()), "admin"),
+        _aggregate_into(_aggregated("view"), "edit"),
+        _aggregate_into(_aggregated("edit"), "admin"),
+        _aggregated("admin"),
     ]
     bindings = [
         _cluster_binding("cluster-admin", "cluster-admin", ["system:masters"]),
@@ -114,4 +130,4 @@ def bootstrap_policy() -> list[tuple[str, JSON]]:
             + [("rbac.authorization.k8s.io/clusterrolebindings", b) for b in bindings])
 
 
-__all__ = ["AUTOUPDATE", "bootstrap_policy"]
+__all__ = ["AGGREGATE_TO", "AUTOUPDATE", "bootstrap_policy"]

@@ -48,6 +48,7 @@ from ovnk_core.apiserver.kubeconfig import write_kubeconfig
 from ovnk_core.apiserver.persistence import Persistence, read_snapshot
 from ovnk_core.apiserver.rbac import STORAGES as RBAC_STORAGES
 from ovnk_core.apiserver.rbac import escalation_check, validate_rbac_object
+from ovnk_core.apiserver.rbac_aggregation import ClusterRoleAggregator
 from ovnk_core.apiserver.rbac_bootstrap import AUTOUPDATE, bootstrap_policy
 from ovnk_core.apiserver.resources import ResourceRegistry
 from ovnk_core.apiserver.rest import Api, Result, WriteOptions
@@ -111,6 +112,7 @@ class ApiServer:
         self.api = Api(self.store, self.registry, self.admission,
                        ServiceAllocator(options.service_cidrs))
         self.security = Security(options.security, self.store)
+        self.aggregator = ClusterRoleAggregator(self.store, self.api, self.registry)
         for storage in RBAC_STORAGES:
             self.admission.register_validating(
                 "rbac.authorization.k8s.io", storage.split("/", 1)[1],
@@ -162,7 +164,12 @@ class ApiServer:
             annotations = current["metadata"].get("annotations") or {}
             if annotations.get(AUTOUPDATE) == "false":
                 continue
-            fields = ("rules",) if "rules" in wanted else ("roleRef", "subjects")
+            if "aggregationRule" in wanted:  # its rules belong to the aggregation controller
+                fields: tuple[str, ...] = ("aggregationRule",)
+            elif "rules" in wanted:
+                fields = ("rules",)
+            else:
+                fields = ("roleRef", "subjects")
             if all(current.get(f) == wanted.get(f) for f in fields):
                 continue
             updated = {**current, **{f: wanted[f] for f in fields}}
@@ -476,6 +483,7 @@ class ServerHandle:
             return
         self._stopped = True
         self.http.shutdown()
+        self.app.aggregator.stop()
         self.store.close_all_watchers()
         self.http.close_connections()
         self.http.server_close()
@@ -513,6 +521,7 @@ def serve(host: str = "127.0.0.1", port: int = 0, data_file: Path | str | None =
         persistence.flush()
     else:
         app.bootstrap(None)
+    app.aggregator.start()
     http = ApiHTTPServer((host, port), app, app.security.ssl_context())
     thread = threading.Thread(target=http.serve_forever, kwargs={"poll_interval": 0.05},
                               name=f"apiserver-{http.server_address[1]}", daemon=True)

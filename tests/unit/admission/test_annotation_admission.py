@@ -32,7 +32,7 @@ from ovnk_core.kube.apply import apply_documents
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import NAMESPACES, NODES, PODS
 from ovnk_core.local.cluster import build_node
-from ovnk_core.local.credentials import OVNK_RBAC_DIR
+from ovnk_core.manifests.rbac import RBAC_DIR
 from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.apiserver_fixtures import client_for, with_crds
 from ovnk_core.testing.configs import udn_config
@@ -496,7 +496,7 @@ def test_cluster_manager_allocates_under_admission(kube_apiserver: ServerHandle)
     admin = with_crds(kube_apiserver)
     admin.create(NAMESPACES, {"metadata": {"name": OVN_NAMESPACE}})
     apply_documents(admin, yaml.safe_load_all(
-        (OVNK_RBAC_DIR / "ovnkube-cluster-manager.yaml").read_text()))
+        (RBAC_DIR / "ovnkube-cluster-manager.yaml").read_text()))
     admin.create(NODES, build_node("ovn-worker", 0))
     admin.create(NAMESPACES, {"metadata": {"name": "blue"}})
     admin.create(PODS, {"metadata": {"name": "web", "namespace": "blue"}, "spec": {

@@ -25,6 +25,7 @@ from ovnk_core.kube.resources import (
     SERVICE_ACCOUNTS,
 )
 from ovnk_core.testing.apiserver_fixtures import ServerFactory, client_for, ssl_context_for
+from ovnk_core.testing.waiting import wait_until
 
 from .conftest import RawCall
 
@@ -348,3 +349,27 @@ def test_bootstrap_policy_is_served_and_restored(kube_apiserver_factory: ServerF
     server.stop()
     again = KubeClient(client_for(kube_apiserver_factory(data_file=data)))
     assert again.get(CLUSTER_ROLES, "view")["rules"] != []
+
+
+def test_cluster_roles_aggregate_labelled_roles(admin: KubeClient) -> None:
+    """admin/edit/view hold what labelled ClusterRoles add, as kube-controller-manager's
+    aggregation controller keeps them; view feeds edit, edit feeds admin."""
+    view = admin.get(CLUSTER_ROLES, "view")
+    assert {"apiGroups": [""], "resources": ["configmaps", "endpoints", "events",
+                                             "persistentvolumeclaims", "pods", "pods/log",
+                                             "pods/status", "replicationcontrollers",
+                                             "serviceaccounts", "services", "services/status"],
+            "verbs": ["get", "list", "watch"]} in view["rules"]
+    widget_rule = {"apiGroups": ["example.org"], "resources": ["widgets"],
+                   "verbs": ["get", "list"]}
+    admin.create(CLUSTER_ROLES, {
+        "metadata": {"name": "widget-viewer",
+                     "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+        "rules": [widget_rule]})
+
+    def holds(name: str) -> bool:
+        return widget_rule in (admin.get(CLUSTER_ROLES, name).get("rules") or [])
+
+    wait_until(lambda: holds("view") and holds("edit") and holds("admin"))
+    admin.delete(CLUSTER_ROLES, "widget-viewer")
+    wait_until(lambda: not holds("view") and not holds("edit") and not holds("admin"))
