@@ -156,11 +156,20 @@ def test_up_over_kept_state_refreshes_what_the_node_side_publishes(tmp_path: Pat
     local = LocalCluster(tmp_path / "c")
     local.up(nodes=1, timeout=90, dataplane=False)
     try:
+        before = get_json(local, "node", "ovn-worker")["metadata"]["annotations"]
         kubectl(local, "annotate", "node", "ovn-worker", "--overwrite",
-                "k8s.ovn.org/node-chassis-id=stale-chassis")
+                'k8s.ovn.org/l3-gateway-config={"default":{"mode":"stale"}}')
+        # the chassis id is never changed once set, not even by the admin (upstream's rule)
+        refused = subprocess.run(
+            ["kubectl", "--kubeconfig", str(local.kubeconfig), "annotate", "node",
+             "ovn-worker", "--overwrite", "k8s.ovn.org/node-chassis-id=stale-chassis"],
+            capture_output=True, text=True, timeout=60)
+        assert "k8s.ovn.org/node-chassis-id cannot be changed once set" in refused.stderr
         local.down()
         local.up(nodes=1, timeout=90, dataplane=False)
         node = get_json(local, "node", "ovn-worker")
+        assert node["metadata"]["annotations"]["k8s.ovn.org/l3-gateway-config"] == \
+            before["k8s.ovn.org/l3-gateway-config"]
         assert node["metadata"]["annotations"]["k8s.ovn.org/node-chassis-id"] == "ovn-worker"
     finally:
         local.down()
