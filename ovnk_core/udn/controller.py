@@ -80,6 +80,11 @@ def pods_using(pods: list[JSON], nad_key: str) -> list[str]:
     return sorted(users)
 
 
+def delete_failed_message(nad_key: str, error: Exception) -> str:
+    """Upstream's wording when a UDN/CUDN's NAD cannot be deleted (its condition message)."""
+    return f"failed to delete NetworkAttachmentDefinition [{nad_key}]: {error}"
+
+
 @dataclass(frozen=True)
 class NadOutcome:
     namespace: str
@@ -304,9 +309,10 @@ class UdnControllers:
             try:
                 self.delete_nad(nad, udn)
             except InUseError as exc:
+                message = delete_failed_message(f"{namespace}/{name}", exc)
                 self._condition(UDNS, udn, Condition(NETWORK_CREATED, "False", "SyncError",
-                                                     str(exc)))
-                raise NotReady(str(exc), backoff=True) from None
+                                                     message))
+                raise NotReady(message, backoff=True) from None
         self._set_finalizer(UDNS, udn, False)
 
     # -- CUDN ------------------------------------------------------------------------------
@@ -345,20 +351,26 @@ class UdnControllers:
                 try:
                     self.delete_nad(nad, cudn)
                 except InUseError as exc:
-                    errors.append(f"failed to delete NetworkAttachmentDefinition "
-                                  f"[{namespace}/{nad['metadata']['name']}]: {exc}")
-        created = []
+                    errors.append(delete_failed_message(
+                        f"{namespace}/{nad['metadata']['name']}", exc))
+        created, deleting = [], []
         for namespace in selected:
             outcome = self.ensure_nad(cudn, namespace)
             if outcome.error:
                 errors.append(outcome.error)
-            elif not outcome.deleting:
+            else:
                 created.append(namespace)
+                if outcome.deleting:
+                    deleting.append(f"{namespace}/{cudn['metadata']['name']}")
         if errors:
             message = "\n".join(errors)
             self.recorder.event(cudn, WARNING, "NetworkAttachmentDefinitionSyncError", message)
             condition = Condition(NETWORK_CREATED, "False",
                                   "NetworkAttachmentDefinitionSyncError", message)
+        elif deleting:
+            condition = Condition(NETWORK_CREATED, "False", "NetworkAttachmentDefinitionDeleted",
+                                  "NetworkAttachmentDefinition are being deleted: "
+                                  f"[{' '.join(deleting)}]")
         else:
             condition = Condition(NETWORK_CREATED, "True", "NetworkAttachmentDefinitionCreated",
                                   "NetworkAttachmentDefinition has been created in following "
@@ -373,13 +385,13 @@ class UdnControllers:
             try:
                 self.delete_nad(nad, cudn)
             except InUseError as exc:
-                blocked.append((f"{namespace}/{nad['metadata']['name']}", str(exc)))
+                blocked.append(delete_failed_message(f"{namespace}/{nad['metadata']['name']}",
+                                                     exc))
         if blocked:
+            message = "\n".join(blocked)
             self._condition(CUDNS, cudn, Condition(
-                NETWORK_CREATED, "False", "NetworkAttachmentDefinitionDeleted",
-                "NetworkAttachmentDefinition are being deleted: "
-                f"[{' '.join(name for name, _ in blocked)}]"))
-            raise NotReady("; ".join(message for _, message in blocked), backoff=True)
+                NETWORK_CREATED, "False", "NetworkAttachmentDefinitionSyncError", message))
+            raise NotReady(message, backoff=True)
         self._set_finalizer(CUDNS, cudn, False)
 
     # -- startup ---------------------------------------------------------------------------

@@ -183,12 +183,75 @@ def test_deletion_waits_for_pods_using_the_network(harness: Harness) -> None:
         "spec": {"containers": [{"name": "c", "image": "i"}]}})
     wait_until(lambda: harness.controllers.pods.get("blue/user"))  # the controller knows it
     harness.client.delete(UDNS, "blue", "blue")
-    harness.wait_condition(UDNS, "blue", "blue", "False",
-                           "network in use by the following pods: [blue/user]")
+    condition = harness.wait_condition(UDNS, "blue", "blue", "False", "network in use")
+    assert (condition["reason"], condition["message"]) == (  # upstream's words
+        "SyncError", "failed to delete NetworkAttachmentDefinition [blue/blue]: network in use "
+                     "by the following pods: [blue/user]")
     assert harness.client.get(NADS, "blue", "blue")
     harness.client.delete(PODS, "user", "blue")
     wait_until(lambda: _gone(harness.client, UDNS, "blue", "blue"), timeout=30)
     assert _gone(harness.client, NADS, "blue", "blue")
+
+
+def _pod_on(harness: Harness, namespace: str, name: str, nad_key: str) -> None:
+    harness.client.create(PODS, {"metadata": {"name": name, "namespace": namespace, "annotations": {
+        "k8s.ovn.org/pod-networks": json.dumps({nad_key: {"ip_addresses": ["10.70.0.5/16"],
+                                                          "role": "primary"}})}},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    wait_until(lambda: harness.controllers.pods.get(f"{namespace}/{name}"))
+
+
+def test_cudn_deletion_names_every_nad_in_use(harness: Harness) -> None:
+    harness.namespace("red", team="red")
+    harness.namespace("green", team="red")
+    harness.client.create(CUDNS, {"metadata": {"name": "shared"}, "spec": {
+        "namespaceSelector": {"matchLabels": {"team": "red"}},
+        "network": {"topology": "Layer2", "layer2": {"role": "Primary",
+                                                     "subnets": ["10.70.0.0/16"]}}}})
+    harness.wait_condition(CUDNS, "shared", None, "True")
+    _pod_on(harness, "red", "b", "red/shared")
+    _pod_on(harness, "red", "a", "red/shared")
+    _pod_on(harness, "green", "g", "green/shared")
+    harness.client.delete(CUDNS, "shared")
+    condition = harness.wait_condition(CUDNS, "shared", None, "False", "network in use")
+    assert (condition["reason"], condition["message"]) == (
+        "NetworkAttachmentDefinitionSyncError",
+        "failed to delete NetworkAttachmentDefinition [green/shared]: network in use by the "
+        "following pods: [green/g]\n"
+        "failed to delete NetworkAttachmentDefinition [red/shared]: network in use by the "
+        "following pods: [red/a red/b]")
+    for pod, namespace in (("g", "green"), ("a", "red")):
+        harness.client.delete(PODS, pod, namespace)
+    wait_until(lambda: _gone(harness.client, NADS, "shared", "green"), timeout=30)
+    condition = harness.wait_condition(CUDNS, "shared", None, "False", "[red/b]")
+    assert condition["message"] == ("failed to delete NetworkAttachmentDefinition [red/shared]: "
+                                     "network in use by the following pods: [red/b]")
+    assert harness.client.get(NADS, "shared", "red")
+    harness.client.delete(PODS, "b", "red")
+    wait_until(lambda: _gone(harness.client, CUDNS, "shared", None), timeout=30)
+    assert _gone(harness.client, NADS, "shared", "red")
+
+
+def test_nad_being_deleted_is_reported(harness: Harness) -> None:
+    """A NAD with a deletionTimestamp (held by our finalizer): upstream's "being deleted"."""
+    harness.namespace("blue", team="red")
+    harness.namespace("red", team="red")
+    harness.udn("blue", "blue", L3)
+    harness.wait_condition(UDNS, "blue", "blue", "True")
+    harness.client.delete(NADS, "blue", "blue")
+    condition = harness.wait_condition(UDNS, "blue", "blue", "False")
+    assert (condition["reason"], condition["message"]) == (
+        "NetworkAttachmentDefinitionDeleted", "NetworkAttachmentDefinition is being deleted")
+    harness.client.create(CUDNS, {"metadata": {"name": "side"}, "spec": {
+        "namespaceSelector": {"matchLabels": {"team": "red"}},
+        "network": {"topology": "Layer2", "layer2": {"role": "Secondary",
+                                                     "subnets": ["10.80.0.0/16"]}}}})
+    harness.wait_condition(CUDNS, "side", None, "True", "[blue, red]")
+    harness.client.delete(NADS, "side", "red")
+    condition = harness.wait_condition(CUDNS, "side", None, "False")
+    assert (condition["reason"], condition["message"]) == (
+        "NetworkAttachmentDefinitionDeleted",
+        "NetworkAttachmentDefinition are being deleted: [red/side]")
 
 
 def _gone(client: KubeClient, resource: Any, name: str, namespace: str | None) -> bool:
