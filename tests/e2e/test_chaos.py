@@ -1,0 +1,234 @@
+"""SIGKILL the cluster manager and the zone controller at random moments while networks and
+pods churn in ``ovnk local``; afterwards nothing is wrong.
+
+Invariants, checked while churning and at the end: a surviving network's ID and its node
+subnets never move, every pod's IP lies in its node's subnet for that network, no two pods
+of a network share an IP, NB equals what a fresh zone controller renders into an empty NB
+from the same cluster, and deleting every user-defined network leaves none of its rows.
+Seeded and CI-sized (``OVNK_CHAOS_STEPS`` runs longer).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import random
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
+from ovnk_core.kube.errors import ApiError
+from ovnk_core.kube.events import EventRecorder
+from ovnk_core.kube.factory import InformerFactory
+from ovnk_core.kube.resources import NADS, NAMESPACES, NODES, PODS, UDNS
+from ovnk_core.local.cluster import LocalCluster
+from ovnk_core.local.supervisor import pid_running
+from ovnk_core.ovn.nb import NbClient
+from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
+from ovnk_core.ovn.snapshot import Snapshot, difference, snapshot
+from ovnk_core.ovn.writer import NbWriter
+from ovnk_core.plugins import PluginHost
+from ovnk_core.testing.configs import udn_config
+from ovnk_core.testing.waiting import wait_until
+from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
+from ovnk_core.zone.controller import ZoneController
+
+pytestmark = pytest.mark.e2e
+
+STEPS = int(os.environ.get("OVNK_CHAOS_STEPS", "45"))
+NODES_COUNT = 3
+POD_NETWORKS = "k8s.ovn.org/pod-networks"
+NODE_SUBNETS = "k8s.ovn.org/node-subnets"
+NETWORK_ID = "k8s.ovn.org/network-id"
+
+
+@pytest.fixture
+def local(tmp_path: Path) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(tmp_path / ".ovnk")
+    cluster.up(nodes=NODES_COUNT, timeout=90, dataplane=False)
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+
+
+class Observed:
+    """Every allocation seen so far; a live network's allocations must never change."""
+
+    def __init__(self, admin: KubeClient) -> None:
+        self.admin = admin
+        self.network_ids: dict[str, str] = {}              # network name -> id
+        self.subnets: dict[tuple[str, str], Any] = {}      # (node, network) -> subnets
+
+    def check(self, live: set[str]) -> None:
+        for nad in self.admin.list(NADS)["items"]:
+            config = json.loads(nad["spec"]["config"])
+            network, network_id = config["name"], (nad["metadata"].get("annotations")
+                                                    or {}).get(NETWORK_ID)
+            if network_id is None or network not in live:
+                continue
+            seen = self.network_ids.setdefault(network, network_id)
+            assert seen == network_id, f"network {network} moved from id {seen} to {network_id}"
+        for node in self.admin.list(NODES)["items"]:
+            raw = (node["metadata"].get("annotations") or {}).get(NODE_SUBNETS)
+            for network, subnets in (json.loads(raw) if raw else {}).items():
+                if network not in live and network != "default":
+                    continue
+                key = (node["metadata"]["name"], network)
+                seen = self.subnets.setdefault(key, subnets)
+                assert seen == subnets, f"{key} moved from {seen} to {subnets}"
+
+    def forget(self, network: str) -> None:
+        self.network_ids.pop(network, None)
+        for key in [k for k in self.subnets if k[1] == network]:
+            del self.subnets[key]
+
+
+def network_name(namespace: str) -> str:
+    return f"{namespace}_net"
+
+
+def pods_are_consistent(admin: KubeClient) -> None:
+    """Every pod IP in its node's subnet of that network, and unique within the network."""
+    subnets_of = {n["metadata"]["name"]: json.loads(
+        (n["metadata"].get("annotations") or {}).get(NODE_SUBNETS) or "{}")
+        for n in admin.list(NODES)["items"]}
+    used: dict[tuple[str, str], str] = {}
+    for pod in admin.list(PODS)["items"]:
+        raw = (pod["metadata"].get("annotations") or {}).get(POD_NETWORKS)
+        if not raw:
+            continue
+        node = pod["spec"]["nodeName"]
+        key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+        for nad_key, entry in json.loads(raw).items():
+            network = "default" if nad_key == "default" else \
+                nad_key.replace("/", "_", 1)
+            for address in entry["ip_addresses"]:
+                ip = ipaddress.ip_interface(address).ip
+                cidrs = [ipaddress.ip_network(c) for c in subnets_of[node].get(network, [])]
+                assert any(ip in cidr for cidr in cidrs), \
+                    f"pod {key}: {ip} is not in {node}'s subnets {cidrs} of {network}"
+                holder = used.setdefault((network, str(ip)), key)
+                assert holder == key, f"{ip} on {network} is used by {holder} and {key}"
+
+
+def kill(local: LocalCluster, component: str) -> None:
+    record = local.state().processes[component]
+    if pid_running(record.pid, record.args):
+        os.kill(record.pid, signal.SIGKILL)
+        wait_until(lambda: not pid_running(record.pid, record.args), timeout=10)
+    local.restart(component)
+
+
+def clean_render(local: LocalCluster, admin: KubeClient, workdir: Path) -> Snapshot:
+    """What a fresh zone controller renders into an empty NB from the same cluster."""
+    config = udn_config()
+    server = OvsdbServer("clean", workdir, NB_SCHEMA).start()
+    writer = NbWriter([server.remote]).start()
+    informers = InformerFactory(admin)
+    zone = ZoneController(informers, config, PluginHost.load(config), writer,
+                          EventRecorder(admin, "ovnkube-controller", "clean"))
+    informers.start()
+    zone.start()
+    reader = NbClient([server.remote]).start()
+    try:
+        return settle(reader)
+    finally:
+        reader.stop()
+        zone.stop()
+        informers.stop()
+        writer.stop()
+        server.stop()
+
+
+def settle(nb: NbClient) -> Snapshot:
+    last: list[Snapshot] = [{}]
+    seen_same = [0]
+
+    def stable() -> Snapshot | None:
+        current = snapshot(nb)
+        seen_same[0] = seen_same[0] + 1 if current == last[0] and current else 0
+        last[0] = current
+        return current if seen_same[0] >= 3 else None
+
+    result: Snapshot = wait_until(stable, timeout=60, interval=0.5)
+    return result
+
+
+def test_sigkill_during_churn_leaves_nothing_wrong(local: LocalCluster, tmp_path: Path) -> None:
+    admin = KubeClient(api_client_from_kubeconfig(str(local.kubeconfig)))
+    rng = random.Random(5552)
+    observed = Observed(admin)
+    live: dict[str, list[str]] = {}   # namespace -> pods
+    nodes = [n["metadata"]["name"] for n in admin.list(NODES)["items"]]
+    for counter, step in enumerate(range(STEPS), 1):
+        action = rng.choices(["network", "pod", "delete-pod", "delete-network", "kill-cm",
+                              "kill-controller"], weights=[3, 5, 2, 1, 2, 2])[0]
+        if action == "network" or not live:
+            namespace = f"chaos{counter}"
+            admin.create(NAMESPACES, {"metadata": {"name": namespace, "labels": {
+                PRIMARY_NAMESPACE_LABEL: ""}}})
+            admin.create(UDNS, {"metadata": {"name": "net", "namespace": namespace},
+                                "spec": {"topology": "Layer3", "layer3": {
+                                    "role": "Primary", "subnets": [{
+                                        "cidr": f"10.{100 + counter % 100}.0.0/16",
+                                        "hostSubnet": 24}]}}})
+            live[namespace] = []
+        elif action == "pod":
+            namespace = rng.choice(sorted(live))
+            name = f"p{counter}"
+            admin.create(PODS, {"metadata": {"name": name, "namespace": namespace},
+                                "spec": {"nodeName": rng.choice(nodes), "containers": [
+                                    {"name": "c", "image": "agnhost"}]}}, namespace)
+            live[namespace].append(name)
+        elif action == "delete-pod" and any(live.values()):
+            namespace = rng.choice(sorted(ns for ns, pods in live.items() if pods))
+            admin.delete(PODS, live[namespace].pop(rng.randrange(len(live[namespace]))),
+                         namespace)
+        elif action == "delete-network":
+            namespace = rng.choice(sorted(live))
+            for name in live.pop(namespace):
+                admin.delete(PODS, name, namespace)
+            admin.delete(NAMESPACES, namespace)
+            observed.forget(network_name(namespace))
+        elif action == "kill-cm":
+            kill(local, "cluster-manager")
+        elif action == "kill-controller":
+            kill(local, "controller")
+        if step % 5 == 4:
+            observed.check({network_name(ns) for ns in live})
+
+    # settle: every pod allocated, every network rendered, nothing moved
+    def all_allocated() -> bool:
+        pods = [p for p in admin.list(PODS)["items"]
+                if p["metadata"]["namespace"] in live]
+        return all(POD_NETWORKS in (p["metadata"].get("annotations") or {}) for p in pods)
+
+    wait_until(all_allocated, timeout=90, interval=0.5)
+    observed.check({network_name(ns) for ns in live})
+    pods_are_consistent(admin)
+    nb = NbClient([f"unix:{local.nb_socket}"]).start()
+    try:
+        rendered = settle(nb)
+        assert difference(rendered, clean_render(local, admin, tmp_path / "clean")) == []
+        # deleting every user-defined network leaves none of its rows
+        for namespace in list(live):
+            for name in live.pop(namespace):
+                admin.delete(PODS, name, namespace)
+            admin.delete(NAMESPACES, namespace)
+
+        def udn_rows() -> list[Any]:
+            return [key for key, row in snapshot(nb).items() if "chaos" in json.dumps(row)]
+
+        wait_until(lambda: not udn_rows(), timeout=90, interval=0.5)
+    finally:
+        nb.stop()
+    try:
+        admin.list(UDNS)
+    except ApiError as exc:  # the API server itself never went away
+        pytest.fail(f"API server unusable after the chaos: {exc}")
