@@ -6,8 +6,11 @@ them, so ``fieldValidation=Strict`` can refuse them), then apply defaults and
 drop non-nullable nulls, then validate types, required fields, enums, bounds,
 lengths, patterns, item counts, formats and list-type uniqueness.  Error
 texts follow apiextensions' conversion of kube-openapi results into field
-errors.  ``x-kubernetes-validations`` (CEL) are not evaluated: Python
-admission hooks implement those rules.
+errors as kube-apiserver 1.32 prints them: the offending value (a string, a
+number, or for minItems/minProperties the count found), except for type
+mismatches, where kube-openapi reports the JSON type found.
+``x-kubernetes-validations`` (CEL) are not evaluated: Python admission hooks
+implement those rules (a failed rule prints the schema type, not the value).
 """
 
 from __future__ import annotations
@@ -211,7 +214,7 @@ def _validate_object(value: JSON, schema: JSON, path: str, name: str,
     errors = [FieldError("Required", _join(path, key), OMIT)
               for key in schema.get("required") or [] if key not in value]
     if "minProperties" in schema and len(value) < schema["minProperties"]:
-        errors.append(FieldError("Invalid", path, value, f"{name} in body should have at "
+        errors.append(FieldError("Invalid", path, len(value), f"{name} in body should have at "
                                  f"least {schema['minProperties']} properties"))
     if "maxProperties" in schema and len(value) > schema["maxProperties"]:
         errors.append(FieldError("TooMany", path, len(value),
@@ -232,7 +235,7 @@ def _validate_object(value: JSON, schema: JSON, path: str, name: str,
 def _validate_array(value: list[Any], schema: JSON, path: str, name: str) -> list[FieldError]:
     errors: list[FieldError] = []
     if "minItems" in schema and len(value) < schema["minItems"]:
-        errors.append(FieldError("Invalid", path, value, f"{name} in body should have at "
+        errors.append(FieldError("Invalid", path, len(value), f"{name} in body should have at "
                                  f"least {schema['minItems']} items"))
     if "maxItems" in schema and len(value) > schema["maxItems"]:
         errors.append(FieldError("TooMany", path, len(value),

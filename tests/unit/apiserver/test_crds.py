@@ -80,7 +80,7 @@ def test_schema_violations_are_reported_with_causes(custom: client.CustomObjects
     ({"topology": "Layer2", "name": "ABC"},
      "spec.name: Invalid value: \"ABC\": spec.name in body should match '^[a-z]+$'"),
     ({"topology": "Layer2", "subnets": []},
-     "spec.subnets: Invalid value: []: spec.subnets in body should have at least 1 items"),
+     "spec.subnets: Invalid value: 0: spec.subnets in body should have at least 1 items"),
     ({"topology": "Layer2", "subnets": ["10.0.0.0/8", "10.1.0.0/16", "10.2.0.0/16"]},
      "spec.subnets: Too many: 3: must have at most 2 items"),
     ({"topology": "Layer2", "subnets": ["10.0.0.0"]},
@@ -174,6 +174,24 @@ def test_validation_module_directly() -> None:
     assert unknown == ["spec.z"]
     assert obj["spec"]["size"] == 3
     assert [e.field for e in errors] == ["spec.mode", "spec.ip", "spec.uniq[1]", "spec.choice"]
+
+
+def test_counts_and_values_are_printed_as_kube_apiserver_1_32_does() -> None:
+    """minItems/minProperties print the count found; value checks the value; types the type."""
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "ipam": {"type": "object", "minProperties": 1,
+                 "properties": {"mode": {"type": "string"}}},
+        "subnets": {"type": "array", "minItems": 2, "items": {"type": "string"}},
+        "name": {"type": "string", "minLength": 3},
+        "mtu": {"type": "integer"}}}}}
+    obj = {"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "x"},
+           "spec": {"ipam": {}, "subnets": ["10.0.0.0/8"], "name": "ab", "mtu": "big"}}
+    errors, _ = check_custom_resource(obj, schema)
+    assert sorted(map(str, errors)) == [
+        'spec.ipam: Invalid value: 0: spec.ipam in body should have at least 1 properties',
+        'spec.mtu: Invalid value: "string": spec.mtu in body must be of type integer: "string"',
+        'spec.name: Invalid value: "ab": spec.name in body should be at least 3 chars long',
+        "spec.subnets: Invalid value: 1: spec.subnets in body should have at least 2 items"]
 
 
 def test_crd_update_changes_the_schema(kube_client: client.ApiClient,

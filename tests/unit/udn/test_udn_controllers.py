@@ -68,7 +68,8 @@ class Harness:
             if condition.get("status") == status and contains in condition.get("message", ""):
                 return condition
             return None
-        result: dict[str, Any] = wait_until(check)
+        result = wait_until(check)
+        assert result is not None
         return result
 
 
