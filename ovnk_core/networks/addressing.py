@@ -15,6 +15,18 @@ from ovnk_core.config.values import IPNetwork
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 MASQUERADE_BASE_OFFSET = 10
+# The longest IPv4 node-subnet prefix that leaves pods an address: network, gateway (.1),
+# management port (.2) and broadcast take four, so /30 and /31 have none (and a /31 has no .2).
+MAX_V4_HOST_PREFIX = 29
+
+
+def v4_host_prefix_problem(host_prefix: int) -> str | None:
+    """Why an IPv4 node subnet of this prefix length cannot be used (``None``: it can)."""
+    if host_prefix <= MAX_V4_HOST_PREFIX:
+        return None
+    return (f"HostSubnet must be at most {MAX_V4_HOST_PREFIX} for ipv4 CIDR: a /{host_prefix} "
+            "node subnet has no address left for pods after its network, gateway (.1), "
+            "management port (.2) and broadcast addresses")
 
 
 def gateway_ip(subnet: IPNetwork) -> IPAddress:

@@ -16,7 +16,9 @@ from ovnk_core.networks.netinfo import NetInfo
 
 
 class BuiltinNetworkChecks:
-    """Subnet-overlap rules every user-defined network must satisfy."""
+    """Subnet-overlap rules every user-defined network must satisfy: its subnets and join
+    subnets clear of the cluster's built-in subnets and of each other (upstream checks
+    them all pairwise)."""
 
     @hookimpl
     def ovnk_validate_network(self, netinfo: NetInfo, config: Config) -> None:
@@ -51,4 +53,10 @@ def find_internal_overlaps(netinfo: NetInfo, config: Config) -> list[str]:
         for kind, subnet in reserved:
             if own_subnet.version == subnet.version and own_subnet.overlaps(subnet):
                 phrases.append(f"{own_kind} {own_subnet} overlaps {kind} {subnet}")
+    # The network's own join subnet: its router ports would take the pods' addresses.
+    for join in netinfo.join_subnets:
+        for pod_subnet in netinfo.subnets:
+            if join.version == pod_subnet.cidr.version and join.overlaps(pod_subnet.cidr):
+                phrases.append(f"user defined join subnet {join} overlaps user defined "
+                               f"subnet {pod_subnet.cidr}")
     return phrases

@@ -1,7 +1,9 @@
 """Parsing a NAD's CNI config (``spec.config``) into a ``NetInfo``.
 
 The core reads the keys every OVN-Kubernetes netconf shares (``type``,
-``name``, ``topology``, ``role``, ``mtu``, ``netAttachDefName``), then hands
+``name``, ``topology``, ``role``, ``mtu``, ``netAttachDefName``,
+``transport``; reserved names and transports other than the Geneve overlay
+are refused rather than rendered as something else), then hands
 the rest to the topology plugin named by ``topology``.  A topology that no
 enabled plugin provides is a ``TopologyNotSupported`` error on that network,
 never a crash.  Finally every plugin may veto the result through the
@@ -18,11 +20,14 @@ from typing import TYPE_CHECKING, Any
 from ovnk_core.config.values import IPNetwork, parse_cidr, parse_str_list
 from ovnk_core.errors import NetworkConfigError
 from ovnk_core.networks.netinfo import NETWORK_ROLES, ROLE_SECONDARY
+from ovnk_core.networks.reserved_names import reserved_name_problem
 
 if TYPE_CHECKING:
     from ovnk_core.plugins import PluginHost
 
 CNI_TYPE = "ovn-k8s-cni-overlay"
+# The overlay every network gets; upstream's "no-overlay" and "evpn" are not rendered here.
+SUPPORTED_TRANSPORTS = (None, "", "geneve")
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,14 @@ def parse_common(document: str | Mapping[str, Any]) -> NetConf:
     name = raw.get("name")
     if not isinstance(name, str) or not name:
         raise NetworkConfigError("netconf name is required")
+    reserved = reserved_name_problem(name)
+    if reserved:
+        raise NetworkConfigError(reserved)
+    transport = raw.get("transport")
+    if transport not in SUPPORTED_TRANSPORTS:
+        raise NetworkConfigError(f"netconf transport {transport!r} of network {name!r} is not "
+                                 "supported by this control plane (only the default Geneve "
+                                 "overlay is)", reason="TransportNotSupported")
     topology = raw.get("topology")
     if not isinstance(topology, str) or not topology:
         raise NetworkConfigError(f"netconf of network {name!r} has no topology")

@@ -13,6 +13,7 @@ import ipaddress
 from ovnk_core.config import Config
 from ovnk_core.config.values import ClusterSubnet, IPNetwork
 from ovnk_core.errors import NetworkConfigError
+from ovnk_core.networks.join_subnets import join_subnet_problems
 from ovnk_core.networks.netconf import NetConf
 
 DEFAULT_UDN_JOIN_SUBNETS = (ipaddress.ip_network("100.65.0.0/16"),
@@ -32,8 +33,11 @@ def read_plain_subnets(conf: NetConf) -> tuple[ClusterSubnet, ...]:
     return tuple(ClusterSubnet(cidr, cidr.prefixlen) for cidr in cidrs)
 
 
-def read_join_subnets(conf: NetConf) -> tuple[IPNetwork, ...]:
-    """``joinSubnet``: primary networks only; defaults to 100.65.0.0/16,fd99::/64."""
+def read_join_subnets(conf: NetConf, subnets: tuple[ClusterSubnet, ...] = ()) -> tuple[
+        IPNetwork, ...]:
+    """``joinSubnet``: primary networks only; defaults to 100.65.0.0/16,fd99::/64.  Given
+    the network's ``subnets``, a join CIDR of each of their families is required, each
+    large enough for every node's gateway router (``join_subnets``)."""
     cidrs = conf.get_cidrs("joinSubnet")
     if conf.role != "primary":
         if cidrs:
@@ -42,6 +46,9 @@ def read_join_subnets(conf: NetConf) -> tuple[IPNetwork, ...]:
     if not cidrs:
         return DEFAULT_UDN_JOIN_SUBNETS
     check_dual_stack(cidrs, "joinSubnet")
+    problems = join_subnet_problems("joinSubnet", cidrs, {s.cidr.version for s in subnets})
+    if problems:
+        raise NetworkConfigError("; ".join(problems))
     return cidrs
 
 

@@ -127,13 +127,11 @@ def build_cni_config(obj: JSON, namespace: str, config: Config) -> JSON:
             if topo.get(key):
                 cni[key] = ",".join(topo[key])
     transport = spec.get("transport")
-    if transport == "NoOverlay":
-        cni["transport"] = "no-overlay"
-        snat = (spec.get("noOverlay") or {}).get("outboundSNAT")
-        if snat:
-            cni["outboundSNAT"] = snat.lower()
-    elif transport == "EVPN":
-        raise NetworkConfigError("transport 'EVPN' is not supported by this control plane")
+    if transport in ("NoOverlay", "EVPN"):
+        # Upstream renders "no-overlay"/"evpn" into the netconf; this control plane only
+        # renders the Geneve overlay, so it says so instead of rendering an overlay.
+        raise NetworkConfigError(f"transport '{transport}' is not supported by this control "
+                                 "plane")
     uplinks = (obj.get("spec") or {}).get("uplinks")
     if uplinks:
         raise NetworkConfigError("spec.uplinks is set but the Uplink feature is disabled, "

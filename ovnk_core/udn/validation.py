@@ -13,6 +13,9 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
+from ovnk_core.networks.addressing import v4_host_prefix_problem
+from ovnk_core.networks.join_subnets import join_subnet_problems
+
 JSON = dict[str, Any]
 IPNet = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -117,6 +120,8 @@ def check_layer3(config: JSON, old: JSON | None, path: str) -> list[FieldError]:
                                                    "subnet"))
                 if net.version == 4 and host >= 32:
                     errors.append(FieldError(item, "HostSubnet must < 32 for ipv4 CIDR"))
+                elif net.version == 4 and (problem := v4_host_prefix_problem(host)):
+                    errors.append(FieldError(item, problem))
         parsed.append((net, host, str(text)))
     role = config.get("role")
     nets = [net for net, _, _ in parsed]
@@ -126,10 +131,7 @@ def check_layer3(config: JSON, old: JSON | None, path: str) -> list[FieldError]:
         elif len(nets) == 2 and nets[0].version == nets[1].version:
             errors.append(FieldError(path, "When 2 CIDRs are set for Secondary networks, they "
                                            "must be from different IP families"))
-    if "joinSubnets" in config:
-        errors += check_cidr_list(config["joinSubnets"], f"{path}.joinSubnets", 1, 2, True)
-        if role != "Primary":
-            errors.append(FieldError(path, "JoinSubnets is only supported for Primary network"))
+    errors += _join_errors(config, path, role, nets)
     errors += _mtu_errors(config, path, "MTU should be greater than or equal to 1280 when IPv6 "
                                         "subnet is used", nets)
     texts = [text for _, _, text in parsed]
@@ -168,6 +170,23 @@ def _layer3_update_errors(config: JSON, old: JSON, path: str) -> list[FieldError
     if any(cidr in new_subnets and new_subnets[cidr] != host
            for cidr, host in old_subnets.items()):
         errors.append(FieldError(f"{path}.subnets", "hostSubnet is immutable", "array"))
+    return errors
+
+
+def _join_errors(config: JSON, path: str, role: Any, subnets: list[IPNet]) -> list[
+        FieldError]:
+    """Upstream's joinSubnets rules, then ovnk's: a join CIDR of every family of the
+    subnets, each large enough for every node's gateway router (``join_subnets``)."""
+    if "joinSubnets" not in config:
+        return []
+    joins = config["joinSubnets"]
+    errors = check_cidr_list(joins, f"{path}.joinSubnets", 1, 2, True)
+    if role != "Primary":
+        errors.append(FieldError(path, "JoinSubnets is only supported for Primary network"))
+    elif not errors:
+        nets = [net for net in (_net(j) for j in joins) if net is not None]
+        errors += [FieldError(f"{path}.joinSubnets", problem, "array") for problem in
+                   join_subnet_problems("joinSubnets", nets, {s.version for s in subnets})]
     return errors
 
 
@@ -212,10 +231,7 @@ def check_layer2(config: JSON, old: JSON | None, path: str) -> list[FieldError]:
     if "subnets" in config:
         errors += check_cidr_list(config["subnets"], f"{path}.subnets", 1, 2, True)
         subnets = [n for n in (_net(v) for v in config.get("subnets") or []) if n is not None]
-    if "joinSubnets" in config:
-        errors += check_cidr_list(config["joinSubnets"], f"{path}.joinSubnets", 1, 2, True)
-        if role != "Primary":
-            errors.append(FieldError(path, "JoinSubnets is only supported for Primary network"))
+    errors += _join_errors(config, path, role, subnets)
     errors += _mtu_errors(config, path, "MTU should be greater than or equal to 1280 when IPv6 "
                                         "subnet is used", subnets)
     errors += _layer2_address_errors(config, path, role, subnets)

@@ -16,6 +16,7 @@ import pytest
 from ovnk_core.config import load_config
 from ovnk_core.config.values import ClusterSubnet
 from ovnk_core.errors import NetworkConfigError, TopologyNotSupported
+from ovnk_core.networks.builtin_checks import BuiltinNetworkChecks, find_internal_overlaps
 from ovnk_core.networks.netconf import parse_common, parse_netconf
 from ovnk_core.networks.netconf_fields import DEFAULT_UDN_JOIN_SUBNETS
 from ovnk_core.networks.netinfo import NetInfo
@@ -223,6 +224,22 @@ ERRORS: list[tuple[str, str, Any, str, str]] = [
      "InvalidNetworkConfig"),
     ("missing-topology", "udn", nc(L3, topology=DROP),
      "netconf of network 'mynamespace_test-net' has no topology", "InvalidNetworkConfig"),
+    ("reserved-default", "udn", nc(L3, name="default"),
+     "invalid name in in secondary network netconf (default)", "InvalidNetworkConfig"),
+    ("reserved-ovn-kubernetes", "udn", nc(L2, name="ovn-kubernetes"),
+     "invalid name in in secondary network netconf (ovn-kubernetes)", "InvalidNetworkConfig"),
+    ("reserved-ext", "udn", nc(L3_SECONDARY, name="ext"),
+     "network name 'ext' is reserved: its node switches would be named ext_<node>, like the "
+     "default network's external switches", "InvalidNetworkConfig"),
+    ("reserved-gr", "udn", nc(L2_SECONDARY, name="GR"),
+     "network name 'GR' is reserved: its node switches would be named GR_<node>, like the "
+     "default network's gateway routers", "InvalidNetworkConfig"),
+    ("no-overlay-transport", "udn", nc(L3, transport="no-overlay"),
+     "netconf transport 'no-overlay' of network 'mynamespace_test-net' is not supported by "
+     "this control plane (only the default Geneve overlay is)", "TransportNotSupported"),
+    ("evpn-transport", "udn", nc(L2, transport="evpn"),
+     "netconf transport 'evpn' of network 'mynamespace_test-net' is not supported by this "
+     "control plane (only the default Geneve overlay is)", "TransportNotSupported"),
     ("invalid-role", "udn", nc(L3, role="tertiary"), "invalid network role value 'tertiary'",
      "InvalidNetworkConfig"),
     ("role-default-is-not-allowed", "udn", nc(L3, role="default"),
@@ -256,6 +273,14 @@ ERRORS: list[tuple[str, str, Any, str, str]] = [
     ("layer3-v6-64-no-room", "udn", nc(L3, subnets="2001:db8::/64"),
      "invalid layer3 subnet: '2001:db8::/64': host prefix /64 must be longer than the "
      "CIDR's /64", "InvalidNetworkConfig"),
+    ("layer3-host-30", "udn", nc(L3, subnets="10.100.0.0/16/30"),
+     "invalid layer3 subnet: '10.100.0.0/16/30': HostSubnet must be at most 29 for ipv4 CIDR: "
+     "a /30 node subnet has no address left for pods after its network, gateway (.1), "
+     "management port (.2) and broadcast addresses", "InvalidNetworkConfig"),
+    ("layer3-host-31-dual-stack", "udn", nc(L3, subnets="fd00:100::/48,10.100.0.0/16/31"),
+     "invalid layer3 subnet: '10.100.0.0/16/31': HostSubnet must be at most 29 for ipv4 CIDR: "
+     "a /31 node subnet has no address left for pods after its network, gateway (.1), "
+     "management port (.2) and broadcast addresses", "InvalidNetworkConfig"),
     ("layer3-host-not-number", "udn", nc(L3, subnets="10.100.0.0/16/x"),
      "invalid layer3 subnet: '10.100.0.0/16/x': host prefix 'x' is not a number",
      "InvalidNetworkConfig"),
@@ -274,6 +299,19 @@ ERRORS: list[tuple[str, str, Any, str, str]] = [
     ("layer3-bad-join", "udn", nc(L3, joinSubnet="100.65.0.0/33"),
      "netconf 'joinSubnet': '100.65.0.0/33' is not a valid CIDR ('100.65.0.0/33' does not "
      "appear to be an IPv4 or IPv6 network)", "InvalidNetworkConfig"),
+    ("layer3-v6-join-on-v4-network", "udn", nc(L3, joinSubnet="fd99::/64"),
+     "joinSubnet must have a CIDR of every IP family of the subnets: IPv4 is missing",
+     "InvalidNetworkConfig"),
+    ("layer3-join-30", "udn", nc(L3, joinSubnet="100.65.0.0/30"),
+     "joinSubnet 100.65.0.0/30 is too small: it must hold the cluster router and a gateway "
+     "router address for every node ID (up to 65534), so a /16 or larger IPv4 CIDR",
+     "InvalidNetworkConfig"),
+    ("layer3-join-32-and-missing-v6", "udn",
+     nc(L3, subnets="10.100.0.0/16,fd00:100::/48", joinSubnet="100.65.0.1/32"),
+     "joinSubnet must have a CIDR of every IP family of the subnets: IPv6 is missing; "
+     "joinSubnet 100.65.0.1/32 is too small: it must hold the cluster router and a gateway "
+     "router address for every node ID (up to 65534), so a /16 or larger IPv4 CIDR",
+     "InvalidNetworkConfig"),
     ("layer3-ipv6-mtu-1279", "udn", nc(L3, subnets="10.100.0.0/16,fd00:100::/48", mtu=1279),
      "MTU should be greater than or equal to 1280 when IPv6 subnet is used",
      "InvalidNetworkConfig"),
@@ -299,6 +337,11 @@ ERRORS: list[tuple[str, str, Any, str, str]] = [
     ("layer2-secondary-join", "udn", nc(L2_SECONDARY, subnets="10.100.0.0/24",
                                         joinSubnet="100.65.0.0/16"),
      "JoinSubnets is only supported for Primary network", "InvalidNetworkConfig"),
+    ("layer2-join-v6-too-small", "udn",
+     nc(L2, subnets="fd00:100::/64", joinSubnet="fd99::/120"),
+     "joinSubnet fd99::/120 is too small: it must hold the cluster router and a gateway "
+     "router address for every node ID (up to 65534), so a /112 or larger IPv6 CIDR",
+     "InvalidNetworkConfig"),
     ("layer2-ipv6-mtu-1200", "udn", nc(L2, subnets="fd00:100::/64", mtu=1200),
      "MTU should be greater than or equal to 1280 when IPv6 subnet is used",
      "InvalidNetworkConfig"),
@@ -402,13 +445,22 @@ OVERLAP = "pod or join subnet overlaps with already configured internal subnets:
          ["user defined subnet 10.0.0.0/8 overlaps service subnet 10.96.0.0/16"]),
         (nc(LOCALNET, subnets="10.0.0.0/8", excludeSubnets="10.244.0.0/17,10.96.0.0/16"),
          ["user defined subnet 10.0.0.0/8 overlaps cluster subnet 10.244.0.0/16"]),
+        (nc(L3, subnets="100.65.0.0/16/24"),
+         ["user defined join subnet 100.65.0.0/16 overlaps user defined subnet "
+          "100.65.0.0/16"]),
+        (nc(L3, subnets="100.70.128.0/17/24", joinSubnet="100.70.0.0/16"),
+         ["user defined join subnet 100.70.0.0/16 overlaps user defined subnet "
+          "100.70.128.0/17"]),
+        (nc(L2, subnets="10.100.0.0/24,fd99::/64"),
+         ["user defined join subnet fd99::/64 overlaps user defined subnet fd99::/64"]),
     ],
     ids=["layer3-vs-cluster", "layer3-inside-cluster", "layer3-contains-service",
          "layer3-vs-join", "layer3-vs-masquerade", "layer3-vs-transit", "layer3-v6-vs-transit",
          "layer3-v6-vs-join", "layer3-v6-vs-masquerade", "user-join-vs-join",
          "layer2-user-join-v6", "layer2-vs-service", "localnet-vs-masquerade",
          "two-overlaps-one-message", "excluded-cluster-not-reported",
-         "partly-excluded-still-reported"],
+         "partly-excluded-still-reported", "layer3-equal-to-default-join",
+         "layer3-inside-own-join", "layer2-v6-equal-to-default-join"],
 )
 def test_subnet_overlapping_internal_subnets_is_rejected(
         hosts: dict[str, PluginHost], doc: dict[str, Any], phrases: list[str]) -> None:
@@ -425,14 +477,23 @@ def test_subnet_overlapping_internal_subnets_is_rejected(
      nc(LOCALNET, subnets="100.88.0.0/24,fd97::/64"),
      nc(LOCALNET, subnets="10.0.0.0/8", excludeSubnets="10.244.0.0/16,10.96.0.0/16"),
      nc(LOCALNET, subnets="10.0.0.0/8", excludeSubnets="10.64.0.0/10,10.192.0.0/10"),
-     nc(L3, name="default", subnets="10.244.0.0/16/24")],
+     nc(L3_SECONDARY, subnets="100.65.0.0/16/24")],
     ids=["layer2-primary-transit-not-checked", "layer2-secondary-transit-not-checked",
          "localnet-transit-not-checked", "all-overlaps-excluded", "excluded-by-supernet",
-         "default-network-not-checked"],
+         "secondary-has-no-join-subnet"],
 )
 def test_subnets_that_do_not_clash(hosts: dict[str, PluginHost], doc: dict[str, Any]) -> None:
     netinfo = parse(hosts["udn"], doc)
     assert netinfo.subnets
+
+
+def test_default_network_is_not_checked_for_overlaps(hosts: dict[str, PluginHost]) -> None:
+    """The default network owns the built-in subnets (no NAD may name it: see
+    ``reserved-default``); the core's check leaves it alone."""
+    default = NetInfo(name="default", topology="layer3", role="default", mtu=1400,
+                      subnets=(cs("10.244.0.0/16", 24),), join_subnets=nets("100.64.0.0/16"))
+    assert find_internal_overlaps(default, hosts["udn"].config)  # the overlaps exist...
+    BuiltinNetworkChecks().ovnk_validate_network(netinfo=default, config=hosts["udn"].config)
 
 
 # --------------------------------------------------------------------------- topology plugins
@@ -468,8 +529,8 @@ def test_an_invalid_netconf_does_not_affect_the_next_one(hosts: dict[str, Plugin
     host = hosts["udn"]
     good = nc(L3, name="ns1_blue", netAttachDefName="ns1/blue")
     expected = parse(host, good)
-    bad = [nc(L3, topology="evpn"), nc(L3, subnets="10.244.0.0/16/24"),
-           nc(L2, subnets=DROP), '{"broken', nc(LOCALNET, vlanID=0)]
+    bad: list[Any] = [nc(L3, topology="evpn"), nc(L3, subnets="10.244.0.0/16/24"),
+                      nc(L2, subnets=DROP), '{"broken', nc(LOCALNET, vlanID=0)]
     for doc in bad:
         with pytest.raises(NetworkConfigError):
             parse_netconf(doc, host)

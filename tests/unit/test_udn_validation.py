@@ -53,6 +53,13 @@ VALID_UDNS = {
     "layer2 persistent": udn(topology="Layer2", layer2=l2(ipam={"lifecycle": "Persistent"})),
     "layer2 secondary no ipam": udn(topology="Layer2", layer2={
         "role": "Secondary", "ipam": {"mode": "Disabled"}}),
+    "layer3 host subnet 29": udn(topology="Layer3", layer3=l3(subnets=[
+        {"cidr": "10.100.0.0/16", "hostSubnet": 29}])),
+    "layer3 dual join for a v4 network": udn(topology="Layer3", layer3=l3(
+        joinSubnets=["100.70.0.0/16", "fd70::/64"])),
+    "layer3 smallest joins": udn(topology="Layer3", layer3=l3(
+        subnets=[{"cidr": "10.100.0.0/16"}, {"cidr": "2001:db8::/60", "hostSubnet": 64}],
+        joinSubnets=["100.70.0.0/16", "fd70::/112"])),
     "layer2 preconfigured": udn(topology="Layer2", layer2=l2(
         subnets=["10.200.0.0/16"], infrastructureSubnets=["10.200.0.0/30"],
         reservedSubnets=["10.200.1.0/24"], defaultGatewayIPs=["10.200.0.1"])),
@@ -76,6 +83,36 @@ INVALID_UDNS = {
                                                       "subnet"),
     "host subnet 32": (udn(topology="Layer3", layer3=l3(subnets=[
         {"cidr": "10.0.0.0/16", "hostSubnet": 32}])), "HostSubnet must < 32 for ipv4 CIDR"),
+    # ovnk's rules beyond upstream's CEL: each of these was accepted and rendered broken.
+    "host subnet 30": (udn(topology="Layer3", layer3=l3(subnets=[
+        {"cidr": "10.0.0.0/16", "hostSubnet": 30}])),
+        'spec.layer3.subnets[0]: Invalid value: "object": HostSubnet must be at most 29 for '
+        "ipv4 CIDR: a /30 node subnet has no address left for pods after its network, gateway "
+        "(.1), management port (.2) and broadcast addresses"),
+    "host subnet 31": (udn(topology="Layer3", layer3=l3(subnets=[
+        {"cidr": "10.0.0.0/16", "hostSubnet": 31}])),
+        'spec.layer3.subnets[0]: Invalid value: "object": HostSubnet must be at most 29 for '
+        "ipv4 CIDR: a /31 node subnet"),
+    "join /30": (udn(topology="Layer3", layer3=l3(joinSubnets=["100.70.0.0/30"])),
+                 'spec.layer3.joinSubnets: Invalid value: "array": joinSubnets 100.70.0.0/30 '
+                 "is too small: it must hold the cluster router and a gateway router address "
+                 "for every node ID (up to 65534), so a /16 or larger IPv4 CIDR"),
+    "join /32": (udn(topology="Layer2", layer2=l2(joinSubnets=["100.70.0.1/32"])),
+                 'spec.layer2.joinSubnets: Invalid value: "array": joinSubnets 100.70.0.1/32 '
+                 "is too small"),
+    "join /17": (udn(topology="Layer3", layer3=l3(joinSubnets=["100.70.0.0/17"])),
+                 "joinSubnets 100.70.0.0/17 is too small"),
+    "join v6 /113": (udn(topology="Layer3", layer3=l3(
+        subnets=[{"cidr": "2001:db8::/60", "hostSubnet": 64}], joinSubnets=["fd70::/113"])),
+        "joinSubnets fd70::/113 is too small: it must hold the cluster router and a gateway "
+        "router address for every node ID (up to 65534), so a /112 or larger IPv6 CIDR"),
+    "v6 join on a v4 network": (udn(topology="Layer3", layer3=l3(joinSubnets=["fd70::/64"])),
+                                'spec.layer3.joinSubnets: Invalid value: "array": joinSubnets '
+                                "must have a CIDR of every IP family of the subnets: IPv4 is "
+                                "missing"),
+    "v4 join on a dual-stack layer2": (udn(topology="Layer2", layer2=l2(
+        subnets=["10.200.0.0/16", "fd00::/64"], joinSubnets=["100.70.0.0/16"])),
+        "joinSubnets must have a CIDR of every IP family of the subnets: IPv6 is missing"),
     "secondary three subnets": (udn(topology="Layer3", layer3=l3(role="Secondary", subnets=[
         {"cidr": "10.1.0.0/16"}, {"cidr": "10.2.0.0/16"}, {"cidr": "fd00::/48"}])),
         "Secondary networks may define at most 2 subnets"),

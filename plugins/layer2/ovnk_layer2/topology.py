@@ -34,6 +34,6 @@ class Layer2Topology(Topology):
             name=netconf.name, topology=self.name, role=netconf.role,
             mtu=read_mtu(netconf, self.default_mtu(), subnets), subnets=subnets,
             exclude_subnets=read_exclude_subnets(netconf, subnets),
-            join_subnets=read_join_subnets(netconf), transit_subnets=transit,
+            join_subnets=read_join_subnets(netconf, subnets), transit_subnets=transit,
             allow_persistent_ips=allow_persistent, nad_key=netconf.nad_key,
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ovnk_core import NetworkConfigError, Topology
 from ovnk_core.config.values import ClusterSubnet, parse_cluster_subnet, parse_str_list
+from ovnk_core.networks.addressing import v4_host_prefix_problem
 from ovnk_core.networks.netconf import NetConf
 from ovnk_core.networks.netconf_fields import read_join_subnets, read_mtu
 from ovnk_core.networks.netinfo import NetInfo
@@ -40,7 +41,7 @@ class Layer3Topology(Topology):
         return NetInfo(
             name=netconf.name, topology=self.name, role=netconf.role,
             mtu=read_mtu(netconf, self.default_mtu(), subnets), subnets=subnets,
-            join_subnets=read_join_subnets(netconf), nad_key=netconf.nad_key,
+            join_subnets=read_join_subnets(netconf, subnets), nad_key=netconf.nad_key,
         )
 
 
@@ -51,6 +52,11 @@ def parse_layer3_subnets(text: str) -> tuple[ClusterSubnet, ...]:
             subnets.append(parse_cluster_subnet(item))
         except ValueError as exc:
             raise NetworkConfigError(f"invalid layer3 subnet: {exc}") from None
+    for subnet in subnets:
+        problem = v4_host_prefix_problem(subnet.host_prefix) if subnet.cidr.version == 4 \
+            else None
+        if problem:
+            raise NetworkConfigError(f"invalid layer3 subnet: '{subnet}': {problem}")
     v4_prefixes = {s.host_prefix for s in subnets if s.cidr.version == 4}
     if len(v4_prefixes) > 1:
         raise NetworkConfigError("Subnets from the same IP family must use the same hostSubnet "
