@@ -13,12 +13,12 @@ from typing import Any
 
 from ovnk_core.apiserver.admission import AdmissionRegistry
 from ovnk_core.apiserver.errors import FieldError as ApiFieldError
-from ovnk_core.udn.validation import FieldError, validate_cudn, validate_udn
+from ovnk_core.udn.field_errors import FieldError
+from ovnk_core.udn.validation import validate_cudn, validate_udn
 
 
 def _to_api(errors: list[FieldError]) -> list[ApiFieldError]:
-    return [ApiFieldError("Invalid", error.field, error.value_type, error.message)
-            for error in errors]
+    return [error.to_api() for error in errors]
 
 
 def validate_udn_hook(operation: str, new: dict[str, Any] | None,

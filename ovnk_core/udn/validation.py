@@ -1,33 +1,35 @@
 """Every rule of the UDN/CUDN schemas' CEL validations, in Python, with upstream's messages.
 
 A real cluster evaluates these rules in the API server; here the same rules
-run as admission hooks of the local API server and inside the controllers
-(an object that slipped past admission still gets a clear condition).  Each
-check returns ``FieldError`` values: the field path and upstream's message,
-which is what a real API server prints after ``Invalid value``.
+run as admission hooks of the local API server.  Each check returns
+``FieldError`` values (``udn.field_errors``): the field path and upstream's
+message, printed the way kube-apiserver prints a failed CEL rule or, for the
+schema keywords the rules also check, that keyword's failure.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
 from typing import Any
 
 from ovnk_core.networks.addressing import v4_host_prefix_problem
 from ovnk_core.networks.join_subnets import join_subnet_problems
+from ovnk_core.udn.field_errors import (
+    FieldError,
+    integer_errors,
+    list_errors,
+    required,
+    too_few_properties,
+    too_long,
+    too_short,
+    unsupported,
+    wrong_type,
+)
 
 JSON = dict[str, Any]
 IPNet = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-
-@dataclass(frozen=True)
-class FieldError:
-    field: str
-    message: str
-    value_type: str = "object"  # what a real server prints as Invalid value: "<type>"
-
-    def __str__(self) -> str:
-        return f'{self.field}: Invalid value: "{self.value_type}": {self.message}'
+__all__ = ["FieldError", "invalid_message", "validate_cudn", "validate_udn"]
 
 
 def _net(text: Any) -> IPNet | None:
@@ -50,16 +52,15 @@ def _contains(outer: IPNet, inner: IPNet) -> bool:
 
 def check_cidr_list(values: Any, path: str, min_items: int, max_items: int,
                     dual_stack: bool = False) -> list[FieldError]:
-    errors: list[FieldError] = []
     if not isinstance(values, list):
-        return [FieldError(path, "must be a list", "string")]
-    if not min_items <= len(values) <= max_items:
-        errors.append(FieldError(path, f"must have between {min_items} and {max_items} items",
-                                 "array"))
+        return [wrong_type(path, values, "array")]
+    errors = list_errors(path, values, min_items, max_items)
     nets = []
     for index, value in enumerate(values):
         net = _net(value)
-        if net is None or "/" not in str(value):
+        if not isinstance(value, str):
+            errors.append(wrong_type(f"{path}[{index}]", value, "string"))
+        elif net is None or "/" not in value:
             errors.append(FieldError(f"{path}[{index}]", "CIDR is invalid", "string"))
         else:
             nets.append(net)
@@ -74,9 +75,8 @@ def _mtu_errors(config: JSON, path: str, v6_message: str, subnets: list[IPNet]) 
     errors = []
     mtu = config.get("mtu")
     if mtu is not None:
-        if not isinstance(mtu, int) or isinstance(mtu, bool) or not 576 <= mtu <= 65536:
-            errors.append(FieldError(f"{path}.mtu", "must be between 576 and 65536", "integer"))
-        elif any(net.version == 6 for net in subnets) and mtu < 1280:
+        errors += integer_errors(f"{path}.mtu", mtu, 576, 65536)
+        if not errors and any(net.version == 6 for net in subnets) and mtu < 1280:
             errors.append(FieldError(path, v6_message))
     return errors
 
@@ -84,35 +84,42 @@ def _mtu_errors(config: JSON, path: str, v6_message: str, subnets: list[IPNet]) 
 def check_role(config: JSON, path: str, allowed: tuple[str, ...]) -> list[FieldError]:
     role = config.get("role")
     if role is None:
-        return [FieldError(f"{path}.role", "Required value", "null")]
+        return [required(f"{path}.role")]
+    if not isinstance(role, str):
+        return [wrong_type(f"{path}.role", role, "string")]
     if role not in allowed:
-        supported = ", ".join(f'"{r}"' for r in allowed)
-        return [FieldError(f"{path}.role", f"Unsupported value: \"{role}\": supported values: "
-                                           f"{supported}", "string")]
+        return [unsupported(f"{path}.role", role, allowed)]
     return []
 
 
 def check_layer3(config: JSON, old: JSON | None, path: str) -> list[FieldError]:
     errors = check_role(config, path, ("Primary", "Secondary"))
     subnets = config.get("subnets")
-    if not isinstance(subnets, list) or not subnets:
-        errors.append(FieldError(f"{path}.subnets", "Required value", "null"))
+    if subnets is None:
+        errors.append(required(f"{path}.subnets"))
+    else:
+        errors += list_errors(f"{path}.subnets", subnets, 1, 400)
+    if not isinstance(subnets, list):
         subnets = []
-    if len(subnets) > 400:
-        errors.append(FieldError(f"{path}.subnets", "must have at most 400 items", "array"))
     parsed: list[tuple[IPNet, int | None, str]] = []
     for index, subnet in enumerate(subnets):
         item = f"{path}.subnets[{index}]"
-        text = (subnet or {}).get("cidr") if isinstance(subnet, dict) else None
+        if not isinstance(subnet, dict):
+            errors.append(wrong_type(item, subnet, "object"))
+            continue
+        text = subnet.get("cidr")
         net = _net(text)
-        if net is None or "/" not in str(text):
+        if not isinstance(text, str):
+            errors.append(required(f"{item}.cidr") if text is None else
+                          wrong_type(f"{item}.cidr", text, "string"))
+            continue
+        if net is None or "/" not in text:
             errors.append(FieldError(f"{item}.cidr", "CIDR is invalid", "string"))
             continue
         host = subnet.get("hostSubnet")
         if host is not None:
-            if not isinstance(host, int) or not 1 <= host <= 127:
-                errors.append(FieldError(f"{item}.hostSubnet", "must be between 1 and 127",
-                                         "integer"))
+            if host_errors := integer_errors(f"{item}.hostSubnet", host, 1, 127):
+                errors += host_errors
                 host = None
             else:
                 if host <= net.prefixlen:
@@ -135,17 +142,15 @@ def check_layer3(config: JSON, old: JSON | None, path: str) -> list[FieldError]:
     errors += _mtu_errors(config, path, "MTU should be greater than or equal to 1280 when IPv6 "
                                         "subnet is used", nets)
     texts = [text for _, _, text in parsed]
-    if len(set(texts)) != len(texts):
-        errors.append(FieldError(f"{path}.subnets", "Subnets with same CIDR are not allowed",
-                                 "array"))
+    if len(set(texts)) != len(texts):  # rules of Layer3Config: "object" at spec[.network].layer3
+        errors.append(FieldError(path, "Subnets with same CIDR are not allowed"))
     elif any(a is not b and _contains(a, b) for a in nets for b in nets):
-        errors.append(FieldError(f"{path}.subnets", "Subnets must not overlap or contain each "
-                                                    "other", "array"))
+        errors.append(FieldError(path, "Subnets must not overlap or contain each other"))
     for version in (4, 6):
         hosts = {host for net, host, _ in parsed if net.version == version}
         if len(hosts) > 1:
-            errors.append(FieldError(f"{path}.subnets", "Subnets from the same IP family must "
-                                                        "use the same hostSubnet value", "array"))
+            errors.append(FieldError(path, "Subnets from the same IP family must use the same "
+                                           "hostSubnet value"))
     if old:
         errors += _layer3_update_errors(config, old, path)
     return errors
@@ -169,7 +174,7 @@ def _layer3_update_errors(config: JSON, old: JSON, path: str) -> list[FieldError
         errors.append(FieldError(path, "Removing existing subnets is not allowed"))
     if any(cidr in new_subnets and new_subnets[cidr] != host
            for cidr, host in old_subnets.items()):
-        errors.append(FieldError(f"{path}.subnets", "hostSubnet is immutable", "array"))
+        errors.append(FieldError(path, "hostSubnet is immutable"))
     return errors
 
 
@@ -195,16 +200,16 @@ def check_ipam_subnets(config: JSON, path: str, message: str) -> list[FieldError
     errors = []
     mode = None
     if ipam is not None:
-        if not isinstance(ipam, dict) or not ipam:
-            return [FieldError(f"{path}.ipam", "must have at least 1 properties")]
+        if not isinstance(ipam, dict):
+            return [wrong_type(f"{path}.ipam", ipam, "object")]
+        if not ipam:
+            return [too_few_properties(f"{path}.ipam", 0, 1)]
         mode = ipam.get("mode")
         if mode not in (None, "Enabled", "Disabled"):
-            errors.append(FieldError(f"{path}.ipam.mode", f'Unsupported value: "{mode}": '
-                                     'supported values: "Enabled", "Disabled"', "string"))
+            errors.append(unsupported(f"{path}.ipam.mode", mode, ("Enabled", "Disabled")))
         lifecycle = ipam.get("lifecycle")
         if lifecycle not in (None, "Persistent"):
-            errors.append(FieldError(f"{path}.ipam.lifecycle", f'Unsupported value: '
-                                     f'"{lifecycle}": supported values: "Persistent"', "string"))
+            errors.append(unsupported(f"{path}.ipam.lifecycle", lifecycle, ("Persistent",)))
         if lifecycle == "Persistent" and mode not in (None, "Enabled"):
             errors.append(FieldError(f"{path}.ipam", "lifecycle Persistent is only supported "
                                                      "when ipam.mode is Enabled"))
@@ -251,8 +256,9 @@ def _layer2_address_errors(config: JSON, path: str, role: Any,
         if role != "Primary":
             errors.append(FieldError(path, "defaultGatewayIPs is only supported for Primary "
                                            "network"))
-        if any(ip is None for ip in ips):
-            errors.append(FieldError(f"{path}.defaultGatewayIPs", "IP is invalid", "array"))
+        errors += list_errors(f"{path}.defaultGatewayIPs", gateways, 1, 2)
+        errors += [FieldError(f"{path}.defaultGatewayIPs[{index}]", "IP is invalid", "string")
+                   for index, ip in enumerate(ips) if ip is None]
         ips_ok = [ip for ip in ips if ip is not None]
         if not all(any(ip in net for net in subnets) for ip in ips_ok):
             errors.append(FieldError(path, "defaultGatewayIPs must belong to one of the subnets "
@@ -277,7 +283,7 @@ def _layer2_address_errors(config: JSON, path: str, role: Any,
         nets = [(v, _net(v)) for v in values] if isinstance(values, list) else []
         if not all(n is not None and any(_contains(s, n) for s in subnets) for _, n in nets):
             errors.append(FieldError(f"{path}.{name}", f"{name} must be subnetworks of the "
-                                     "networks specified in the subnets field", "array"))
+                                     "networks specified in the subnets field"))  # fieldPath
         if any(n is not None and ipaddress.ip_network(str(v), strict=False) != _strict(v)
                for v, n in nets):
             errors.append(FieldError(path, f"{name} must be a masked network address (no host "
@@ -301,11 +307,16 @@ def _strict(value: Any) -> IPNet | None:
 def check_localnet(config: JSON, old: JSON | None, path: str) -> list[FieldError]:
     errors = check_role(config, path, ("Secondary",))
     physical = config.get("physicalNetworkName")
-    if not isinstance(physical, str) or not physical:
-        errors.append(FieldError(f"{path}.physicalNetworkName", "Required value", "null"))
+    if physical is None:
+        errors.append(required(f"{path}.physicalNetworkName"))
+    elif not isinstance(physical, str):
+        errors.append(wrong_type(f"{path}.physicalNetworkName", physical, "string"))
     elif len(physical) > 253:
-        errors.append(FieldError(f"{path}.physicalNetworkName", "may not be more than 253 "
-                                                                "characters", "string"))
+        errors.append(too_long(f"{path}.physicalNetworkName", 253))
+    elif not physical:  # minLength fails, and so does the rule's matches('^[^,:]+$')
+        errors += [too_short(f"{path}.physicalNetworkName", physical, 1),
+                   FieldError(f"{path}.physicalNetworkName", "physicalNetworkName cannot "
+                              "contain `,` or `:` characters", "string")]
     elif any(ch in physical for ch in ",:"):
         errors.append(FieldError(f"{path}.physicalNetworkName", "physicalNetworkName cannot "
                                  "contain `,` or `:` characters", "string"))
@@ -334,9 +345,9 @@ def check_localnet(config: JSON, old: JSON | None, path: str) -> list[FieldError
             errors.append(FieldError(f"{path}.vlan", "vlan access config is required when vlan "
                                      "mode is 'Access', and forbidden otherwise"))
         vid = ((vlan or {}).get("access") or {}).get("id") if has_access else None
-        if has_access and (not isinstance(vid, int) or not 1 <= vid <= 4094):
-            errors.append(FieldError(f"{path}.vlan.access.id", "must be between 1 and 4094",
-                                     "integer"))
+        if has_access:
+            errors += [required(f"{path}.vlan.access.id")] if vid is None else \
+                integer_errors(f"{path}.vlan.access.id", vid, 1, 4094)
     if old is not None and config != old:
         errors.append(FieldError(path, "Localnet is immutable"))
     return errors
@@ -351,11 +362,11 @@ def check_network(spec: JSON, old: JSON | None, path: str,
     errors: list[FieldError] = []
     topology = spec.get("topology")
     if topology is None:
-        return [FieldError(f"{path}.topology", "Required value", "null")]
+        return [required(f"{path}.topology")]
+    if not isinstance(topology, str):
+        return [wrong_type(f"{path}.topology", topology, "string")]
     if topology not in topologies:
-        supported = ", ".join(f'"{t}"' for t in sorted(topologies))
-        return [FieldError(f"{path}.topology", f'Unsupported value: "{topology}": supported '
-                                               f"values: {supported}", "string")]
+        return [unsupported(f"{path}.topology", topology, tuple(sorted(topologies)))]
     if old is not None and old.get("topology") != topology:
         errors.append(FieldError(f"{path}.topology", "Topology is immutable", "string"))
     for kind in topologies:
@@ -366,7 +377,7 @@ def check_network(spec: JSON, old: JSON | None, path: str,
                                            "and forbidden otherwise"))
         elif present:
             if not isinstance(spec[key], dict):
-                errors.append(FieldError(f"{path}.{key}", "must be an object", "string"))
+                errors.append(wrong_type(f"{path}.{key}", spec[key], "object"))
                 continue
             old_config = (old or {}).get(key) if old is not None else None
             errors += check(spec[key], old_config if isinstance(old_config, dict) else None,
@@ -374,10 +385,15 @@ def check_network(spec: JSON, old: JSON | None, path: str,
     return errors
 
 
+def _missing_object(path: str, value: Any) -> FieldError:
+    """A required object that is absent, or is not an object."""
+    return required(path) if value is None else wrong_type(path, value, "object")
+
+
 def validate_udn(obj: JSON, old: JSON | None = None) -> list[FieldError]:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
-        return [FieldError("spec", "Required value", "null")]
+        return [_missing_object("spec", spec)]
     old_spec = (old or {}).get("spec") if old is not None else None
     return check_network(spec, old_spec if isinstance(old_spec, dict) else None, "spec",
                          ("Layer2", "Layer3"))
@@ -386,13 +402,13 @@ def validate_udn(obj: JSON, old: JSON | None = None) -> list[FieldError]:
 def validate_cudn(obj: JSON, old: JSON | None = None) -> list[FieldError]:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
-        return [FieldError("spec", "Required value", "null")]
+        return [_missing_object("spec", spec)]
     errors: list[FieldError] = []
     if not isinstance(spec.get("namespaceSelector"), dict):
-        errors.append(FieldError("spec.namespaceSelector", "Required value", "null"))
+        errors.append(_missing_object("spec.namespaceSelector", spec.get("namespaceSelector")))
     network = spec.get("network")
     if not isinstance(network, dict):
-        return [*errors, FieldError("spec.network", "Required value", "null")]
+        return [*errors, _missing_object("spec.network", network)]
     old_network = ((old or {}).get("spec") or {}).get("network") if old is not None else None
     errors += check_network(network, old_network if isinstance(old_network, dict) else None,
                             "spec.network", ("Layer2", "Layer3", "Localnet"))

@@ -1,0 +1,110 @@
+"""Field errors of the UDN/CUDN rules, worded as kube-apiserver 1.32 words each kind of rule.
+
+The Python rules stand in for two different validators of a real API server,
+and each prints the offending value its own way:
+
+* a failed CEL rule (``x-kubernetes-validations``) prints the schema type of
+  the node that declares it, never the value: ``spec.layer3.subnets[0].cidr:
+  Invalid value: "string": CIDR is invalid``, ``spec: Invalid value: "object":
+  ...`` (apiextensions' ``fieldErrorForReason(path, sts.Type, ...)``);
+* a failed OpenAPI keyword prints what apiextensions makes of kube-openapi's
+  result: the value for bounds and lengths (``Invalid value: 100: ... should be
+  greater than or equal to 576``), the count found for minItems/minProperties
+  (``Invalid value: 0: ... should have at least 1 items``), the JSON type found
+  for a type mismatch, ``Required value``, ``Unsupported value: "X": supported
+  values: ...``, ``Too many: 3: must have at most 2 items`` and ``Too long: may
+  not be more than 253 bytes``.
+
+``FieldError`` is a CEL failure unless built by one of the keyword functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ovnk_core.apiserver.errors import OMIT
+from ovnk_core.apiserver.errors import FieldError as ApiFieldError
+from ovnk_core.apiserver.validation import type_name
+
+_VALUELESS = ("Required", "TooLong")
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One rule failure: the field path, the message and what the server prints before it."""
+
+    field: str
+    message: str
+    value: Any = "object"  # a CEL rule: the schema type of its node; a keyword: see module doc
+    kind: str = "Invalid"  # the field.Error type: Invalid, TypeInvalid, Required, ...
+    supported: tuple[str, ...] = ()
+
+    def to_api(self) -> ApiFieldError:
+        """The API server's field error (its text, reason and cause)."""
+        value = OMIT if self.kind in _VALUELESS else self.value
+        return ApiFieldError(self.kind, self.field, value, self.message, self.supported)
+
+    def __str__(self) -> str:
+        return str(self.to_api())
+
+
+def required(path: str) -> FieldError:
+    """``<path>: Required value`` (a ``required`` property is missing)."""
+    return FieldError(path, "", kind="Required")
+
+
+def unsupported(path: str, value: Any, allowed: tuple[str, ...]) -> FieldError:
+    """``<path>: Unsupported value: "X": supported values: "A", "B"`` (an enum)."""
+    return FieldError(path, "", value, kind="NotSupported", supported=allowed)
+
+
+def wrong_type(path: str, value: Any, wanted: str) -> FieldError:
+    """``<path>: Invalid value: "string": <path> in body must be of type integer: "string"``."""
+    found = type_name(value)
+    return FieldError(path, f'{path} in body must be of type {wanted}: "{found}"', found,
+                      kind="TypeInvalid")
+
+
+def too_few_items(path: str, count: int, minimum: int) -> FieldError:
+    return FieldError(path, f"{path} in body should have at least {minimum} items", count)
+
+
+def too_many_items(path: str, count: int, maximum: int) -> FieldError:
+    return FieldError(path, f"must have at most {maximum} items", count, kind="TooMany")
+
+
+def too_few_properties(path: str, count: int, minimum: int) -> FieldError:
+    return FieldError(path, f"{path} in body should have at least {minimum} properties", count)
+
+
+def too_long(path: str, maximum: int) -> FieldError:
+    return FieldError(path, f"may not be more than {maximum} bytes", kind="TooLong")
+
+
+def too_short(path: str, value: str, minimum: int) -> FieldError:
+    return FieldError(path, f"{path} in body should be at least {minimum} chars long", value)
+
+
+def integer_errors(path: str, value: Any, minimum: int, maximum: int) -> list[FieldError]:
+    """An ``integer`` with ``minimum``/``maximum``: the type, then the bound it breaks."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return [wrong_type(path, value, "integer")]
+    if value < minimum:
+        return [FieldError(path, f"{path} in body should be greater than or equal to {minimum}",
+                           value)]
+    if value > maximum:
+        return [FieldError(path, f"{path} in body should be less than or equal to {maximum}",
+                           value)]
+    return []
+
+
+def list_errors(path: str, value: Any, minimum: int, maximum: int) -> list[FieldError]:
+    """An ``array`` with ``minItems``/``maxItems``."""
+    if not isinstance(value, list):
+        return [wrong_type(path, value, "array")]
+    if len(value) < minimum:
+        return [too_few_items(path, len(value), minimum)]
+    if len(value) > maximum:
+        return [too_many_items(path, len(value), maximum)]
+    return []
