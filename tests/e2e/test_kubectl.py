@@ -22,6 +22,7 @@ import ovnk_core
 from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.testing import apiserver_fixtures
 from ovnk_core.testing.apiserver_fixtures import client_for
+from ovnk_core.udn import admission as udn_admission
 
 kube_apiserver = apiserver_fixtures.kube_apiserver
 kube_apiserver_factory = apiserver_fixtures.kube_apiserver_factory
@@ -168,6 +169,42 @@ def test_apply_of_invalid_objects_fails_clearly(kubectl: Kubectl) -> None:
                       check=False)
     assert unknown.returncode != 0
     assert 'strict decoding error: unknown field "spec.colour"' in unknown.stderr
+
+
+def udn_yaml(layer3: str) -> str:
+    return ("apiVersion: k8s.ovn.org/v1\nkind: UserDefinedNetwork\n"
+            "metadata: {name: bad, namespace: blue}\n"
+            f"spec: {{topology: Layer3, layer3: {layer3}}}\n")
+
+
+def test_invalid_udns_get_the_lines_a_real_cluster_prints(kubectl: Kubectl,
+                                                          kube_apiserver: ServerHandle) -> None:
+    """A failed CEL rule prints the schema type; a failed schema keyword the value or count."""
+    udn_admission.register(kube_apiserver.admission)
+    kubectl("apply", "-f", "-", stdin=NAMESPACE)
+    kubectl("apply", "-f", str(CRD_DIR))
+    deadline = time.monotonic() + 20
+    while kubectl("get", "udn", "-n", "blue", check=False).returncode != 0:
+        assert time.monotonic() < deadline, "the UDN kind was never served"
+        time.sleep(0.2)
+    bad_cidr = kubectl("apply", "-f", "-", check=False, stdin=udn_yaml(
+        '{role: Primary, subnets: [{cidr: "300.0.0.0/24"}]}'))
+    assert bad_cidr.returncode != 0
+    assert bad_cidr.stderr.strip().endswith(
+        'The UserDefinedNetwork "bad" is invalid: spec.layer3.subnets[0].cidr: Invalid value: '
+        '"string": CIDR is invalid'), bad_cidr.stderr
+    no_subnets = kubectl("apply", "-f", "-", check=False, stdin=udn_yaml(
+        "{role: Primary, subnets: []}"))
+    assert no_subnets.returncode != 0
+    assert no_subnets.stderr.strip().endswith(
+        'The UserDefinedNetwork "bad" is invalid: spec.layer3.subnets: Invalid value: 0: '
+        "spec.layer3.subnets in body should have at least 1 items"), no_subnets.stderr
+    low_mtu = kubectl("apply", "-f", "-", check=False, stdin=udn_yaml(
+        '{role: Primary, mtu: 500, subnets: [{cidr: "10.0.0.0/16"}]}'))
+    assert low_mtu.stderr.strip().endswith(
+        "spec.layer3.mtu: Invalid value: 500: spec.layer3.mtu in body should be greater than "
+        "or equal to 576"), low_mtu.stderr
+    assert kubectl("get", "udn", "-n", "blue", "-o", "name").stdout == ""
 
 
 def test_label_annotate_patch_delete(kubectl: Kubectl, api: client.ApiClient) -> None:
