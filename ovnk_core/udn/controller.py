@@ -11,7 +11,9 @@ starts or stops matching a CUDN gains or loses its NAD.
 Deletion is guarded by finalizers on the resource and on each NAD: a NAD is
 removed only when no pod's ``k8s.ovn.org/pod-networks`` references it; until
 then the condition names the pods and the key is retried with a growing
-delay that does not count as a failure.
+delay that does not count as a failure.  A network whose topology no enabled
+plugin renders into OVN keeps ``NetworkCreated=True`` (its NAD exists) and
+gets a Warning event on the NAD and the resource (``udn.unrendered``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from ovnk_core.kube.selectors import selector_matches
 from ovnk_core.networks.netconf import parse_netconf
 from ovnk_core.plugins import PluginHost
 from ovnk_core.udn import nad as nadlib
+from ovnk_core.udn.unrendered import UnrenderedWarnings
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +104,7 @@ class UdnControllers:
         self.config = config
         self.host = host
         self.recorder = recorder
+        self.unrendered = UnrenderedWarnings(host, recorder)
         self.udns = informers.get(UDNS)
         self.cudns = informers.get(CUDNS)
         self.namespaces = informers.get(NAMESPACES)
@@ -183,7 +187,7 @@ class UdnControllers:
                 if PRIMARY_NAMESPACE_LABEL not in labels:
                     raise NetworkConfigError(invalid_primary_network_message(namespace))
             desired = nadlib.build_nad(obj, namespace, self.config)
-            parse_netconf(desired["spec"]["config"], self.host)
+            topology = str(parse_netconf(desired["spec"]["config"], self.host).topology)
         except NetworkConfigError as exc:
             return NadOutcome(namespace, str(exc))
         existing = self.nads.get(f"{namespace}/{name}")
@@ -194,12 +198,13 @@ class UdnControllers:
                     return NadOutcome(namespace, f'primary network already exist in namespace '
                                                  f'"{namespace}": "{other}"')
             try:
-                self.client.create(NADS, desired, namespace=namespace)
+                created = self.client.create(NADS, desired, namespace=namespace)
             except AlreadyExists:
                 raise NotReady(f"NAD {namespace}/{name} appeared meanwhile") from None
             except NotFound:
                 return NadOutcome(namespace, f'namespaces "{namespace}" not found')
             log.info("created NAD %s/%s for %s", namespace, name, nadlib.network_name_of(obj))
+            self.unrendered.check(obj, created, nadlib.network_name_of(obj), topology)
             return NadOutcome(namespace)
         if not nadlib.is_controlled_by(existing, obj):
             return NadOutcome(namespace, "foreign NetworkAttachmentDefinition with the desired "
@@ -212,6 +217,7 @@ class UdnControllers:
             except Conflict:
                 raise NotReady(f"NAD {namespace}/{name} changed meanwhile", delay=0.1) from None
             log.info("updated NAD %s/%s back to its rendered state", namespace, name)
+        self.unrendered.check(obj, existing, nadlib.network_name_of(obj), topology)
         return NadOutcome(namespace)
 
     def _other_primary_nad(self, namespace: str, name: str) -> str | None:
@@ -249,6 +255,7 @@ class UdnControllers:
             except Conflict:
                 raise NotReady(f"NAD {key} changed meanwhile", delay=0.1) from None
         self.client.delete_if_exists(NADS, meta["name"], meta["namespace"])
+        self.unrendered.forget(key)
         log.info("deleted NAD %s", key)
 
     def _set_finalizer(self, resource: Any, obj: JSON, present: bool) -> JSON | None:
