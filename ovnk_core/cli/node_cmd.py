@@ -19,6 +19,7 @@ from ovnk_core.logsetup import setup_logging
 from ovnk_core.node.agent import NodeAgent
 from ovnk_core.node.gateway import NodeGateway
 from ovnk_core.node.management_port import ManagementPorts
+from ovnk_core.plugins import PluginHost
 
 OWN_ARGUMENTS = ("ready_file", "func", "command", "ovs_db", "cni_socket", "pod_netns_prefix",
                  "node_netns", "gateway", "ovs_rundir", "physical_network", "uplink")
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
                             EventRecorder(client, "ovnkube-node", node))
     agent = NodeAgent(client, node, vsctl, args.pod_netns_prefix, args.cni_socket,
                       node_netns=args.node_netns, gateway=gateway, management_ports=ports,
-                      informers=informers)
+                      informers=informers, topologies=PluginHost.load(config).topologies)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -7,8 +7,11 @@ has bound every port (``ovn-installed``), as upstream's CNI does before the
 kubelet may call the pod ready.  A pod controller removes the network of
 pods that are deleted, finished or moved away even when no DEL comes (the
 kubelet was down), and at startup every pod port or namespace on this node
-whose pod no longer exists is removed.  With a gateway (``gateway.NodeGateway``)
-it also owns the shared-gateway bridge's flows, host rules and bridge mapping.
+whose pod no longer exists is removed.  A pod attached to a network that no
+enabled topology plugin renders into OVN is refused at once, with the reason
+(``networks.rendering``), rather than left waiting for a binding that never
+comes.  With a gateway (``gateway.NodeGateway``) it also owns the
+shared-gateway bridge's flows, host rules and bridge mapping.
 """
 
 from __future__ import annotations
@@ -16,20 +19,26 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ovnk_core.errors import NetworkConfigError
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.errors import NotFound
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.informer import Informer
-from ovnk_core.kube.resources import PODS, split_key
+from ovnk_core.kube.resources import NADS, PODS, split_key
+from ovnk_core.networks.netconf import parse_common
+from ovnk_core.networks.port_names import DEFAULT_NAD_KEY
+from ovnk_core.networks.rendering import rendering_problem
 from ovnk_core.node import pod_network
 from ovnk_core.node.cni_server import CniNotReady, CniRequest, CniRequestError, CniServer
 from ovnk_core.node.gateway import NodeGateway
 from ovnk_core.node.management_port import ManagementPorts
 from ovnk_core.node.netns import NETNS_DIR
+from ovnk_core.topology import Topology
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +59,10 @@ class NodeAgent:
                  pod_netns_prefix: str, cni_socket: Path, node_netns: str | None = None,
                  gateway: NodeGateway | None = None,
                  management_ports: ManagementPorts | None = None,
-                 informers: InformerFactory | None = None) -> None:
+                 informers: InformerFactory | None = None,
+                 topologies: Mapping[str, Topology] | None = None) -> None:
+        """:param topologies: the enabled topology plugins; with ``informers``, pods of a
+            network none of them renders are refused at CNI ADD."""
         self.client = client
         self.node = node
         self.node_netns = node_netns
@@ -60,6 +72,9 @@ class NodeAgent:
         self.vsctl = vsctl
         self.pod_netns_prefix = pod_netns_prefix
         self.pods = Informer(client, PODS, field_selector=f"spec.nodeName={node}")
+        self.topologies = topologies
+        self.nads = informers.get(NADS) if informers is not None and topologies is not None \
+            else None
         self.controller = Controller(f"node-agent-{node}", self.reconcile,
                                      initial_sync=self.sync)
         self.controller.watch(self.pods, primary=True)
@@ -94,6 +109,7 @@ class NodeAgent:
             raise CniNotReady(str(exc)) from None
         except pod_network.PodNetworkError as exc:
             raise CniRequestError(f"pod {request.key}: {exc}") from None
+        self._refuse_unrendered(request.key, interfaces)
         with self._locks[request.key]:
             pod_network.ensure_pod_network(self.pod_netns(request.key), self.node_netns,
                                            interfaces,
@@ -109,6 +125,27 @@ class NodeAgent:
         return {"netns": self.pod_netns(request.key),
                 "interfaces": [{"name": i.ifname, "mac": i.mac, "ips": list(i.addresses),
                                 "network": i.nad_key} for i in interfaces]}
+
+    def _refuse_unrendered(self, key: str, interfaces: list[pod_network.PodInterface]) -> None:
+        """:raises CniRequestError: a network of the pod is one no enabled plugin renders
+            (its port would never be bound)."""
+        if self.nads is None or self.topologies is None:
+            return
+        for interface in interfaces:
+            nad = None if interface.nad_key == DEFAULT_NAD_KEY else \
+                self.nads.get(interface.nad_key)
+            if nad is None:
+                continue
+            try:
+                conf = parse_common((nad.get("spec") or {}).get("config") or "")
+            except NetworkConfigError:
+                continue  # reported on the NAD by the cluster manager
+            problem = rendering_problem(self.topologies, conf.topology)
+            if problem is not None:
+                raise CniRequestError(
+                    f"pod {key}: network {conf.name} (NAD {interface.nad_key}) is not "
+                    f"rendered: {problem}; its interface {interface.ifname} would never be "
+                    "bound")
 
     def cni_del(self, request: CniRequest) -> dict[str, Any]:
         self.teardown(request.key)
