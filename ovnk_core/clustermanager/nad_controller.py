@@ -10,7 +10,10 @@ IDs are never recomputed: before the workers start, every ID already
 annotated on a NAD is reserved again (the initial sync), so a restart gives
 each network the ID it had.  A NAD that cannot be parsed, or that disagrees
 with the network's other NADs, gets a Warning event and is left out; it never
-blocks other NADs, other networks or startup.  An ID is released when no NAD
+blocks other NADs, other networks or startup.  A primary NAD in a namespace
+that already has another network's primary NAD is refused, and a NAD that
+names no network because its config is broken is reported too
+(``nad_checks``).  An ID is released when no NAD
 names its network any more.
 """
 
@@ -22,15 +25,23 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ovnk_core.allocators.tunnel_keys import TunnelKeyAllocator
+from ovnk_core.clustermanager.nad_checks import (
+    PRIMARY_CONFLICT_REASON,
+    UnnamedNadReporter,
+    primary_conflict,
+    primary_network_of,
+    primary_networks_in_namespace,
+)
 from ovnk_core.errors import NetworkConfigError, NotReady, PermanentError
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.errors import Conflict, NotFound
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
+from ovnk_core.kube.informer import index_by_namespace
 from ovnk_core.kube.resources import NADS, object_key
 from ovnk_core.networks.netconf import CNI_TYPE, parse_netconf
-from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, NetInfo
 from ovnk_core.networks.registry import ConflictingNetworkError, NetworkRegistry
 from ovnk_core.plugins import PluginHost
 
@@ -62,7 +73,8 @@ def nad_network_name(nad: JSON) -> list[str]:
     if not isinstance(config, dict) or config.get("type") != CNI_TYPE:
         return []
     name = config.get("name")
-    return [name] if isinstance(name, str) and name else []
+    # "default" is the default network's name, never a NAD's (unnamed_nad_problem says so)
+    return [name] if isinstance(name, str) and name and name != DEFAULT_NETWORK_NAME else []
 
 
 def annotated_id(nad: JSON) -> int | None:
@@ -92,10 +104,12 @@ class NadController:
         self.registry = registry
         self.ids = ids
         self.tunnel_keys = tunnel_keys
-        self.nads = informers.get(NADS, indexers={"network": nad_network_name})
+        self.nads = informers.get(NADS, indexers={"network": nad_network_name,
+                                                  "namespace": index_by_namespace})
         self.controller = Controller("cluster-manager-nad-controller", self.reconcile,
                                      initial_sync=self.sync)
-        self.controller.watch(self.nads, key_func=nad_network_name)
+        self.controller.watch(self.nads, key_func=self._keys_of_nad)
+        self.unnamed = UnnamedNadReporter(self.nads, recorder, nad_network_name)
         self._reported: dict[str, str] = {}
         self.listeners: list[Callable[[str], None]] = []  # called with a network that changed
 
@@ -161,6 +175,13 @@ class NadController:
                 self.registry.remove_nad(object_key(nad))
                 continue
             netinfo = self._parse(nad)
+            if netinfo is not None and netinfo.is_primary:
+                conflict = primary_conflict(
+                    nad, network, self.nads.peek_by_index("namespace", nad["metadata"][
+                        "namespace"]), self._established)
+                if conflict:
+                    self._report(nad, PRIMARY_CONFLICT_REASON, conflict)
+                    netinfo = None
             if netinfo is None:
                 self.registry.remove_nad(object_key(nad))
                 continue
@@ -239,8 +260,25 @@ class NadController:
         log.info("NAD %s: network %s has ID %s", object_key(nad), wanted[NETWORK_NAME_ANNOTATION],
                  wanted[NETWORK_ID_ANNOTATION])
 
+    def _keys_of_nad(self, nad: JSON) -> list[str]:
+        """A NAD's network, and for a primary NAD the networks of its namespace's other
+        primary NADs (one of them may have waited for this one to go)."""
+        keys = nad_network_name(nad)
+        if keys and primary_network_of(nad) is not None:
+            keys += primary_networks_in_namespace(self.nads.peek_by_index(
+                "namespace", nad["metadata"]["namespace"]))
+        return keys
+
+    def _established(self, nad: JSON) -> bool:
+        """Whether a NAD holds its place: accepted, or annotated with the network ID it was
+        given (before a restart; IDs are written on accepted NADs only)."""
+        return self.registry.network_of_nad(object_key(nad)) is not None or \
+            annotated_id(nad) is not None
+
     def start(self) -> None:
         self.controller.start()
+        self.unnamed.start()
 
     def stop(self) -> None:
+        self.unnamed.stop()
         self.controller.stop()

@@ -3,7 +3,9 @@
 For each pod the controller works out its networks — the default network
 (role ``primary``, or ``infrastructure-locked`` when the namespace has a
 primary user-defined network), the namespace's primary UDN, and secondary
-networks named in ``k8s.v1.cni.cncf.io/networks`` — allocates one address
+networks named in ``k8s.v1.cni.cncf.io/networks`` (``network_selections``:
+a selection ovnk cannot honour is a Warning event ``ErrorAllocatingPod``) —
+allocates one address
 per subnet family from the node's slice (Layer3, default network) or the
 network's shared subnet (Layer2), and writes the annotation once.  Existing
 entries are never rewritten with other IPs; addresses go back to the pool
@@ -19,7 +21,6 @@ delay that never gives up, until the UDN appears.
 from __future__ import annotations
 
 import ipaddress
-import json
 import logging
 from typing import Any
 
@@ -35,16 +36,16 @@ from ovnk_core.kube.errors import Conflict, NotFound
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.informer import index_by_namespace
-from ovnk_core.kube.resources import NAMESPACES, NODES, PODS, object_key, split_key
+from ovnk_core.kube.resources import NADS, NAMESPACES, NODES, PODS, object_key, split_key
 from ovnk_core.networks.addressing import gateway_ip, management_ip
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, NetInfo
 from ovnk_core.networks.registry import NetworkRegistry
-from ovnk_core.pods import annotation
+from ovnk_core.pods import annotation, network_selections
 from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL, invalid_primary_network_message
 
 log = logging.getLogger(__name__)
 
-NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+NETWORKS_ANNOTATION = network_selections.NETWORKS_ANNOTATION
 MAX_POD_TUNNEL_ID = 32768
 Interface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
 
@@ -72,28 +73,11 @@ def excluded_subnets(netinfo: NetInfo | None, subnet: IPNetwork) -> list[IPNetwo
 
 
 def requested_networks(pod: JSON) -> list[str]:
-    """NAD keys named in ``k8s.v1.cni.cncf.io/networks`` (comma list or JSON selections)."""
-    raw = (pod["metadata"].get("annotations") or {}).get(NETWORKS_ANNOTATION, "").strip()
-    if not raw:
-        return []
-    namespace = pod["metadata"]["namespace"]
-    if raw.startswith("["):
-        try:
-            selections = json.loads(raw)
-        except ValueError as exc:
-            raise PermanentError(f"{NETWORKS_ANNOTATION} is not valid JSON: {exc}") from None
-        keys = []
-        for item in selections:
-            if not isinstance(item, dict) or not item.get("name"):
-                raise PermanentError(f"{NETWORKS_ANNOTATION}: every entry needs a name")
-            keys.append(f"{item.get('namespace') or namespace}/{item['name']}")
-        return keys
-    keys = []
-    for item in raw.split(","):
-        name = item.strip().split("@")[0]
-        if name:
-            keys.append(name if "/" in name else f"{namespace}/{name}")
-    return keys
+    """NAD keys named in ``k8s.v1.cni.cncf.io/networks`` (comma list or JSON selections).
+
+    :raises NetworkSelectionError: the annotation cannot be honoured (``network_selections``).
+    """
+    return [selection.nad_key for selection in network_selections.pod_selections(pod)]
 
 
 class PodAllocator:
@@ -106,6 +90,7 @@ class PodAllocator:
         self.pods = informers.get(PODS, indexers={"namespace": index_by_namespace})
         self.namespaces = informers.get(NAMESPACES)
         self.nodes = informers.get(NODES)
+        self.nads = informers.get(NADS)  # the NADs pods select
         self.ips: dict[str, IpAllocator] = {}
         self.tunnel_ids: dict[str, IdAllocator] = {}
         self.held: dict[str, list[tuple[str, str]]] = {}  # pod key → (allocator, owner)
@@ -226,7 +211,7 @@ class PodAllocator:
         plan = [("default", "infrastructure-locked" if primary else "primary")]
         if primary:
             plan.append((primary, "primary"))
-        plan += [(nad_key, "secondary") for nad_key in requested_networks(pod)]
+        plan += [(nad_key, "secondary") for nad_key in self._secondary_nads(pod, primary)]
         for nad_key, role in plan:
             if nad_key in existing:
                 continue
@@ -289,6 +274,18 @@ class PodAllocator:
                 f"TunnelIDs-{network}", MAX_POD_TUNNEL_ID))
             tunnel_id = ids.allocate(owner)
         return annotation.build_pod_network(self.config, netinfo, role, interfaces, tunnel_id)
+
+    def _secondary_nads(self, pod: JSON, primary: str | None) -> list[str]:
+        """The OVN-Kubernetes NADs the pod selects; what cannot be honoured is a Warning
+        event ``ErrorAllocatingPod`` on the pod (a missing NAD is waited for)."""
+        try:
+            return network_selections.secondary_nads(pod, primary, self.nads.peek)
+        except network_selections.NetworkSelectionError as exc:
+            self.recorder.event(pod, WARNING, exc.reason, str(exc))
+            raise
+        except network_selections.MissingNad as exc:
+            self.recorder.event(pod, WARNING, network_selections.REASON, str(exc))
+            raise NotReady(f"pod {object_key(pod)}: {exc}", backoff=True) from None
 
     def start(self) -> None:
         self.controller.start()

@@ -33,7 +33,7 @@ from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.informer import index_by_namespace
 from ovnk_core.kube.resources import CUDNS, NADS, NAMESPACES, PODS, UDNS, object_key, split_key
-from ovnk_core.kube.selectors import selector_matches
+from ovnk_core.kube.selectors import selector_matches, selector_problem
 from ovnk_core.networks.netconf import parse_netconf
 from ovnk_core.plugins import PluginHost
 from ovnk_core.udn import nad as nadlib
@@ -324,7 +324,11 @@ class UdnControllers:
 
     # -- CUDN ------------------------------------------------------------------------------
     def selected_namespaces(self, cudn: JSON) -> list[str]:
+        """:raises ValueError: the selector is malformed (upstream's message)."""
         selector = (cudn.get("spec") or {}).get("namespaceSelector") or {}
+        problem = selector_problem(selector)
+        if problem:
+            raise ValueError(f"failed to create label-selector: {problem}")
         names = []
         for namespace in self.namespaces.items():
             meta = namespace["metadata"]
@@ -348,7 +352,8 @@ class UdnControllers:
             return
         try:
             selected = self.selected_namespaces(cudn)
-        except ValueError as exc:
+        except ValueError as exc:  # its NADs stay as they are until the selector is fixed
+            self.recorder.event(cudn, WARNING, "NetworkAttachmentDefinitionSyncError", str(exc))
             self._condition(CUDNS, cudn, Condition(
                 NETWORK_CREATED, "False", "NetworkAttachmentDefinitionSyncError", str(exc)))
             return
