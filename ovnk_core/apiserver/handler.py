@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from ovnk_core.apiserver import protobuf
+from ovnk_core.apiserver import nesting, protobuf
 from ovnk_core.apiserver.authn import UserInfo
 from ovnk_core.apiserver.errors import JSON, ApiStatusError, bad_request, internal
 
@@ -68,12 +68,16 @@ class Request:
                 415, "UnsupportedMediaType",
                 "the body of the request was in an unknown format - accepted media types "
                 f"include: application/json, application/yaml (got {self.content_type})")
+        if "yaml" not in self.content_type:
+            return nesting.loads(self.body, "request body")
         try:
-            if "yaml" in self.content_type:
-                return yaml.safe_load(self.body.decode())
-            return json.loads(self.body)
+            value = yaml.safe_load(self.body.decode())
+        except RecursionError:
+            raise bad_request(f"error decoding request body: {nesting.TOO_DEEP}") from None
         except (ValueError, yaml.YAMLError) as exc:
             raise bad_request(f"error decoding request body: {exc}") from exc
+        nesting.check_decoded(value, "request body")
+        return value
 
     def reply(self, code: int, body: JSON | str, content_type: str = "application/json") -> None:
         data = body.encode() if isinstance(body, str) else json.dumps(

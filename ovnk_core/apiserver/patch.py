@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from ovnk_core.apiserver import nesting
 from ovnk_core.apiserver.errors import JSON, ApiStatusError, bad_request, unsupported_media_type
 from ovnk_core.apiserver.strategic import strategic_merge
 from ovnk_core.apiserver.text import check_unicode
@@ -147,13 +148,16 @@ def json_patch(doc: Any, operations: Any) -> Any:
 def decode_patch(body: bytes, content_type: str) -> Any:
     """Parse a patch body (JSON, or YAML for apply); 400 when it does not parse or holds
     an unpaired surrogate (``text.check_unicode``)."""
-    try:
-        if content_type == APPLY:
+    if content_type != APPLY:
+        patch = nesting.loads(body or b"null", "patch")
+    else:
+        try:
             patch = yaml.safe_load(body.decode() or "{}")
-        else:
-            patch = json.loads(body or b"null")
-    except (ValueError, yaml.YAMLError) as exc:
-        raise bad_request(f"error decoding patch: {exc}") from exc
+        except RecursionError:
+            raise bad_request(f"error decoding patch: {nesting.TOO_DEEP}") from None
+        except (ValueError, yaml.YAMLError) as exc:
+            raise bad_request(f"error decoding patch: {exc}") from exc
+        nesting.check_decoded(patch, "patch")
     check_unicode(patch, "patch")
     return patch
 

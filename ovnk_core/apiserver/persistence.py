@@ -17,6 +17,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from ovnk_core import jsondepth
 from ovnk_core.apiserver.errors import JSON
 from ovnk_core.apiserver.store import Event, Store
 
@@ -24,10 +25,17 @@ log = logging.getLogger(__name__)
 
 
 def read_snapshot(path: Path) -> JSON | None:
-    """The snapshot at ``path``, or ``None`` when there is none yet."""
+    """The snapshot at ``path``, or ``None`` when there is none yet.
+
+    :raises ValueError: the file is not a snapshot this server can read (not JSON, or
+        nested deeper than any object it stores could make it), naming the file.
+    """
     if not path.exists():
         return None
-    data: JSON = json.loads(path.read_text())
+    try:
+        data: JSON = jsondepth.loads(path.read_text())
+    except ValueError as exc:
+        raise ValueError(f"cannot read the snapshot {path}: {exc}") from None
     log.info("loaded %d objects at resourceVersion %s from %s",
              sum(len(v) for v in (data.get("objects") or {}).values()),
              data.get("resourceVersion"), path)

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ovnk_core.apiserver import crds, managedfields, strategy
+from ovnk_core.apiserver import crds, managedfields, nesting, strategy
 from ovnk_core.apiserver.admission import AdmissionRegistry
 from ovnk_core.apiserver.authn import UserInfo
 from ovnk_core.apiserver.conversion import from_storage, to_storage
@@ -277,6 +277,7 @@ class Api:
         def build(current: JSON) -> JSON:
             patched = apply_patch(from_storage(rt, current), patch, content_type,
                                   rt.merge_keys, rt.custom)
+            nesting.check_patched(patched)
             _check_name(rt, patched, namespace, name)
             return to_storage(rt, patched)
 

@@ -9,14 +9,14 @@ replies into the exception classes of ``ovnk_core.kube.errors``.
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
+from ovnk_core.kube.decoding import Undecodable, decode_event, decode_list, decode_object
 from ovnk_core.kube.errors import ApiError, NotFound, error_from_response
 from ovnk_core.kube.resources import Resource
 
@@ -73,7 +73,7 @@ class KubeClient:
     def _json(self, method: str, path: str, **kwargs: Any) -> JSON:
         response = self.request(method, path, **kwargs)
         data = response.read()
-        result: JSON = json.loads(data) if data else {}
+        result: JSON = decode_object(data, f"{method} {path}") if data else {}
         return result
 
     def get(self, resource: Resource, name: str, namespace: str | None = None) -> JSON:
@@ -83,9 +83,25 @@ class KubeClient:
              label_selector: str | None = None, field_selector: str | None = None,
              resource_version: str | None = None, limit: int | None = None,
              continue_token: str | None = None) -> JSON:
-        return self._json("GET", resource.path(namespace), query={
+        """The list; items that cannot be decoded are left out (and logged)."""
+        result, skipped = self.list_objects(resource, namespace, label_selector,
+                                            field_selector, resource_version, limit,
+                                            continue_token)
+        for item in skipped:
+            log.warning("%s %s left out of the list: %s", resource.kind,
+                        item.key or "(name unreadable)", item.reason)
+        return result
+
+    def list_objects(self, resource: Resource, namespace: str | None = None,
+                     label_selector: str | None = None, field_selector: str | None = None,
+                     resource_version: str | None = None, limit: int | None = None,
+                     continue_token: str | None = None) -> tuple[JSON, Sequence[Undecodable]]:
+        """The list, and apart from it the items that cannot be decoded (``decoding``)."""
+        path = resource.path(namespace)
+        response = self.request("GET", path, query={
             "labelSelector": label_selector, "fieldSelector": field_selector,
             "resourceVersion": resource_version, "limit": limit, "continue": continue_token})
+        return decode_list(response.read() or b"{}", f"GET {path}")
 
     def create(self, resource: Resource, obj: JSON, namespace: str | None = None) -> JSON:
         namespace = namespace or obj.get("metadata", {}).get("namespace")
@@ -164,13 +180,14 @@ class KubeClient:
 
 
 class WatchStream:
-    """The events of one watch request (``{"type": ..., "object": {...}}``)."""
+    """The events of one watch request (``{"type": ..., "object": {...}}``); an event whose
+    object cannot be decoded comes as an ``Undecodable`` (``decoding``)."""
 
     def __init__(self, raw: Any) -> None:
         self._raw = raw
         self._closed = False
 
-    def __iter__(self) -> Iterator[JSON]:
+    def __iter__(self) -> Iterator[JSON | Undecodable]:
         buffer = b""
         try:
             for chunk in self._raw.stream(amt=None, decode_content=False):
@@ -178,9 +195,9 @@ class WatchStream:
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
                     if line.strip():
-                        yield json.loads(line)
+                        yield decode_event(line)
             if buffer.strip() and not self._closed:
-                yield json.loads(buffer)
+                yield decode_event(buffer)
         except Exception:
             if not self._closed:
                 raise

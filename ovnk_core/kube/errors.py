@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from ovnk_core import jsondepth
 from ovnk_core.errors import OvnkError
 
 
@@ -57,8 +57,8 @@ def error_from_status(status: dict[str, Any], default_code: int = 500) -> ApiErr
 
 def error_from_response(method: str, path: str, code: int, data: bytes | None) -> ApiError:
     try:
-        status = json.loads(data or b"{}")
-    except ValueError:
+        status = jsondepth.loads(data or b"{}")
+    except ValueError:  # not JSON, or nested too deeply to read
         status = {}
     if not isinstance(status, dict) or status.get("kind") != "Status":
         text = (data or b"").decode(errors="replace")[:200]

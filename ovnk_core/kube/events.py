@@ -12,15 +12,18 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.conditions import now_rfc3339
+from ovnk_core.kube.decoding import Undecodable
 from ovnk_core.kube.errors import ApiError, NotFound
-from ovnk_core.kube.resources import EVENTS
+from ovnk_core.kube.resources import EVENTS, Resource
 
 log = logging.getLogger(__name__)
 
 NORMAL, WARNING = "Normal", "Warning"
+UNDECODABLE_REASON = "UndecodableObject"
 
 
 def object_reference(obj: JSON) -> JSON:
@@ -81,3 +84,18 @@ class EventRecorder:
             self._seen.move_to_end(key)
             while len(self._seen) > self.cache_size:
                 self._seen.popitem(last=False)
+
+
+def undecodable_reporter(recorder: EventRecorder) -> Callable[[Resource, Undecodable], None]:
+    """An informer's ``on_undecodable``: a Warning event on the object that cannot be
+    decoded, or a log line when not even its name can be read."""
+    def report(resource: Resource, item: Undecodable) -> None:
+        what = f"{resource.kind} {item.key or '(name unreadable)'}"
+        message = f"{what} cannot be decoded ({item.reason}); it is skipped until it changes"
+        log.warning("%s", message)
+        if not item.name:
+            return
+        obj = {"apiVersion": resource.api_version, "kind": resource.kind,
+               "metadata": dict(item.obj.get("metadata") or {})}
+        recorder.event(obj, WARNING, UNDECODABLE_REASON, message)
+    return report

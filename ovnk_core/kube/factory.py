@@ -9,14 +9,27 @@ together; indexes requested by different controllers are all added to it.
 from __future__ import annotations
 
 from ovnk_core.kube.client import KubeClient
-from ovnk_core.kube.informer import IndexFunc, Informer
+from ovnk_core.kube.informer import (
+    IndexFunc,
+    Informer,
+    UndecodableReporter,
+    wait_for_informers,
+)
 from ovnk_core.kube.resources import Resource
 
 
 class InformerFactory:
-    def __init__(self, client: KubeClient, resync_period: float = 300.0) -> None:
+    """Shared informers of one process.
+
+    :param on_undecodable: how every informer reports an object it cannot decode
+        (``events.undecodable_reporter``: a Warning event on it); default: a log line.
+    """
+
+    def __init__(self, client: KubeClient, resync_period: float = 300.0,
+                 on_undecodable: UndecodableReporter | None = None) -> None:
         self.client = client
         self.resync_period = resync_period
+        self.on_undecodable = on_undecodable
         self._informers: dict[tuple[Resource, str | None, str | None, str | None], Informer] = {}
         self._started = False
 
@@ -28,7 +41,8 @@ class InformerFactory:
         if informer is None:
             informer = Informer(self.client, resource, namespace=namespace,
                                 label_selector=label_selector, field_selector=field_selector,
-                                resync_period=self.resync_period)
+                                resync_period=self.resync_period,
+                                on_undecodable=self.on_undecodable)
             self._informers[key] = informer
             if self._started:
                 informer.start()
@@ -44,6 +58,15 @@ class InformerFactory:
     def stop(self) -> None:
         for informer in self._informers.values():
             informer.stop()
+
+    def wait_for_sync(self, timeout: float) -> None:
+        """Block until every informer has synced.
+
+        :raises InformersNotSynced: some did not within ``timeout`` seconds (the message
+            names them and their last error): a process should exit, so that its
+            supervisor restarts it, rather than run controllers that never start.
+        """
+        wait_for_informers(self._informers.values(), timeout)
 
     @property
     def informers(self) -> list[Informer]:

@@ -13,7 +13,14 @@ controller can have:
 * the resourceVersion is too old (410 Gone, as HTTP status or ERROR event):
   relist, and turn the difference between cache and list into add, update and
   delete notifications, so no change is lost;
-* any other API error (500, 409, ...): back off and retry, never give up.
+* any other API error (500, 409, ...): back off and retry, never give up;
+* an object that cannot be decoded (``kube.decoding``): reported through
+  ``on_undecodable`` (a Warning event on it, or a log line when it cannot even
+  be named) and skipped — the watch moves past its resourceVersion (a version
+  that cannot be read makes the informer list again), the last version that
+  could be decoded stays cached, and its deletion is still applied;
+* an index function that raises on one object: that object is left out of
+  that index (logged), never out of the cache, and never stops the informer.
 
 Every ``resync_period`` all cached objects are re-announced as updates, the
 safety net of level-driven controllers.
@@ -39,6 +46,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ovnk_core.kube.client import JSON, KubeClient, WatchStream
+from ovnk_core.kube.decoding import Undecodable
 from ovnk_core.kube.errors import ApiError, Gone, error_from_status
 from ovnk_core.kube.resources import Resource, object_key
 
@@ -47,6 +55,7 @@ log = logging.getLogger(__name__)
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 IndexFunc = Callable[[JSON], Iterable[str]]
 Handler = Callable[[str, JSON | None, JSON | None], None]  # (event, old, new)
+UndecodableReporter = Callable[[Resource, Undecodable], None]
 
 
 def index_by_namespace(obj: JSON) -> list[str]:
@@ -74,6 +83,11 @@ class InformerStats:
     errors: int = 0
     events: int = 0
     bookmarks: int = 0
+    undecodable: int = 0
+
+
+class _Relist(Exception):
+    """The watch cannot resume from where it is (an event without a readable version)."""
 
 
 class Informer:
@@ -83,7 +97,8 @@ class Informer:
                  label_selector: str | None = None, field_selector: str | None = None,
                  resync_period: float = 300.0, watch_timeout: int = 300,
                  read_timeout: float = 120.0, indexers: dict[str, IndexFunc] | None = None,
-                 min_backoff: float = 0.2, max_backoff: float = 10.0) -> None:
+                 min_backoff: float = 0.2, max_backoff: float = 10.0,
+                 on_undecodable: UndecodableReporter | None = None) -> None:
         self.client = client
         self.resource = resource
         self.namespace = namespace
@@ -95,9 +110,13 @@ class Informer:
         self.min_backoff = min_backoff
         self.max_backoff = max_backoff
         self.stats = InformerStats()
+        self.on_undecodable = on_undecodable
+        self.last_error = ""  # why the last list or watch failed (for "did not sync" reports)
         self._indexers = dict(indexers or {})
         self._items: dict[str, JSON] = {}
         self._indexes: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+        self._indexed: dict[str, dict[str, tuple[str, ...]]] = {}  # key → index → values
+        self._undecodable: dict[str, str] = {}  # key → resourceVersion already reported
         self._lock = threading.RLock()
         self._handlers: list[Handler] = []
         self._synced = threading.Event()
@@ -120,7 +139,9 @@ class Informer:
         with self._lock:
             self._indexers[name] = func
             for key, obj in self._items.items():
-                for value in func(obj):
+                values = self._index_values(name, func, key, obj)
+                self._indexed.setdefault(key, {})[name] = values
+                for value in values:
                     self._indexes[name][value].add(key)
 
     def start(self) -> Informer:
@@ -209,22 +230,34 @@ class Informer:
                 log.info("informer %s: resourceVersion %s expired, relisting",
                          self.resource, self._resource_version)
                 need_list = True
+            except _Relist as exc:
+                log.warning("informer %s: %s; relisting", self.resource, exc)
+                need_list = True
             except Exception as exc:  # the loop must survive anything the network does
                 self.stats.errors += 1
+                self.last_error = f"{type(exc).__name__}: {exc}"
                 log.warning("informer %s: %s; retrying in %.1fs", self.resource, exc, backoff)
                 self._stop.wait(backoff * (1 + random.random() * 0.2))
                 backoff = min(backoff * 2, self.max_backoff)
             self._maybe_resync()
 
     def _list_and_replace(self) -> None:
-        result = self.client.list(self.resource, self.namespace, self.label_selector,
-                                  self.field_selector)
+        result, skipped = self.client.list_objects(self.resource, self.namespace,
+                                                   self.label_selector, self.field_selector)
         self.stats.lists += 1
         self.last_activity = time.monotonic()
         fresh = {object_key(obj): obj for obj in result.get("items") or []}
         self._resource_version = result.get("metadata", {}).get("resourceVersion", "")
         notifications: list[tuple[str, JSON | None, JSON | None]] = []
+        for item in skipped:
+            self._skip(item)
+        still = {item.key for item in skipped}
+        for key in [k for k in self._undecodable if k not in still]:
+            del self._undecodable[key]
         with self._lock:
+            for item in skipped:  # what could be decoded of it before stays
+                if item.key and item.key in self._items:
+                    fresh[item.key] = self._items[item.key]
             for key, gone in list(self._items.items()):
                 if key not in fresh:
                     self._remove(key)
@@ -253,6 +286,9 @@ class Informer:
             if self._stop.is_set():
                 return
             self.last_activity = time.monotonic()
+            if isinstance(event, Undecodable):
+                self._skip_event(event)
+                continue
             kind = event.get("type")
             obj = event.get("object") or {}
             if kind == "ERROR":
@@ -266,9 +302,46 @@ class Informer:
             self._apply_event(str(kind), obj)
             self._maybe_resync()
 
+    def _skip_event(self, event: Undecodable) -> None:
+        """Move past an event whose object cannot be decoded (a deletion still deletes)."""
+        self._skip(event)
+        if not event.resource_version:
+            raise _Relist(f"a {event.event_type or 'watch'} event cannot be decoded and its "
+                          "resourceVersion cannot be read")
+        if event.event_type == DELETED and event.key:
+            self.stats.events += 1
+            with self._lock:
+                old = self._items.get(event.key)
+                self._remove(event.key)
+                self._resource_version = event.resource_version
+            self._undecodable.pop(event.key, None)
+            if old is not None:
+                self._dispatch(DELETED, old, None)
+        else:
+            self._resource_version = event.resource_version
+        self.handled_version = self._resource_version
+
+    def _skip(self, item: Undecodable) -> None:
+        """Report an object that cannot be decoded (once per version of it)."""
+        self.stats.undecodable += 1
+        if item.key and self._undecodable.get(item.key) == item.resource_version:
+            return
+        if item.key:
+            self._undecodable[item.key] = item.resource_version
+        if self.on_undecodable is None:
+            log.warning("informer %s: %s %s skipped: it cannot be decoded (%s)", self.resource,
+                        self.resource.kind, item.key or "(name unreadable)", item.reason)
+            return
+        try:
+            self.on_undecodable(self.resource, item)
+        except Exception:
+            log.exception("informer %s: reporting undecodable %s failed", self.resource,
+                          item.key)
+
     def _apply_event(self, kind: str, obj: JSON) -> None:
         self.stats.events += 1
         key = object_key(obj)
+        self._undecodable.pop(key, None)
         with self._lock:
             old = self._items.get(key)
             if kind == DELETED:
@@ -303,16 +376,30 @@ class Informer:
     def _put(self, key: str, obj: JSON) -> None:
         self._remove(key)
         self._items[key] = obj
+        indexed = self._indexed[key] = {}
         for name, func in self._indexers.items():
-            for value in func(obj):
+            values = indexed[name] = self._index_values(name, func, key, obj)
+            for value in values:
                 self._indexes[name][value].add(key)
+
+    def _index_values(self, name: str, func: IndexFunc, key: str, obj: JSON
+                      ) -> tuple[str, ...]:
+        """``func(obj)``; an index function that fails leaves the object out of that index
+        (one object's oddity must not stop the informer)."""
+        try:
+            return tuple(func(obj))
+        except Exception as exc:
+            log.error("informer %s: index %r failed on %s, left out of it: %s: %s",
+                      self.resource, name, key, type(exc).__name__, exc)
+            return ()
 
     def _remove(self, key: str) -> None:
         old = self._items.pop(key, None)
+        indexed = self._indexed.pop(key, {})
         if old is None:
             return
-        for name, func in self._indexers.items():
-            for value in func(old):
+        for name, values in indexed.items():
+            for value in values:
                 members = self._indexes[name].get(value)
                 if members is not None:
                     members.discard(key)
@@ -324,10 +411,25 @@ def _rv(obj: JSON) -> str:
     return str(obj.get("metadata", {}).get("resourceVersion", ""))
 
 
+class InformersNotSynced(ApiError):
+    """Informers did not sync in time; the message says which and why."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(504, "Timeout", message)
+
+
 def wait_for_informers(informers: Iterable[Informer], timeout: float) -> None:
-    """Block until every informer has synced (the "has synced" barrier)."""
+    """Block until every informer has synced (the "has synced" barrier).
+
+    :raises InformersNotSynced: naming every informer still not synced, with its last error.
+    """
     deadline = time.monotonic() + timeout
+    pending = []
     for informer in informers:
         if not informer.wait_for_sync(max(0.0, deadline - time.monotonic())):
-            raise ApiError(504, "Timeout", f"informer {informer.resource} did not sync "
-                                           f"within {timeout}s")
+            pending.append(informer)
+    if pending:
+        raise InformersNotSynced(
+            f"informers did not sync within {timeout:g}s: " + "; ".join(
+                f"{informer.resource} ({informer.last_error or 'no list completed'})"
+                for informer in pending))
