@@ -6,8 +6,11 @@ network; here the network is whatever ovnk wrote into the pod's
 network of eth0; pods of a primary UDN still report their default-network
 IPs, as upstream does — so a pod becomes Running
 with ``status.podIPs`` exactly when ovnk has allocated its addresses — as
-upstream's CNI would.  Host-network pods get their node's address at once.
-Pods marked for deletion are removed (there are no containers to stop).
+upstream's CNI would.  An annotation that cannot wire the pod (not JSON,
+addresses that are not CIDRs) is a Warning ``FailedCreatePodSandBox`` on the
+pod, as a kubelet reports its CNI plugin's failure, not a retry loop.
+Host-network pods get their node's address at once.  Pods marked for
+deletion are removed (there are no containers to stop).
 
 When the local cluster runs a real dataplane, each node's agent serves CNI on
 ``CNI_DIR/<node>.sock``; the kubelet then calls ADD before it reports a pod
@@ -24,7 +27,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ovnk_core.errors import NotReady, TemporaryError
+from ovnk_core.errors import NotReady, PermanentError, TemporaryError
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.conditions import now_rfc3339
 from ovnk_core.kube.controller import Controller
@@ -46,32 +49,44 @@ def node_address(node: JSON) -> str | None:
     return None
 
 
+class UnusablePodNetworks(ValueError):
+    """The pod's ``k8s.ovn.org/pod-networks`` cannot wire eth0 (a CNI plugin would fail)."""
+
+
 def pod_ips_from_annotation(pod: JSON) -> list[str] | None:
     """IPs the pod's interface (eth0) carries, from ``k8s.ovn.org/pod-networks``.
 
-    ``None`` when the annotation is missing or unreadable (the pod is not wired yet).
+    ``None`` when the annotation or its ``default`` entry is missing (not wired yet).
+
+    :raises UnusablePodNetworks: it is there but cannot be used (not JSON, not an object,
+        addresses that are not a list of CIDRs); waiting would not help.
     """
     raw = (pod.get("metadata", {}).get("annotations") or {}).get(POD_NETWORKS_ANNOTATION)
     if not raw:
         return None
+    prefix = f"{POD_NETWORKS_ANNOTATION} of pod {pod['metadata'].get('namespace')}/" \
+             f"{pod['metadata'].get('name')} is unusable: "
     try:
         networks = json.loads(raw)
-    except ValueError:
-        log.warning("kubelet: pod %s/%s has an unreadable %s annotation",
-                    pod["metadata"].get("namespace"), pod["metadata"]["name"],
-                    POD_NETWORKS_ANNOTATION)
-        return None
+    except ValueError as exc:
+        raise UnusablePodNetworks(f"{prefix}not valid JSON ({exc})") from None
     if not isinstance(networks, dict):
+        raise UnusablePodNetworks(f"{prefix}not a JSON object")
+    if "default" not in networks:
         return None
-    entry = networks.get("default")
+    entry = networks["default"]
     if not isinstance(entry, dict):
-        return None
-    addresses = entry.get("ip_addresses") or ([entry["ip_address"]]
-                                              if entry.get("ip_address") else [])
+        raise UnusablePodNetworks(f'{prefix}entry "default" is not an object')
+    addresses = entry.get("ip_addresses")
+    if addresses is None:
+        addresses = [entry["ip_address"]] if entry.get("ip_address") is not None else []
+    if not isinstance(addresses, list) or not all(isinstance(a, str) for a in addresses):
+        raise UnusablePodNetworks(f'{prefix}entry "default": ip_addresses must be a list of '
+                                  f"CIDR strings, got {json.dumps(addresses)}")
     try:
         return [str(ipaddress.ip_interface(address).ip) for address in addresses]
-    except ValueError:
-        return None
+    except ValueError as exc:
+        raise UnusablePodNetworks(f'{prefix}entry "default": {exc}') from None
 
 
 def build_running_status(pod: JSON, ips: list[str], host_ip: str | None, now: str) -> JSON:
@@ -114,11 +129,11 @@ class Kubelet:
     def __init__(self, client: KubeClient, nodes: tuple[str, ...] = (),
                  resync_period: float = 30.0, cni_dir: Path | None = None) -> None:
         self.client = client
-        self.recorder: EventRecorder | None = EventRecorder(client, "kubelet", "ovnk-local") \
-            if cni_dir is not None else None
+        self.recorder = EventRecorder(client, "kubelet", "ovnk-local")
         self.node_names = nodes
         self.cni_dir = cni_dir
         self._cni_waits: dict[str, str] = {}
+        self._unusable: dict[str, str] = {}  # pod uid → the reason last reported
         self.pods = Informer(client, PODS, resync_period=resync_period)
         self.nodes = Informer(client, NODES, resync_period=resync_period)
         self.controller = Controller("kubelet", self.reconcile, workers=2)
@@ -150,7 +165,7 @@ class Kubelet:
         if (pod.get("spec") or {}).get("hostNetwork"):
             ips: list[str] | None = [host_ip] if host_ip else []
         else:
-            ips = pod_ips_from_annotation(pod)
+            ips = self._pod_ips(pod)
         if ips is None:
             return  # not wired yet; the annotation update wakes us
         status = build_running_status(pod, ips, host_ip, now_rfc3339())
@@ -165,6 +180,24 @@ class Kubelet:
         except (Conflict, NotFound):
             return
         log.info("kubelet: pod %s running on %s with IPs %s", key, node_name, ",".join(ips))
+
+    def _pod_ips(self, pod: JSON) -> list[str] | None:
+        """``pod_ips_from_annotation``; an unusable annotation is what a kubelet reports
+        when its CNI plugin fails (a Warning ``FailedCreatePodSandBox``, once per reason),
+        and the pod waits for the annotation to change instead of being retried."""
+        uid = str(pod["metadata"].get("uid"))
+        try:
+            ips = pod_ips_from_annotation(pod)
+        except UnusablePodNetworks as exc:
+            if self._unusable.get(uid) != str(exc):
+                self._unusable[uid] = str(exc)
+                log.warning("kubelet: %s", exc)
+                self.recorder.event(pod, WARNING, "FailedCreatePodSandBox",
+                                    f"Failed to create pod sandbox: failed to set up the pod "
+                                    f"network: {exc}")
+            raise PermanentError(str(exc), reason="FailedCreatePodSandBox") from None
+        self._unusable.pop(uid, None)
+        return ips
 
     def _cni(self, node: str, command: str, pod: JSON) -> None:
         """CNI ``command`` for ``pod`` through its node's agent, when the node has one."""
@@ -191,7 +224,7 @@ class Kubelet:
         if status != 200:
             message = f"CNI {command} {request.key} on {node} failed ({status}): " \
                       f"{body.get('error')}"
-            if command == "add" and self.recorder is not None:
+            if command == "add":
                 # what a kubelet reports when its CNI plugin fails
                 self.recorder.event(pod, WARNING, "FailedCreatePodSandBox",
                                     f"Failed to create pod sandbox: failed to set up the pod "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from ovnk_core.kube.conditions import Condition, merge_condition
 from ovnk_core.local.cluster import build_node, node_names
 from ovnk_core.local.endpointslices import (
@@ -13,7 +15,11 @@ from ovnk_core.local.endpointslices import (
     SERVICE_NAME_LABEL,
     build_slices,
 )
-from ovnk_core.local.kubelet import build_running_status, pod_ips_from_annotation
+from ovnk_core.local.kubelet import (
+    UnusablePodNetworks,
+    build_running_status,
+    pod_ips_from_annotation,
+)
 from ovnk_core.local.scheduler import choose_node
 
 
@@ -93,7 +99,7 @@ def test_scheduler_picks_least_loaded_ready_matching_node() -> None:
     nodes = [build_node(name, i) for i, name in enumerate(node_names(3))]
     nodes[2]["status"]["conditions"][0]["status"] = "False"  # type: ignore[index]
     nodes[1]["metadata"]["labels"]["zone"] = "b"  # type: ignore[index]
-    plain = {"spec": {}}
+    plain: dict[str, object] = {"spec": {}}
     assert choose_node(plain, nodes, {"ovn-worker": 3, "ovn-worker2": 1}) == "ovn-worker2"
     assert choose_node(plain, nodes, {"ovn-worker": 0, "ovn-worker2": 1}) == "ovn-worker"
     assert choose_node({"spec": {"nodeSelector": {"zone": "b"}}}, nodes, {}) == "ovn-worker2"
@@ -109,9 +115,32 @@ def test_kubelet_reads_default_network_ips_from_annotation() -> None:
         "k8s.ovn.org/pod-networks": json.dumps(annotation)}}}
     assert pod_ips_from_annotation(obj) == ["10.244.1.3", "fd00:10:244:2::3"]
     assert pod_ips_from_annotation({"metadata": {"name": "p"}}) is None
-    broken = {"metadata": {"name": "p", "namespace": "x",
-                           "annotations": {"k8s.ovn.org/pod-networks": "{not json"}}}
-    assert pod_ips_from_annotation(broken) is None
+    not_wired = {"metadata": {"name": "p", "namespace": "x", "annotations": {
+        "k8s.ovn.org/pod-networks": json.dumps({"x/side": annotation["blue/blue"]})}}}
+    assert pod_ips_from_annotation(not_wired) is None  # no default entry yet: wait
+
+
+@pytest.mark.parametrize(("raw", "problem"), [
+    ("{not json", "not valid JSON (Expecting property name enclosed in double quotes: line 1 "
+                  "column 2 (char 1))"),
+    ("[1]", "not a JSON object"),
+    ('{"default": 5}', 'entry "default" is not an object'),
+    ('{"default": {"ip_addresses": 5}}',
+     'entry "default": ip_addresses must be a list of CIDR strings, got 5'),
+    ('{"default": {"ip_addresses": [5]}}',
+     'entry "default": ip_addresses must be a list of CIDR strings, got [5]'),
+    ('{"default": {"ip_address": 5}}',
+     'entry "default": ip_addresses must be a list of CIDR strings, got [5]'),
+    ('{"default": {"ip_addresses": ["10.244.1.300/24"]}}',
+     "entry \"default\": '10.244.1.300/24' does not appear to be an IPv4 or IPv6 interface"),
+], ids=["not-json", "not-object", "entry-not-object", "number", "list-of-numbers",
+        "legacy-number", "bad-cidr"])
+def test_kubelet_refuses_unusable_annotations(raw: str, problem: str) -> None:
+    obj = {"metadata": {"name": "p", "namespace": "x",
+                        "annotations": {"k8s.ovn.org/pod-networks": raw}}}
+    with pytest.raises(UnusablePodNetworks) as info:
+        pod_ips_from_annotation(obj)
+    assert str(info.value) == f"k8s.ovn.org/pod-networks of pod x/p is unusable: {problem}"
 
 
 def test_running_status_keeps_transition_times() -> None:
