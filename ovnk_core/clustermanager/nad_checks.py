@@ -17,7 +17,6 @@ The NAD controller works per network; two rules need more:
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -28,7 +27,8 @@ from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.informer import Informer
 from ovnk_core.kube.resources import object_key
-from ovnk_core.networks.netconf import CNI_TYPE, parse_common
+from ovnk_core.networks import nad_config
+from ovnk_core.networks.netconf import parse_common
 from ovnk_core.networks.netinfo import ROLE_PRIMARY
 
 log = logging.getLogger(__name__)
@@ -37,12 +37,9 @@ PRIMARY_CONFLICT_REASON = "PrimaryNetworkConflict"
 
 
 def ovn_netconf(nad: JSON) -> dict[str, Any] | None:
-    """A NAD's config when it is an OVN-Kubernetes netconf (a JSON object of our type)."""
-    try:
-        config = json.loads((nad.get("spec") or {}).get("config") or "")
-    except (TypeError, ValueError):
-        return None
-    return config if isinstance(config, dict) and config.get("type") == CNI_TYPE else None
+    """A NAD's config when it is an OVN-Kubernetes netconf (a JSON object of our type; one
+    nested too deeply to decode is none: ``nad_config``)."""
+    return nad_config.ovn_config_of(nad)
 
 
 def primary_network_of(nad: JSON) -> str | None:

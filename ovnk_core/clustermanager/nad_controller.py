@@ -24,6 +24,7 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
+from ovnk_core import jsondepth
 from ovnk_core.allocators.tunnel_keys import TunnelKeyAllocator
 from ovnk_core.clustermanager.nad_checks import (
     PRIMARY_CONFLICT_REASON,
@@ -40,7 +41,8 @@ from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.informer import index_by_namespace
 from ovnk_core.kube.resources import NADS, object_key
-from ovnk_core.networks.netconf import CNI_TYPE, parse_netconf
+from ovnk_core.networks import nad_config
+from ovnk_core.networks.netconf import parse_netconf
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, NetInfo
 from ovnk_core.networks.registry import ConflictingNetworkError, NetworkRegistry
 from ovnk_core.plugins import PluginHost
@@ -65,16 +67,11 @@ class NetworkIds(Protocol):
 
 
 def nad_network_name(nad: JSON) -> list[str]:
-    """The network name a NAD's config declares (for OVN-Kubernetes NADs only)."""
-    try:
-        config = json.loads((nad.get("spec") or {}).get("config") or "")
-    except ValueError:
-        return []
-    if not isinstance(config, dict) or config.get("type") != CNI_TYPE:
-        return []
-    name = config.get("name")
+    """The network name a NAD's config declares (for OVN-Kubernetes NADs only; a config that
+    cannot be read, nested too deeply included, names none: ``nad_config``)."""
+    name = nad_config.network_name(nad)
     # "default" is the default network's name, never a NAD's (unnamed_nad_problem says so)
-    return [name] if isinstance(name, str) and name and name != DEFAULT_NETWORK_NAME else []
+    return [name] if name and name != DEFAULT_NETWORK_NAME else []
 
 
 def annotated_id(nad: JSON) -> int | None:
@@ -88,8 +85,8 @@ def annotated_id(nad: JSON) -> int | None:
 def annotated_tunnel_keys(nad: JSON) -> list[int]:
     raw = (nad["metadata"].get("annotations") or {}).get(TUNNEL_KEYS_ANNOTATION) or "[]"
     try:
-        keys = json.loads(raw)
-    except ValueError:
+        keys = jsondepth.loads(raw)
+    except ValueError:  # not JSON, or nested too deeply
         return []
     return [key for key in keys if isinstance(key, int)] if isinstance(keys, list) else []
 

@@ -16,6 +16,7 @@ import json
 import logging
 from typing import Any
 
+from ovnk_core import jsondepth
 from ovnk_core.allocators.ids import IdAllocationError, IdAllocator
 from ovnk_core.allocators.subnets import HostSubnetAllocator, SubnetConflict, SubnetsExhausted
 from ovnk_core.config import Config
@@ -45,8 +46,8 @@ def parse_node_subnets(node: JSON) -> dict[str, list[str]]:
     if not raw:
         return {}
     try:
-        value = json.loads(raw)
-    except ValueError:
+        value = jsondepth.loads(raw)
+    except ValueError:  # not JSON, or nested too deeply
         return {}
     if not isinstance(value, dict):
         return {}

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ovnk_core import jsondepth
 from ovnk_core.config import Config
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.errors import OvnkError
@@ -85,7 +86,7 @@ def parse(raw: str | None) -> dict[str, PodNetwork]:
     if not raw:
         return {}
     try:
-        document = json.loads(raw)
+        document = jsondepth.loads(raw)  # nested too deeply: a ValueError too
     except ValueError as exc:
         raise PodAnnotationError(f"{ANNOTATION} is not valid JSON: {exc}") from None
     if not isinstance(document, dict):

@@ -14,14 +14,14 @@ the zone controller uses the same parse to know which networks a pod may use.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ovnk_core import jsondepth
 from ovnk_core.errors import OvnkError, PermanentError
-from ovnk_core.networks.netconf import CNI_TYPE
+from ovnk_core.networks import nad_config
 
 NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 REASON = "ErrorAllocatingPod"  # upstream's cluster-manager pod allocator event reason
@@ -104,7 +104,7 @@ def parse_selections(raw: str, namespace: str) -> list[NetworkSelection]:
         return []
     if any(ch in raw for ch in '[{"'):
         try:
-            document = json.loads(raw)
+            document = jsondepth.loads(raw)  # nested too deeply: a ValueError too
         except ValueError as exc:
             raise ValueError(f"{UPSTREAM}failed to parse pod Network Attachment Selection "
                              f"Annotation JSON format: {exc}") from None
@@ -151,11 +151,7 @@ class MissingNad(OvnkError):
 
 def is_ovn_nad(nad: dict[str, Any]) -> bool:
     """Whether a NAD is OVN-Kubernetes' (other CNI plugins' NADs are Multus' business)."""
-    try:
-        config = json.loads((nad.get("spec") or {}).get("config") or "")
-    except (TypeError, ValueError):
-        return False
-    return isinstance(config, dict) and config.get("type") == CNI_TYPE
+    return nad_config.ovn_config_of(nad) is not None
 
 
 def secondary_nads(pod: dict[str, Any], primary: str | None,

@@ -23,6 +23,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from ovnk_core import jsondepth
 from ovnk_core.config import Config
 from ovnk_core.errors import NetworkConfigError, NotReady, OvnkError
 from ovnk_core.kube.client import JSON, KubeClient
@@ -34,6 +35,7 @@ from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.informer import index_by_namespace
 from ovnk_core.kube.resources import CUDNS, NADS, NAMESPACES, PODS, UDNS, object_key, split_key
 from ovnk_core.kube.selectors import selector_matches, selector_problem
+from ovnk_core.networks import nad_config
 from ovnk_core.networks.netconf import parse_netconf
 from ovnk_core.plugins import PluginHost
 from ovnk_core.udn import nad as nadlib
@@ -72,7 +74,7 @@ def pods_using(pods: list[JSON], nad_key: str) -> list[str]:
         if not raw:
             continue
         try:
-            networks = json.loads(raw)
+            networks = jsondepth.loads(raw)
             if not isinstance(networks, dict):
                 raise ValueError("not an object")
         except ValueError as exc:
@@ -224,11 +226,8 @@ class UdnControllers:
         for nad in self.nads.by_index("namespace", namespace):
             if nad["metadata"]["name"] == name:
                 continue
-            try:
-                cni = json.loads((nad.get("spec") or {}).get("config") or "{}")
-            except ValueError:
-                continue
-            if cni.get("type") == nadlib.CNI_TYPE and cni.get("role") == "primary":
+            cni = nad_config.ovn_config_of(nad)
+            if cni is not None and cni.get("role") == "primary":
                 return str(nad["metadata"]["name"])
         return None
 

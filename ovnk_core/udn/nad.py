@@ -15,6 +15,7 @@ from typing import Any
 
 from ovnk_core.config import Config
 from ovnk_core.errors import NetworkConfigError
+from ovnk_core.networks import nad_config
 
 JSON = dict[str, Any]
 
@@ -176,7 +177,7 @@ def nad_needs_update(existing: JSON, desired: JSON) -> bool:
         return {k: v for k, v in (annotations or {}).items()
                 if not k.startswith(OVN_ANNOTATION_PREFIX)}
     old_meta, new_meta = existing.get("metadata") or {}, desired["metadata"]
-    old_config = json.loads((existing.get("spec") or {}).get("config") or "{}")
+    old_config = nad_config.config_of(existing)  # None (unreadable): rewrite it
     new_config = json.loads(desired["spec"]["config"])
     return (old_config != new_config or (old_meta.get("labels") or {}) != new_meta["labels"]
             or ours(old_meta.get("annotations")) != ours(new_meta.get("annotations"))

@@ -35,7 +35,6 @@ other pod, still render.
 from __future__ import annotations
 
 import ipaddress
-import json
 import logging
 import threading
 from collections.abc import Iterable
@@ -49,6 +48,7 @@ from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import NADS, NODES, PODS, object_key, split_key
+from ovnk_core.networks import nad_config
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, ROLE_PRIMARY
 from ovnk_core.ovn.declarative import DesiredRow, MissingReference, apply_many
 from ovnk_core.ovn.ownership import Owner
@@ -123,10 +123,8 @@ def primary_nad_namespace(nad: JSON) -> list[str]:
     (the zone still checks the network it names is rendered and primary)."""
     if not nad_network_name(nad):
         return []
-    try:
-        role = json.loads(nad["spec"]["config"]).get("role")
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return []
+    config = nad_config.ovn_config_of(nad)
+    role = config.get("role") if config is not None else None
     return [nad["metadata"]["namespace"]] if role == ROLE_PRIMARY else []
 
 

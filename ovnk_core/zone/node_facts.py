@@ -11,10 +11,10 @@ on the node, and the rest of the node is still rendered.
 from __future__ import annotations
 
 import ipaddress
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ovnk_core import jsondepth
 from ovnk_core.clustermanager.node_allocator import NODE_ID_ANNOTATION, parse_node_subnets
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.kube.client import JSON
@@ -47,7 +47,7 @@ def parse_gateway_config(raw: str) -> GatewayConfig:
     :raises ValueError: with a message naming what is wrong.
     """
     try:
-        document = json.loads(raw)
+        document = jsondepth.loads(raw)  # nested too deeply: a ValueError too
     except ValueError as exc:
         raise ValueError(f"{GATEWAY_CONFIG_ANNOTATION} is not valid JSON: {exc}") from None
     entry: Any = document.get(DEFAULT_GATEWAY_KEY) if isinstance(document, dict) else None
