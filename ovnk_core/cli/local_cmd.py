@@ -57,11 +57,13 @@ def register(subparsers: Any) -> None:
     exec_ = commands.add_parser(
         "exec", help="run a command inside a pod's network namespace (real dataplane)",
         description="Like 'kubectl exec' for the network: runs COMMAND in the pod's network "
-                    "namespace on its node, e.g. ovnk local exec -n blue blue -- ping -c 2 IP.")
+                    "namespace on its node, e.g. ovnk local exec -n blue blue -- ping -c 2 IP. "
+                    "Everything after -- is the command, options included.")
     exec_.add_argument("pod")
     exec_.add_argument("-n", "--namespace", default="default")
     exec_.add_argument("--dir", default=DEFAULT_DIR)
-    exec_.add_argument("exec_command", nargs=argparse.REMAINDER, metavar="-- COMMAND")
+    # the words after "--" are cut off before parsing and appended here (cli.main)
+    exec_.add_argument("exec_command", nargs="*", metavar="-- COMMAND")
     exec_.set_defaults(func=run_exec)
 
     component = commands.add_parser("component", help="(internal) run one component")
@@ -122,10 +124,9 @@ def run_one_component(args: argparse.Namespace) -> int:
 
 def run_exec(args: argparse.Namespace) -> int:
     command = list(args.exec_command)
-    if command and command[0] == "--":
-        command = command[1:]
     if not command:
-        raise LocalClusterError("ovnk local exec: give the command after --")
+        raise LocalClusterError("exec: give the command to run after --, e.g. ovnk local exec "
+                                f"-n {args.namespace} {args.pod} -- ip addr")
     netns = LocalCluster(args.dir).pod_netns(args.namespace, args.pod)
     os.execvp("ip", ["ip", "netns", "exec", netns, *command])
     return 127  # not reached

@@ -5,6 +5,11 @@ which adds its parser and sets ``func`` to a callable taking the parsed
 arguments and returning an exit code.  Errors meant for the operator
 (``OvnkError``) are printed as one clear line and exit 2; nothing else is
 caught, so a real bug still shows its traceback.
+
+``ovnk local exec POD -- COMMAND ARGS`` runs a command of the user's: the
+words after the first ``--`` are cut off before argparse sees them (argparse
+would take the command's options for its own, or the command for options of
+``exec`` given after POD) and handed to the subcommand as ``exec_command``.
 """
 
 from __future__ import annotations
@@ -42,9 +47,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+TAKES_A_COMMAND = (("local", "exec"),)  # subcommands whose words after "--" are a command
+
+
+def split_command(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
+    """``(ovnk's own arguments, the command after the first "--")`` for a subcommand that
+    runs a command; ``(argv, None)`` for any other."""
+    words = list(argv)
+    if "--" in words and any(words[:len(path)] == list(path) for path in TAKES_A_COMMAND):
+        cut = words.index("--")
+        return words[:cut], words[cut + 1:]
+    return words, None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    own, command = split_command(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(own)
+    if command is not None:
+        args.exec_command = [*args.exec_command, *command]
     try:
         setup_logging(getattr(args, "loglevel", "warning") or "warning")
     except ValueError:

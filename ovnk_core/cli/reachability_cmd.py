@@ -14,9 +14,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ovnk_core.config import add_config_arguments, load_config
+from ovnk_core.cli.cluster_access import (
+    add_connect_timeout,
+    kube_client,
+    northbound,
+    tool_config,
+)
+from ovnk_core.config import add_config_arguments
 from ovnk_core.errors import OvnkError
-from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
+from ovnk_core.kube.client import JSON
 from ovnk_core.kube.resources import PODS
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.reachability.endpoints import Endpoint, EndpointError, find_endpoint
@@ -29,8 +35,10 @@ def register(subparsers: Any) -> None:
         "reachability", help="which pods can reach which, according to ovn-trace",
         description="For the selected pods, traces a packet from each pod's primary network "
                     "port to every other pod's primary IP with ovn-trace and prints the "
-                    "matrix (delivered or dropped). Needs the kubeconfig, --nb-address and "
-                    "--sb-address of the cluster.")
+                    "matrix (delivered or dropped). Needs the cluster's kubeconfig "
+                    "(--kubeconfig or KUBECONFIG) and its --nb-address and --sb-address; "
+                    "an ovnk.toml next to the kubeconfig (as ovnk local writes) supplies "
+                    "the addresses.")
     parser.add_argument("-n", "--namespace", action="append", default=[],
                         help="namespace to take pods from (repeatable; default: all)")
     parser.add_argument("-l", "--selector", default=None, help="label selector for the pods")
@@ -42,6 +50,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                         help="wait up to this long for every selected pod to be rendered")
+    add_connect_timeout(parser)
     add_config_arguments(parser)
     parser.set_defaults(func=run)
 
@@ -59,13 +68,13 @@ def collect(nb: NbClient, pods: list[JSON]) -> tuple[list[Endpoint], list[str]]:
 
 def run(args: argparse.Namespace) -> int:
     skip = ("namespace", "selector", "protocol", "port", "output", "format", "wait", "func",
-            "command")
-    config = load_config({k: v for k, v in vars(args).items() if k not in skip})
+            "command", "connect_timeout")
+    config = tool_config({k: v for k, v in vars(args).items() if k not in skip})
     if args.protocol != "icmp" and args.port is not None and not 0 < args.port < 65536:
         raise OvnkError(f"--port {args.port} is not a port number")
     if args.output is not None and args.output.suffix.lower() not in (".svg", ".png"):
         raise OvnkError(f"--output {args.output}: use a .svg or .png file name")
-    client = KubeClient(api_client_from_kubeconfig(config.kubeconfig))
+    client = kube_client(config)
     pods = []
     for namespace in args.namespace or [None]:
         pods += client.list(PODS, namespace, label_selector=args.selector)["items"]
@@ -73,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if not pods:
         raise OvnkError("no scheduled pod matches the selection")
     deadline = time.monotonic() + max(0.0, args.wait)
-    with NbClient(list(config.nb_address)).start() as nb:
+    with northbound(config, args.connect_timeout) as nb:
         while True:
             endpoints, skipped = collect(nb, pods)
             if not skipped or time.monotonic() >= deadline:

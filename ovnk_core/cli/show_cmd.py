@@ -6,9 +6,9 @@ import argparse
 import sys
 from typing import Any
 
-from ovnk_core.config import add_config_arguments, load_config
+from ovnk_core.cli.cluster_access import add_connect_timeout, northbound, tool_config
+from ovnk_core.config import add_config_arguments
 from ovnk_core.inspect.network_view import build_view, render_dot, render_tree, resolve_network_name
-from ovnk_core.ovn.nb import NbClient
 
 
 def register(subparsers: Any) -> None:
@@ -18,18 +18,21 @@ def register(subparsers: Any) -> None:
     network = what.add_parser(
         "network", help="a network's routers, switches, ports, routes and NATs",
         description="Prints the logical topology of one network from OVN Northbound. NAME "
-                    "is the network name (ns_udn or ns/udn, a CUDN name, or default).")
+                    "is the network name (ns_udn or ns/udn, a CUDN name, or default). The "
+                    "database is --nb-address, from --config, or from the ovnk.toml next to "
+                    "the kubeconfig (--kubeconfig or KUBECONFIG) as ovnk local writes it.")
     network.add_argument("name", metavar="NAME")
     network.add_argument("--format", choices=("tree", "dot"), default="tree",
                          help="indented tree (default) or Graphviz dot")
+    add_connect_timeout(network)
     add_config_arguments(network)
     network.set_defaults(func=run_network)
 
 
 def run_network(args: argparse.Namespace) -> int:
-    skip = ("name", "format", "what", "func", "command")
-    config = load_config({k: v for k, v in vars(args).items() if k not in skip})
-    with NbClient(list(config.nb_address)).start() as nb:
+    skip = ("name", "format", "what", "func", "command", "connect_timeout")
+    config = tool_config({k: v for k, v in vars(args).items() if k not in skip})
+    with northbound(config, args.connect_timeout) as nb:
         view = build_view(nb, resolve_network_name(nb, args.name))
     sys.stdout.write(render_dot(view) if args.format == "dot" else render_tree(view))
     return 0

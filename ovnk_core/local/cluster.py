@@ -333,9 +333,11 @@ class LocalCluster:
     def pod_netns(self, namespace: str, name: str) -> str:
         """The network namespace of a running pod of this cluster's real dataplane.
 
-        :raises LocalClusterError: no such pod, not scheduled, or no real dataplane.
+        :raises LocalClusterError: no cluster, no such pod, not scheduled, or no real dataplane.
         """
         state = self.state()
+        if not state.processes:
+            raise LocalClusterError(f"no local cluster in {self.dir}; run 'ovnk local up'")
         if not state.dataplane:
             raise LocalClusterError(f"the local cluster in {self.dir} runs without a real "
                                     "dataplane: pods have no network namespaces")

@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import time
 import tomllib
 from collections.abc import Iterator
 from importlib import metadata
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ovnk_core.cli.main import build_parser, main
+from ovnk_core.apiserver.server import ServerHandle
+from ovnk_core.cli.main import build_parser, main, split_command
 from ovnk_core.config.options import OPTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -385,3 +387,144 @@ def test_show_network_requires_a_name(capsys: pytest.CaptureFixture[str]) -> Non
         main(["show", "network"])
     assert info.value.code == 2
     assert "the following arguments are required: NAME" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- cluster access
+
+
+@pytest.fixture
+def no_kubeconfig(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No KUBECONFIG, an empty HOME (no ~/.kube/config), not inside a pod."""
+    for name in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+def test_reachability_without_a_kubeconfig_says_so(capsys: pytest.CaptureFixture[str],
+                                                   no_kubeconfig: Path) -> None:
+    code, out, err = run(capsys, "reachability", "-n", "blue")
+    assert (code, out) == (2, "")
+    assert err == ("ovnk reachability: no kubeconfig: give --kubeconfig FILE or set KUBECONFIG "
+                   "(for a local cluster: KUBECONFIG=.ovnk/kubeconfig, which also finds its "
+                   "OVN databases)\n")
+
+
+def test_reachability_with_a_missing_or_broken_kubeconfig(capsys: pytest.CaptureFixture[str],
+                                                          no_kubeconfig: Path,
+                                                          tmp_path: Path) -> None:
+    missing = tmp_path / "nope" / "kubeconfig"
+    assert run(capsys, "reachability", "--kubeconfig", str(missing)) == (
+        2, "", f"ovnk reachability: kubeconfig {missing} does not exist\n")
+    broken = tmp_path / "kubeconfig"
+    broken.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    code, _, err = run(capsys, "reachability", "--kubeconfig", str(broken))
+    assert code == 2
+    assert err.startswith(f"ovnk reachability: kubeconfig {broken} cannot be used: ")
+    assert "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_kubeconfig_of_a_local_cluster_brings_its_ovn_addresses(
+        capsys: pytest.CaptureFixture[str], no_kubeconfig: Path, tmp_path: Path,
+        kube_apiserver: ServerHandle, monkeypatch: pytest.MonkeyPatch) -> None:
+    """KUBECONFIG=DIR/kubeconfig with DIR/ovnk.toml (as ovnk local writes them): the tool
+    reads NB from there; NB is down here, which it says once, after --connect-timeout."""
+    from ovnk_core.kube.client import KubeClient
+    from ovnk_core.kube.resources import NAMESPACES, PODS
+    from ovnk_core.testing.apiserver_fixtures import client_for
+
+    cluster = tmp_path / "cluster"
+    cluster.mkdir()
+    kubeconfig = kube_apiserver.write_kubeconfig(cluster / "kubeconfig")
+    nb = cluster / "ovn" / "nb.sock"
+    (cluster / "ovnk.toml").write_text(f'nb-address = "unix:{nb}"\n')
+    client = KubeClient(client_for(kube_apiserver))
+    client.create(NAMESPACES, {"metadata": {"name": "blue"}})
+    client.create(PODS, {"metadata": {"name": "web", "namespace": "blue"},
+                         "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]}})
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    started = time.monotonic()
+    code, out, err = run(capsys, "reachability", "-n", "blue", "--connect-timeout", "0.5")
+    assert time.monotonic() - started < 10
+    assert (code, out) == (2, "")
+    assert err == (f"ovnk reachability: cannot reach OVN Northbound at unix:{nb}: Could not "
+                   f"retrieve schema from unix:{nb} (gave up after 0.5s; --connect-timeout "
+                   "sets the wait, --nb-address or --config the database)\n")
+    # an explicit --config wins over the file next to the kubeconfig
+    other = tmp_path / "other.toml"
+    other.write_text('nb-address = "unix:/nonexistent/other.sock"\n')
+    code, _, err = run(capsys, "reachability", "-n", "blue", "--connect-timeout", "0.2",
+                       "--config", str(other))
+    assert code == 2 and "unix:/nonexistent/other.sock" in err
+
+
+def test_show_network_with_northbound_down_says_so_once(capsys: pytest.CaptureFixture[str],
+                                                        no_kubeconfig: Path,
+                                                        tmp_path: Path) -> None:
+    nb = tmp_path / "nb.sock"
+    started = time.monotonic()
+    code, out, err = run(capsys, "show", "network", "blue/blue-network", "--nb-address",
+                         f"unix:{nb}", "--connect-timeout", "1")
+    elapsed = time.monotonic() - started
+    assert (code, out) == (2, "")
+    assert err == (f"ovnk show: cannot reach OVN Northbound at unix:{nb}: Could not retrieve "
+                   f"schema from unix:{nb} (gave up after 1s; --connect-timeout sets the wait, "
+                   "--nb-address or --config the database)\n")  # one line, no ERROR stream
+    assert 1 <= elapsed < 5
+
+
+def test_the_northbound_wait_defaults_to_5_seconds() -> None:
+    parser = build_parser()
+    assert parser.parse_args(["show", "network", "x"]).connect_timeout == 5.0
+    assert parser.parse_args(["reachability"]).connect_timeout == 5.0
+
+
+# --------------------------------------------------------------------------- local exec
+
+
+@pytest.mark.parametrize(("argv", "own", "command"), [
+    (["local", "exec", "web", "--", "ip", "--brief", "a"],
+     ["local", "exec", "web"], ["ip", "--brief", "a"]),
+    (["local", "exec", "web", "-n", "blue", "--", "sh", "-c", "x -- y", "--", "-n"],
+     ["local", "exec", "web", "-n", "blue"], ["sh", "-c", "x -- y", "--", "-n"]),
+    (["local", "exec", "web", "--"], ["local", "exec", "web"], []),
+    (["show", "network", "--", "-odd-name"], ["show", "network", "--", "-odd-name"], None),
+], ids=["options-of-the-command", "options-after-pod", "nothing-after", "other-command"])
+def test_words_after_dashdash_are_the_command(argv: list[str], own: list[str],
+                                              command: list[str] | None) -> None:
+    assert split_command(argv) == (own, command)
+
+
+def test_local_exec_keeps_the_commands_options(capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch,
+                                               tmp_path: Path) -> None:
+    from ovnk_core.local.cluster import LocalCluster
+    asked: list[tuple[Path, str, str]] = []
+
+    def pod_netns(self: LocalCluster, namespace: str, name: str) -> str:
+        asked.append((self.dir, namespace, name))
+        return "ovnkabc-n1-pod-blue.web"
+
+    executed: list[tuple[str, list[str]]] = []
+    monkeypatch.setattr(LocalCluster, "pod_netns", pod_netns)
+    monkeypatch.setattr(os, "execvp", lambda file, args: executed.append((file, args)))
+    main(["local", "exec", "web", "-n", "blue", "--dir", str(tmp_path), "--", "ping", "-c",
+          "2", "-n", "10.0.0.1"])
+    assert asked == [(tmp_path.resolve(), "blue", "web")]
+    assert executed == [("ip", ["ip", "netns", "exec", "ovnkabc-n1-pod-blue.web", "ping", "-c",
+                                "2", "-n", "10.0.0.1"])]
+    assert main(["local", "exec", "web", "--dir", str(tmp_path), "--"]) == 2
+    assert capsys.readouterr().err == (
+        "ovnk local: exec: give the command to run after --, e.g. ovnk local exec -n default "
+        "web -- ip addr\n")
+
+
+def test_local_exec_on_a_missing_directory_says_there_is_no_cluster(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = tmp_path / "nothing-here"
+    assert run(capsys, "local", "exec", "-n", "blue", "web", "--dir", str(missing), "--",
+               "ip", "a") == (2, "", f"ovnk local: no local cluster in {missing}; run 'ovnk "
+                                     "local up'\n")
+    assert not missing.exists()
