@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from ovnk_layer3.desired import build_network, build_node, build_pod
 
+from ovnk_core.cli.main import main
 from ovnk_core.config.values import ClusterSubnet
 from ovnk_core.errors import OvnkError
 from ovnk_core.inspect.network_view import build_view, render_dot, render_tree, resolve_network_name
@@ -73,3 +77,25 @@ def test_unknown_network_lists_the_rendered_ones(blue_nb: NbClient) -> None:
     with pytest.raises(OvnkError, match=r"no network 'red' is rendered in OVN Northbound "
                                         r"\(rendered: blue_blue-network\)"):
         resolve_network_name(blue_nb, "red")
+
+
+def test_the_cli_finds_a_local_clusters_northbound_from_its_kubeconfig(
+        nb_writer: NbWriter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """KUBECONFIG=DIR/kubeconfig, DIR/ovnk.toml naming NB (as ovnk local writes them): no
+    --nb-address or --config needed."""
+    render_blue(nb_writer)
+    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    (tmp_path / "ovnk.toml").write_text(f'nb-address = "{nb_writer.remote}"\n')
+    for name in [n for n in os.environ if n.startswith("OVNK_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        assert main(["show", "network", "blue/blue-network"]) == 0
+    finally:  # main sets up the CLI's logging; give pytest its handlers back
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "network blue_blue-network (layer3, primary)"
