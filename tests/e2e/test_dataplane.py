@@ -10,6 +10,7 @@ CIDR) a reply alone could come from a same-address pod of the source's own netwo
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -203,6 +204,65 @@ def test_kubectl_exec_runs_commands_in_the_pod(cluster: LocalCluster) -> None:
                                capture_output=True, text=True, timeout=60)
     assert primary_ip(next(p for p in pods(cluster, "blue")
                            if p["metadata"]["name"] == "blue")) in addresses.stdout
+
+
+def ovnk(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ovnk_core.cli.main", *args],
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_ovnk_tools_find_the_cluster_from_its_kubeconfig_and_exec_keeps_options(
+        cluster: LocalCluster) -> None:
+    """No --config: KUBECONFIG=DIR/kubeconfig brings DIR/ovnk.toml's OVN addresses along."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVNK_")}
+    env["KUBECONFIG"] = str(cluster.kubeconfig)
+    traced = ovnk("reachability", "-n", "blue", "--format", "json", "--wait", "60", env=env)
+    assert traced.returncode == 0, traced.stderr
+    assert ["blue/blue", "blue/blue1"] in json.loads(traced.stdout)["reachable"]
+    blue = next(p for p in pods(cluster, "blue") if p["metadata"]["name"] == "blue")
+    shown = ovnk("local", "exec", "blue", "-n", "blue", "--dir", str(cluster.dir), "--", "ip",
+                 "-br", "-4", "addr", "show", "ovn-udn1")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split()[0].split("@")[0] == "ovn-udn1"  # options reached ip
+    assert f"{primary_ip(blue)}/" in shown.stdout
+
+
+def test_a_network_no_plugin_renders_is_said_so_and_its_pods_fail_their_sandbox(
+        cluster: LocalCluster) -> None:
+    for manifest in (
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "flat", "labels": {
+                "k8s.ovn.org/primary-user-defined-network": ""}}},
+            {"apiVersion": "k8s.ovn.org/v1", "kind": "UserDefinedNetwork",
+             "metadata": {"name": "flat", "namespace": "flat"},
+             "spec": {"topology": "Layer2", "layer2": {"role": "Primary",
+                                                       "subnets": ["10.77.0.0/24"]}}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "flat"},
+             "spec": {"containers": [{"name": "c", "image": "agnhost"}]}}):
+        kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(manifest))
+
+    def warnings(reason: str) -> list[dict[str, Any]]:
+        return [e for e in json.loads(kubectl(cluster, "get", "events", "-n", "flat", "-o",
+                                              "json"))["items"] if e["reason"] == reason]
+    wait_until(lambda: len(warnings("NetworkNotRendered")) == 2 and
+               warnings("FailedCreatePodSandBox"), timeout=60,
+               what="NetworkNotRendered on the UDN and NAD, FailedCreatePodSandBox on the pod")
+    problem = ('no enabled plugin renders topology "layer2" into OVN: the layer2 plugin only '
+               "parses and allocates its networks (plugins that render into OVN: layer3)")
+    assert {(e["involvedObject"]["kind"], e["message"]) for e in warnings(
+        "NetworkNotRendered")} == {
+        (kind, f"network flat_flat is not rendered: {problem}; its pods get no network")
+        for kind in ("UserDefinedNetwork", "NetworkAttachmentDefinition")}
+    [sandbox] = warnings("FailedCreatePodSandBox")
+    assert sandbox["message"] == (
+        "Failed to create pod sandbox: failed to set up the pod network: pod flat/web: network "
+        f"flat_flat (NAD flat/flat) is not rendered: {problem}; its interface ovn-udn1 would "
+        "never be bound")
+    udn = json.loads(kubectl(cluster, "get", "udn", "flat", "-n", "flat", "-o", "json"))
+    assert [c["status"] for c in udn["status"]["conditions"]
+            if c["type"] == "NetworkCreated"] == ["True"]
+    pod = json.loads(kubectl(cluster, "get", "pod", "web", "-n", "flat", "-o", "json"))
+    assert pod["status"].get("phase") != "Running"
+    kubectl(cluster, "delete", "pod", "web", "-n", "flat", "--wait=false")
 
 
 def test_pods_reach_the_external_host_as_their_node(cluster: LocalCluster) -> None:
