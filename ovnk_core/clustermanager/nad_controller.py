@@ -41,16 +41,16 @@ from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.informer import index_by_namespace
 from ovnk_core.kube.resources import NADS, object_key
-from ovnk_core.networks import nad_config
+from ovnk_core.networks import definition, nad_config
 from ovnk_core.networks.netconf import parse_netconf
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, NetInfo
-from ovnk_core.networks.registry import ConflictingNetworkError, NetworkRegistry
+from ovnk_core.networks.registry import NetworkEntry, NetworkRegistry, comparable
 from ovnk_core.plugins import PluginHost
 
 log = logging.getLogger(__name__)
 
-NETWORK_ID_ANNOTATION = "k8s.ovn.org/network-id"
-NETWORK_NAME_ANNOTATION = "k8s.ovn.org/network-name"
+NETWORK_ID_ANNOTATION = definition.NETWORK_ID_ANNOTATION
+NETWORK_NAME_ANNOTATION = definition.NETWORK_NAME_ANNOTATION
 TUNNEL_KEYS_ANNOTATION = "k8s.ovn.org/tunnel-keys"
 
 
@@ -164,12 +164,9 @@ class NadController:
     def _reconcile(self, network: str) -> None:
         nads = sorted(self.nads.by_index("network", network), key=object_key)
         previous = self.registry.get(network)
-        for key in (previous.nads if previous else set()) - {object_key(n) for n in nads}:
-            self.registry.remove_nad(key)
-        accepted: list[tuple[JSON, NetInfo]] = []
+        candidates: list[tuple[JSON, NetInfo]] = []
         for nad in nads:
             if nad["metadata"].get("deletionTimestamp"):
-                self.registry.remove_nad(object_key(nad))
                 continue
             netinfo = self._parse(nad)
             if netinfo is not None and netinfo.is_primary:
@@ -179,16 +176,22 @@ class NadController:
                 if conflict:
                     self._report(nad, PRIMARY_CONFLICT_REASON, conflict)
                     netinfo = None
-            if netinfo is None:
-                self.registry.remove_nad(object_key(nad))
-                continue
-            try:
-                self.registry.set_nad(object_key(nad), netinfo)
-            except ConflictingNetworkError as exc:
-                self._report(nad, "ConflictingNetworkConfig", str(exc))
-                continue
+            if netinfo is not None:
+                candidates.append((nad, netinfo))
+        # One definition wins, by the rule every component applies (networks.definition).
+        decision = definition.decide(
+            network, candidates, lambda a, b: comparable(a) == comparable(b),
+            holding=previous.netinfo if previous is not None else None)
+        accepted = [(nad, netinfo) for nad, netinfo in candidates
+                    if object_key(nad) in decision.accepted]
+        self._register(network, previous, accepted)
+        for nad, _ in candidates:
+            if object_key(nad) in decision.conflicting:
+                self._report(nad, definition.CONFLICT_REASON,
+                             definition.conflict_message(object_key(nad), network))
+                self._strip(nad, network)
+        for nad, _ in accepted:
             self._reported.pop(object_key(nad), None)
-            accepted.append((nad, netinfo))
         if not accepted:
             if self.ids.get(network) is not None:
                 self.ids.release(network)
@@ -206,6 +209,39 @@ class NadController:
                   TUNNEL_KEYS_ANNOTATION: json.dumps(keys, separators=(",", ":"))}
         for nad, _ in accepted:
             self._annotate(nad, wanted)
+
+    def _register(self, network: str, previous: NetworkEntry | None,
+                  accepted: list[tuple[JSON, NetInfo]]) -> None:
+        """Make the registry describe ``network`` by its accepted NADs only."""
+        keep = {object_key(nad) for nad, _ in accepted}
+        if previous is not None and accepted and \
+                comparable(previous.netinfo) != comparable(accepted[0][1]):
+            keep = set()  # a new definition: it replaces the old one whole
+        for key in (previous.nads if previous else set()) - keep:
+            self.registry.remove_nad(key)
+        for nad, netinfo in accepted:
+            self.registry.set_nad(object_key(nad), netinfo)
+
+    def _strip(self, nad: JSON, network: str) -> None:
+        """Remove the network's identity from a NAD it does not accept (written when it was
+        accepted before, or by someone else): the zone and the nodes read it as acceptance."""
+        annotations = nad["metadata"].get("annotations") or {}
+        if not any(key in annotations for key in (NETWORK_ID_ANNOTATION, NETWORK_NAME_ANNOTATION,
+                                                  TUNNEL_KEYS_ANNOTATION)):
+            return
+        meta = nad["metadata"]
+        patch = {"metadata": {"annotations": {NETWORK_ID_ANNOTATION: None,
+                                              NETWORK_NAME_ANNOTATION: None,
+                                              TUNNEL_KEYS_ANNOTATION: None},
+                              "resourceVersion": meta.get("resourceVersion")}}
+        try:
+            self.client.patch(NADS, meta["name"], patch, meta["namespace"])
+        except NotFound:
+            return
+        except Conflict:
+            raise NotReady(f"NAD {object_key(nad)} changed meanwhile", delay=0.1) from None
+        log.info("NAD %s: not part of network %s, its network ID annotations removed",
+                 object_key(nad), network)
 
     def _network_id(self, network: str, nads: list[JSON]) -> int:
         current = self.ids.get(network)

@@ -3,8 +3,9 @@
 The node agent needs little of a network: its name, the network ID the
 cluster manager annotated (masquerade addresses and management port names
 derive from it), and its cluster subnets.  It reads them from the NADs it
-watches, without the topology plugins; a NAD it cannot read is skipped (the
-cluster manager reports it on the NAD).
+watches, without the topology plugins, and only from the NADs the cluster
+manager accepted (those carrying the network's ID); a NAD it cannot read is
+skipped (the cluster manager reports it on the NAD).
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ovnk_core.clustermanager.nad_controller import annotated_id
 from ovnk_core.errors import NetworkConfigError
 from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.informer import Informer
 from ovnk_core.kube.resources import NADS, NODES
+from ovnk_core.networks import definition
 from ovnk_core.networks.netconf import parse_common
 
 GATEWAY_TOPOLOGIES = ("layer3", "layer2")
@@ -51,20 +52,36 @@ def cluster_subnets(raw: object) -> tuple[str, ...]:
 
 
 def primary_networks(nads: Iterable[JSON]) -> list[PrimaryNetwork]:
-    """Every primary Layer3/Layer2 network with a network ID, once, sorted by name."""
-    found: dict[str, PrimaryNetwork] = {}
+    """Every primary Layer3/Layer2 network with a network ID, once, sorted by name; each as
+    the NADs the cluster manager accepted define it (``networks.definition``), never as
+    another NAD naming it says."""
+    by_network: dict[str, list[tuple[JSON, tuple[str, PrimaryNetwork]]]] = {}
     for nad in nads:
-        network_id = annotated_id(nad)
         try:
             conf = parse_common((nad.get("spec") or {}).get("config") or "")
         except NetworkConfigError:
             continue
-        if network_id is None or conf.role != "primary" or conf.topology not in \
-                GATEWAY_TOPOLOGIES:
+        network_id = definition.accepted_id(nad, conf.name)
+        if network_id is None:
             continue
-        found[conf.name] = PrimaryNetwork(conf.name, network_id, conf.topology,
-                                          cluster_subnets(conf.raw.get("subnets")))
-    return [found[name] for name in sorted(found)]
+        network = PrimaryNetwork(conf.name, network_id, conf.topology,
+                                 cluster_subnets(conf.raw.get("subnets")))
+        by_network.setdefault(conf.name, []).append((nad, (conf.role, network)))
+    found = []
+    for name in sorted(by_network):
+        decision = definition.decide(name, by_network[name], _same, accepted_only=True)
+        if decision.definition is None:
+            continue
+        role, network = decision.definition
+        if role == "primary" and network.topology in GATEWAY_TOPOLOGIES:
+            found.append(network)
+    return found
+
+
+def _same(a: tuple[str, PrimaryNetwork], b: tuple[str, PrimaryNetwork]) -> bool:
+    """Whether two NADs describe a network alike, as far as a node is concerned."""
+    return (a[0], a[1].topology, a[1].cluster_subnets) == \
+        (b[0], b[1].topology, b[1].cluster_subnets)
 
 
 def watch_node_and_networks(informers: InformerFactory, node: str, controller: Controller,

@@ -10,6 +10,9 @@ Two level-driven controllers share the zone's informers:
   the old ones owner by owner.  A network whose last NAD is
   gone loses every row its controller owns (pods, nodes, network).  NAD
   changes enqueue their network; node changes enqueue every network.
+  A network's definition comes only from the NADs the cluster manager
+  accepted (``zone.networks``): a NAD claiming its name from another
+  namespace changes none of its rows, and its pods are not attached to it.
 * the **pod controller** (key: ``ns/name``) renders one port per network in
   the pod's ``k8s.ovn.org/pod-networks`` annotation and removes the ports of
   networks the pod left, or of a pod that is gone or completed.
@@ -143,6 +146,9 @@ class ZoneController:
         self.nodes = informers.get(NODES)
         self.pods = informers.get(PODS, indexers={"nad": pod_nad_keys, "ip": pod_ip_keys})
         self.rendered: dict[str, NetworkState] = {}
+        # network → the NADs its definition was last taken from (the cluster manager's
+        # accepted ones): a NAD naming the network but not among them is not part of it
+        self._accepted: dict[str, tuple[str, ...]] = {}
         self._lock = threading.Lock()
         self._reported: dict[str, str] = {}
         # Pod IPs rendered per network: network → IP → pod key, and pod key → network →
@@ -174,11 +180,17 @@ class ZoneController:
         return sorted(names)
 
     def network_of_nad(self, nad_key: str) -> str | None:
+        """The network a NAD belongs to; ``None`` for a NAD that names a network whose
+        definition comes from other NADs (one the cluster manager did not accept)."""
         if nad_key == DEFAULT_NETWORK_NAME:
             return DEFAULT_NETWORK_NAME
-        nad = self.nads.get(nad_key)
+        nad = self.nads.peek(nad_key)
         names = nad_network_name(nad) if nad is not None else []
-        return names[0] if names else None
+        if not names:
+            return None
+        with self._lock:
+            accepted = self._accepted.get(names[0])
+        return None if accepted is not None and nad_key not in accepted else names[0]
 
     def _node_changed(self, event: str, old: JSON | None, new: JSON | None) -> None:
         """Every network is reconciled when a node comes, goes, or changes what it tells us
@@ -256,10 +268,12 @@ class ZoneController:
         lookup = lookup_network(name, nads, self.config, self.host)
         if lookup.status == GONE:
             self.delete_network(name)
+            self._set_accepted(name, None)
             return
         if lookup.status != READY or lookup.state is None:
             self._note(f"network/{name}", f"network {name} not rendered yet: {lookup.reason}")
             return
+        self._set_accepted(name, lookup.nads)
         state = lookup.state
         topology = self._topology(state)
         if topology is None:
@@ -300,6 +314,19 @@ class ZoneController:
             for nad_key in (lookup.nads or (DEFAULT_NETWORK_NAME,)):
                 for pod in self.pods.by_index("nad", nad_key):
                     self.pod_controller.queue.add(object_key(pod))
+
+    def _set_accepted(self, network: str, nads: tuple[str, ...] | None) -> None:
+        """Record the NADs ``network`` is defined by; the pods of NADs that joined or left
+        it are reconciled again (their ports appear or go)."""
+        with self._lock:
+            before = self._accepted.get(network, ())
+            if nads is None:
+                self._accepted.pop(network, None)
+            else:
+                self._accepted[network] = nads
+        for nad_key in set(before).symmetric_difference(nads or ()):
+            for pod_key in self.pods.keys_by_index("nad", nad_key):
+                self.pod_controller.queue.add(pod_key)
 
     def _node_state(self, node: JSON, network: str) -> NodeState:
         facts = read_node(node)

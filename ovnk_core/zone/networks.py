@@ -1,11 +1,16 @@
 """The zone's view of the networks: what to render for a network name, read from NADs.
 
-The cluster manager validates NADs and writes each network's ID onto them;
-the zone only reads.  For a network name this module answers one of:
+The cluster manager validates NADs and writes each network's ID onto the NADs
+it accepts; the zone only reads, and takes a network's definition from those
+NADs alone (``networks.definition``): a NAD that names the network without
+carrying its ID — say, one in another namespace claiming the network's name
+with other subnets, which the cluster manager refused — is never rendered
+from, and its pods are not attached to the network.  For a network name this
+module answers one of:
 
-* ``ready``: a ``NetworkState`` to render (its NADs parse, agree, and carry an ID);
-* ``waiting``: NADs name the network but it cannot be rendered yet (no ID written yet,
-  or no NAD parses right now); whatever was rendered before is left alone;
+* ``ready``: a ``NetworkState`` to render, from the accepted NADs (``nads``);
+* ``waiting``: NADs name the network but it cannot be rendered yet (none is accepted
+  yet, or none of those parses right now); whatever was rendered before is left alone;
 * ``gone``: no NAD names the network any more; its rows are to be removed.
 
 The default network is always ``ready``, built from the cluster configuration.
@@ -15,12 +20,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ovnk_core.clustermanager.nad_controller import annotated_id
 from ovnk_core.config import Config
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.errors import NetworkConfigError
 from ovnk_core.kube.client import JSON
 from ovnk_core.kube.resources import object_key
+from ovnk_core.networks import definition
 from ovnk_core.networks.netconf import parse_netconf
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, NetInfo
 from ovnk_core.networks.registry import comparable
@@ -35,7 +40,7 @@ class NetworkLookup:
     status: str
     state: NetworkState | None = None
     reason: str = ""
-    nads: tuple[str, ...] = ()
+    nads: tuple[str, ...] = ()  # ready: the accepted NADs; waiting: every live NAD naming it
 
 
 def default_network(config: Config) -> NetworkState:
@@ -59,27 +64,22 @@ def lookup_network(name: str, nads: list[JSON], config: Config, host: PluginHost
                   key=object_key)
     if not live:
         return NetworkLookup(GONE)
-    keys = tuple(object_key(n) for n in live)
-    accepted: list[tuple[JSON, NetInfo]] = []
+    candidates: list[tuple[JSON, NetInfo]] = []
     problems = []
     for nad in live:
+        if definition.accepted_id(nad, name) is None:
+            continue  # not accepted by the cluster manager (yet, or ever)
         try:
-            netinfo = parse_netconf(nad["spec"]["config"], host)
+            candidates.append((nad, parse_netconf(nad["spec"]["config"], host)))
         except (NetworkConfigError, KeyError, TypeError) as exc:
             problems.append(f"NAD {object_key(nad)}: {exc}")
-            continue
-        if accepted and comparable(accepted[0][1]) != comparable(netinfo):
-            problems.append(f"NAD {object_key(nad)} disagrees with {object_key(accepted[0][0])}")
-            continue
-        accepted.append((nad, netinfo))
-    if not accepted:
-        return NetworkLookup(WAITING, reason="; ".join(problems), nads=keys)
-    ids = {i for i in (annotated_id(nad) for nad, _ in accepted) if i is not None}
-    if len(ids) != 1:
-        return NetworkLookup(WAITING, reason="the cluster manager has not written one "
-                             f"network ID on its NADs yet (found {sorted(ids) or 'none'})",
-                             nads=keys)
-    network_id = ids.pop()
-    netinfo = accepted[0][1]
-    return NetworkLookup(READY, NetworkState(netinfo, network_id, masquerade_subnets(config),
-                                             ()), nads=keys)
+    decision = definition.decide(name, candidates,
+                                 lambda a, b: comparable(a) == comparable(b),
+                                 accepted_only=True)
+    if decision.definition is None or decision.network_id is None:
+        reason = "; ".join(problems) or ("the cluster manager has not accepted any of its "
+                                         "NADs yet (none carries a network ID)")
+        return NetworkLookup(WAITING, reason=reason, nads=tuple(object_key(n) for n in live))
+    return NetworkLookup(READY, NetworkState(decision.definition, decision.network_id,
+                                             masquerade_subnets(config), ()),
+                         nads=decision.accepted)
