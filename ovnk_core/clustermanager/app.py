@@ -21,6 +21,7 @@ from ovnk_core.allocators.ids import IdAllocator
 from ovnk_core.allocators.tunnel_keys import MAX_NETWORKS, TunnelKeyAllocator
 from ovnk_core.clustermanager.context import ClusterManagerContext
 from ovnk_core.clustermanager.nad_controller import NadController
+from ovnk_core.clustermanager.network_catalog import DefaultNetworkOnly, NetworkCatalog
 from ovnk_core.clustermanager.node_allocator import NodeAllocator
 from ovnk_core.config import Config
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
@@ -54,14 +55,16 @@ class ClusterManager:
         self.registry_networks = NetworkRegistry()
         self.network_ids = IdAllocator("NetworkIDs", MAX_NETWORKS, reserved=(0,))
         self.nad: NadController | None = None
+        catalog: NetworkCatalog = DefaultNetworkOnly()
         if config.enable_multi_network:
-            self.nad = NadController(client, self.informers, host, self.recorder,
-                                     self.registry_networks, self.network_ids,
-                                     TunnelKeyAllocator())
+            self.nad = catalog = NadController(client, self.informers, host, self.recorder,
+                                               self.registry_networks, self.network_ids,
+                                               TunnelKeyAllocator())
+        # the allocators wait for the catalog: no allocation on a partial view of networks
         self.nodes = NodeAllocator(client, self.informers, config, self.registry_networks,
-                                   self.recorder)
+                                   self.recorder, catalog)
         self.pods = PodAllocator(client, self.informers, config, self.registry_networks,
-                                 self.recorder)
+                                 self.recorder, catalog)
         self.context = ClusterManagerContext(config, client, self.informers, self.recorder,
                                              self.registry_networks)
         if self.nad is not None:
@@ -137,16 +140,26 @@ class ClusterManager:
         if self.config.metrics_bind_address:
             self._metrics_server = serve_metrics(self.registry, self.config.metrics_bind_address)
         lost = threading.Event()
+        failed = threading.Event()
+
+        def start_leading() -> None:
+            try:
+                self.start_controllers()
+            except Exception:
+                log.exception("cluster manager %s: controllers could not start", self.identity)
+                failed.set()
+
         elector = LeaderElector(self.client, COMPONENT, LEASE_NAMESPACE, self.identity,
-                                on_started=self.start_controllers, on_stopped=lost.set)
+                                on_started=start_leading, on_stopped=lost.set)
         elector.start()
         while not stop.is_set():
             if self._running.is_set() and ready_file is not None and not ready_file.exists():
                 ready_file.parent.mkdir(parents=True, exist_ok=True)
                 ready_file.write_text("leader\n")
-            if lost.is_set():
-                log.error("cluster manager %s lost its lease; exiting so a fresh process can "
-                          "campaign again", self.identity)
+            if lost.is_set() or failed.is_set():
+                log.error("cluster manager %s %s; exiting so a fresh process can campaign "
+                          "again", self.identity,
+                          "lost its lease" if lost.is_set() else "could not start")
                 break
             stop.wait(0.2)
         elector.stop()

@@ -8,7 +8,10 @@ network's identity onto each of them: ``k8s.ovn.org/network-id``,
 
 IDs are never recomputed: before the workers start, every ID already
 annotated on a NAD is reserved again (the initial sync), so a restart gives
-each network the ID it had.  A NAD that cannot be parsed, or that disagrees
+each network the ID it had.  The controller is also the allocators'
+``NetworkCatalog``: it is synced once every network of the NAD informer's
+first list has been reconciled, and a network exists while a NAD that is not
+being deleted names it.  A NAD that cannot be parsed, or that disagrees
 with the network's other NADs, gets a Warning event and is left out; it never
 blocks other NADs, other networks or startup.  A primary NAD in a namespace
 that already has another network's primary NAD is refused, and a NAD that
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable
 from typing import Protocol
 
@@ -109,10 +113,35 @@ class NadController:
         self.unnamed = UnnamedNadReporter(self.nads, recorder, nad_network_name)
         self._reported: dict[str, str] = {}
         self.listeners: list[Callable[[str], None]] = []  # called with a network that changed
+        self._existing: set[str] = set()  # networks a live NAD named at their last reconcile
+        self._unsynced: set[str] = set()  # networks of the first list not reconciled yet
+        self._synced = threading.Event()
+        self._sync_lock = threading.Lock()
+
+    # -- the allocators' NetworkCatalog ------------------------------------------------------
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        return self._synced.wait(timeout)
+
+    def networks_left(self) -> int:
+        with self._sync_lock:
+            return len(self._unsynced)
+
+    def network_exists(self, network: str) -> bool:
+        return any(not nad["metadata"].get("deletionTimestamp")
+                   for nad in self.nads.peek_by_index("network", network))
+
+    def _reconciled_once(self, network: str) -> None:
+        with self._sync_lock:
+            self._unsynced.discard(network)
+            if not self._unsynced and not self._synced.is_set():
+                self._synced.set()
+                log.info("NAD controller: every existing network registered")
 
     def sync(self) -> None:
         """Reserve every network ID already written on NADs (before any allocation)."""
-        for nad in self.nads.items():
+        nads = [nad for nad in (self.nads.peek(key) for key in self.nads.list_keys())
+                if nad is not None]
+        for nad in nads:
             names = nad_network_name(nad)
             network_id = annotated_id(nad)
             if not names or network_id is None or self.ids.get(names[0]) is not None:
@@ -123,8 +152,13 @@ class NadController:
             except ValueError as exc:
                 log.warning("NAD %s: annotated network ID %d not reused: %s",
                             object_key(nad), network_id, exc)
-        for name in {n for nad in self.nads.items() for n in nad_network_name(nad)}:
+        existing = {n for nad in nads for n in nad_network_name(nad)}
+        with self._sync_lock:
+            self._unsynced = set(existing)
+        for name in existing:
             self.controller.queue.add(name)
+        if not existing:
+            self._reconciled_once("")
 
     def _parse(self, nad: JSON) -> NetInfo | None:
         key = object_key(nad)
@@ -152,9 +186,18 @@ class NadController:
         try:
             self._reconcile(network)
         finally:
-            if self._snapshot(network) != before:
+            exists = self.network_exists(network)
+            existence_changed = exists != (network in self._existing)
+            if exists:
+                self._existing.add(network)
+            else:
+                self._existing.discard(network)
+            # listeners also hear of networks the registry never described (invalid NADs)
+            # appearing or going away: allocators keep or free their slices on that
+            if existence_changed or self._snapshot(network) != before:
                 for listener in self.listeners:
                     listener(network)
+            self._reconciled_once(network)
 
     def _snapshot(self, network: str) -> tuple[object, ...] | None:
         entry = self.registry.get(network)

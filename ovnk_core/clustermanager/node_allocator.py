@@ -3,9 +3,16 @@
 For every node it writes ``k8s.ovn.org/node-id`` and
 ``k8s.ovn.org/node-subnets`` — a JSON object keyed by network name with a
 list of CIDRs per network (the default network from ``--cluster-subnets``,
-and every Layer3 network of the registry).  What is already written is
-reserved again before any allocation (initial sync), so a restart changes
-nothing.  A network that has no slice left fails for that node only:
+and every Layer3 network of the registry).
+
+An allocation of a live network is never released or moved.  Allocation
+starts only once the network catalog is synced (every network that existed at
+startup registered), and every node's existing subnet of a network is
+reserved before anything of that network is allocated, so a restart — even
+one racing the NAD informer — changes nothing.  A network the registry does
+not describe (yet) keeps its entry on every node as written, as long as a NAD
+still names it; only a network without NADs is dropped and its slices freed.
+A network that has no slice left fails for that node only:
 ``NetworkAllocationSucceeded=False`` on its UDN/CUDN and a Warning event
 ``NetworkAllocationFailed``; other networks and the node itself are served.
 """
@@ -19,6 +26,7 @@ from typing import Any
 from ovnk_core import jsondepth
 from ovnk_core.allocators.ids import IdAllocationError, IdAllocator
 from ovnk_core.allocators.subnets import HostSubnetAllocator, SubnetConflict, SubnetsExhausted
+from ovnk_core.clustermanager.network_catalog import NetworkCatalog, wait_for_networks
 from ovnk_core.config import Config
 from ovnk_core.errors import NotReady
 from ovnk_core.kube.client import JSON, KubeClient
@@ -67,11 +75,13 @@ def owner_of_network(network: str) -> tuple[Any, str | None, str] | None:
 
 class NodeAllocator:
     def __init__(self, client: KubeClient, informers: InformerFactory, config: Config,
-                 registry: NetworkRegistry, recorder: EventRecorder) -> None:
+                 registry: NetworkRegistry, recorder: EventRecorder,
+                 catalog: NetworkCatalog) -> None:
         self.client = client
         self.config = config
         self.registry = registry
         self.recorder = recorder
+        self.catalog = catalog
         self.nodes = informers.get(NODES)
         self.node_ids = IdAllocator("NodeIDs", MAX_NODE_ID, reserved=(0, 1))
         self.subnets: dict[str, HostSubnetAllocator] = {}
@@ -88,11 +98,17 @@ class NodeAllocator:
                 networks[name] = entry.netinfo.subnets
         return networks
 
+    def _cached_nodes(self) -> list[JSON]:
+        """Every cached Node, read-only (no copies: ``peek``)."""
+        return [node for node in (self.nodes.peek(key) for key in self.nodes.list_keys())
+                if node is not None]
+
     def _allocator(self, network: str, subnets: Any) -> HostSubnetAllocator:
+        """The network's allocator; a new one first reserves every node's existing slice."""
         allocator = self.subnets.get(network)
         if allocator is None:
             allocator = self.subnets[network] = HostSubnetAllocator(network, subnets)
-            for node in self.nodes.items():
+            for node in self._cached_nodes():
                 existing = parse_node_subnets(node).get(network)
                 if existing:
                     self._reserve(allocator, node["metadata"]["name"], existing)
@@ -104,8 +120,18 @@ class NodeAllocator:
         except (SubnetConflict, ValueError) as exc:
             log.warning("node %s: %s; a new subnet will be allocated", node, exc)
 
+    def _kept_unknown(self, network: str) -> bool:
+        """Whether a node keeps its entry of a network it gets no allocation for now: the
+        network is not (yet, or not fully) in the registry but a NAD still names it."""
+        entry = self.registry.get(network)
+        if entry is not None and entry.network_id is not None \
+                and entry.netinfo.topology != "layer3":
+            return False  # known, and not a network with node subnets
+        return self.catalog.network_exists(network)
+
     def sync(self) -> None:
-        for node in self.nodes.items():
+        wait_for_networks(self.catalog, "node allocator")
+        for node in self._cached_nodes():
             name = node["metadata"]["name"]
             raw = (node["metadata"].get("annotations") or {}).get(NODE_ID_ANNOTATION)
             if raw is not None:
@@ -134,16 +160,25 @@ class NodeAllocator:
                     self.controller.requeue(starved)  # a slice was freed: try again
             return
         node_id = self.node_ids.allocate(name)
+        written = parse_node_subnets(node)
         result: dict[str, list[str]] = {}
         for network, subnets in networks.items():
+            allocator = self._allocator(network, subnets)
+            if allocator.get(name) is None and written.get(network):
+                self._reserve(allocator, name, written[network])  # its own slice first
             try:
-                allocated = self._allocator(network, subnets).allocate(name)
+                allocated = allocator.allocate(name)
             except SubnetsExhausted as exc:
                 self._record_failure(network, name, str(exc))
                 continue
             result[network] = [str(net) for net in allocated]
             self._clear_failure(network, name)
+        for network, cidrs in written.items():
+            if network not in networks and self._kept_unknown(network):
+                result[network] = cidrs  # not described yet: kept exactly as written
         for network in [n for n in self.subnets if n not in networks]:
+            if self._kept_unknown(network):
+                continue  # its slices stay reserved until the network is gone
             self.subnets[network].release(name)
             if not self.subnets[network].nodes():
                 del self.subnets[network]

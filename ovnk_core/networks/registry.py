@@ -80,6 +80,12 @@ class NetworkRegistry:
         with self._lock:
             return self._networks.get(network_name)
 
+    def nads_of(self, network_name: str) -> frozenset[str]:
+        """The NADs that describe ``network_name`` (empty when it is not known)."""
+        with self._lock:
+            entry = self._networks.get(network_name)
+            return frozenset(entry.nads) if entry is not None else frozenset()
+
     def network_of_nad(self, nad_key: str) -> str | None:
         with self._lock:
             return self._nad_network.get(nad_key)

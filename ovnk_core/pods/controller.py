@@ -11,7 +11,11 @@ network's shared subnet (Layer2), and writes the annotation once.  Existing
 entries are never rewritten with other IPs; addresses go back to the pool
 when the pod is deleted or completes.  After a restart the allocators are
 rebuilt from the annotations before any new allocation, so no address is
-ever handed out twice.
+ever handed out twice: nothing is allocated before the network catalog is
+synced (every existing network registered) and every live pod's addresses
+are read; an entry whose network the registry does not describe yet is held
+aside and reserved before that network's first allocation.  A pod whose
+namespace is not in the cache yet waits (its primary network depends on it).
 
 A pod in a namespace labelled for a primary network that does not exist yet
 is held: a Warning event ``ErrorReconcilingPod`` and a retry with a growing
@@ -22,10 +26,12 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import threading
 from typing import Any
 
 from ovnk_core.allocators.ids import IdAllocationError, IdAllocator
 from ovnk_core.allocators.ips import IpAllocationError, IpAllocator
+from ovnk_core.clustermanager.network_catalog import NetworkCatalog, wait_for_networks
 from ovnk_core.clustermanager.node_allocator import parse_node_subnets
 from ovnk_core.config import Config
 from ovnk_core.config.values import IPNetwork
@@ -35,7 +41,7 @@ from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.errors import Conflict, NotFound
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
-from ovnk_core.kube.informer import index_by_namespace
+from ovnk_core.kube.informer import index_by_namespace, index_by_node
 from ovnk_core.kube.resources import NADS, NAMESPACES, NODES, PODS, object_key, split_key
 from ovnk_core.networks.addressing import gateway_ip, management_ip
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, NetInfo
@@ -82,18 +88,26 @@ def requested_networks(pod: JSON) -> list[str]:
 
 class PodAllocator:
     def __init__(self, client: KubeClient, informers: InformerFactory, config: Config,
-                 registry: NetworkRegistry, recorder: EventRecorder) -> None:
+                 registry: NetworkRegistry, recorder: EventRecorder,
+                 catalog: NetworkCatalog) -> None:
         self.client = client
         self.config = config
         self.registry = registry
         self.recorder = recorder
-        self.pods = informers.get(PODS, indexers={"namespace": index_by_namespace})
+        self.catalog = catalog
+        self.pods = informers.get(PODS, indexers={"namespace": index_by_namespace,
+                                                  "node": index_by_node})
         self.namespaces = informers.get(NAMESPACES)
         self.nodes = informers.get(NODES)
         self.nads = informers.get(NADS)  # the NADs pods select
         self.ips: dict[str, IpAllocator] = {}
         self.tunnel_ids: dict[str, IdAllocator] = {}
         self.held: dict[str, list[tuple[str, str]]] = {}  # pod key → (allocator, owner)
+        self.held_tunnels: dict[str, list[tuple[str, str]]] = {}  # pod key → (network, owner)
+        # entries of live pods whose network was not known when they were read:
+        # NAD key → pod key → entry, reserved before that network's first allocation
+        self.unresolved: dict[str, dict[str, annotation.PodNetwork]] = {}
+        self._lock = threading.RLock()  # reservations, allocations and releases
         self.controller = Controller("cluster-manager-pod-allocator", self.reconcile,
                                      initial_sync=self.sync, workers=2)
         self.controller.watch(self.pods, primary=True)
@@ -101,14 +115,11 @@ class PodAllocator:
         self.controller.watch(self.namespaces, key_func=self._pods_in_namespace)
 
     def _pods_on_node(self, node: JSON) -> list[str]:
-        name = node["metadata"]["name"]
-        return [object_key(p) for p in self.pods.items()
-                if (p.get("spec") or {}).get("nodeName") == name
-                and not (p["metadata"].get("annotations") or {}).get(annotation.ANNOTATION)]
+        return [object_key(p) for p in self.pods.peek_by_index("node", node["metadata"]["name"])
+                if not (p["metadata"].get("annotations") or {}).get(annotation.ANNOTATION)]
 
     def _pods_in_namespace(self, namespace: JSON) -> list[str]:
-        return [object_key(p) for p in self.pods.by_index("namespace",
-                                                           namespace["metadata"]["name"])]
+        return self.pods.keys_by_index("namespace", namespace["metadata"]["name"])
 
     def networks_changed(self) -> None:
         self.controller.reconcile_all()
@@ -122,22 +133,34 @@ class PodAllocator:
             allocator = self.ips[key] = IpAllocator(subnet, excluded)
         return key, allocator
 
+    def _tunnel_allocator(self, network: str) -> IdAllocator:
+        return self.tunnel_ids.setdefault(network, IdAllocator(
+            f"TunnelIDs-{network}", MAX_POD_TUNNEL_ID))
+
     def _excluded(self, netinfo: NetInfo | None, subnet: Any) -> list[Any]:
         return excluded_subnets(netinfo, subnet)
 
     def sync(self) -> None:
-        """Reserve every address already annotated on a live pod."""
-        for pod in self.pods.items():
+        """Reserve every address already annotated on a live pod (once every network that
+        existed at startup is registered)."""
+        wait_for_networks(self.catalog, "pod allocator")
+        for key in self.pods.list_keys():
+            pod = self.pods.peek(key)
+            if pod is None:
+                continue
             try:
                 existing = annotation.parse((pod["metadata"].get("annotations") or {}).get(
                     annotation.ANNOTATION))
             except annotation.PodAnnotationError as exc:
-                log.warning("pod %s: %s", object_key(pod), exc)
+                log.warning("pod %s: %s", key, exc)
                 continue
             if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 continue
             for nad_key, entry in existing.items():
-                self._reserve(object_key(pod), nad_key, entry)
+                self._reserve(key, nad_key, entry)
+        if self.unresolved:
+            log.warning("pod allocator: addresses on NADs not (yet) describing a known network "
+                        "are held aside until it is: %s", ", ".join(sorted(self.unresolved)))
 
     def _network_for(self, nad_key: str) -> tuple[str, NetInfo | None]:
         if nad_key == "default":
@@ -149,36 +172,45 @@ class PodAllocator:
         return network, entry.netinfo
 
     def _reserve(self, pod_key: str, nad_key: str, entry: annotation.PodNetwork) -> None:
-        try:
-            network, netinfo = self._network_for(nad_key)
-        except NotReady:
-            return
-        owner = f"{pod_key}|{nad_key}"
-        for text in entry.ip_addresses:
-            interface = ipaddress.ip_interface(text)
-            key, allocator = self._ip_allocator(network, interface.network,
-                                                self._excluded(netinfo, interface.network))
+        with self._lock:
             try:
-                allocator.reserve(owner, interface.ip)
-                self.held.setdefault(pod_key, []).append((key, owner))
-            except IpAllocationError as exc:
-                log.warning("pod %s: %s", pod_key, exc)
-        if entry.tunnel_id is not None:
-            ids = self.tunnel_ids.setdefault(network, IdAllocator(
-                f"TunnelIDs-{network}", MAX_POD_TUNNEL_ID))
-            try:
-                ids.reserve(owner, entry.tunnel_id)
-            except IdAllocationError as exc:
-                log.warning("pod %s: %s", pod_key, exc)
+                network, netinfo = self._network_for(nad_key)
+            except NotReady:
+                self.unresolved.setdefault(nad_key, {})[pod_key] = entry
+                return
+            owner = f"{pod_key}|{nad_key}"
+            for text in entry.ip_addresses:
+                interface = ipaddress.ip_interface(text)
+                key, allocator = self._ip_allocator(network, interface.network,
+                                                    self._excluded(netinfo, interface.network))
+                try:
+                    allocator.reserve(owner, interface.ip)
+                    self.held.setdefault(pod_key, []).append((key, owner))
+                except IpAllocationError as exc:
+                    log.warning("pod %s: %s", pod_key, exc)
+            if entry.tunnel_id is not None:
+                try:
+                    self._tunnel_allocator(network).reserve(owner, entry.tunnel_id)
+                    self.held_tunnels.setdefault(pod_key, []).append((network, owner))
+                except IdAllocationError as exc:
+                    log.warning("pod %s: %s", pod_key, exc)
+
+    def _resolve_unresolved(self, network: str) -> None:
+        """Reserve the held-aside entries of ``network``'s NADs (before it allocates)."""
+        for nad_key in self.registry.nads_of(network):
+            for pod_key, entry in (self.unresolved.pop(nad_key, None) or {}).items():
+                self._reserve(pod_key, nad_key, entry)
 
     def _release(self, pod_key: str) -> None:
-        for key, owner in self.held.pop(pod_key, []):
-            allocator = self.ips.get(key)
-            if allocator is not None:
-                allocator.release(owner)
-        for ids in self.tunnel_ids.values():
-            for owner in [o for o in ids.allocated() if o.startswith(f"{pod_key}|")]:
-                ids.release(owner)
+        with self._lock:
+            for key, owner in self.held.pop(pod_key, []):
+                allocator = self.ips.get(key)
+                if allocator is not None:
+                    allocator.release(owner)
+            for network, owner in self.held_tunnels.pop(pod_key, []):
+                self._tunnel_allocator(network).release(owner)
+            for waiting in self.unresolved.values():
+                waiting.pop(pod_key, None)
 
     # -- one pod -----------------------------------------------------------------------------
     def reconcile(self, key: str) -> None:
@@ -198,8 +230,10 @@ class PodAllocator:
         except annotation.PodAnnotationError as exc:
             self.recorder.event(pod, WARNING, "ErrorReconcilingPod", str(exc))
             raise PermanentError(f"pod {key}: {exc}") from None
-        ns = self.namespaces.get(namespace)
-        labelled = PRIMARY_NAMESPACE_LABEL in ((ns or {}).get("metadata", {}).get("labels") or {})
+        ns = self.namespaces.peek(namespace)
+        if ns is None:  # its primary network depends on the namespace's labels
+            raise NotReady(f"pod {key}: namespace {namespace} is not known yet")
+        labelled = PRIMARY_NAMESPACE_LABEL in (ns["metadata"].get("labels") or {})
         primary = self.registry.primary_nad_for_namespace(namespace)
         if labelled and primary is None:
             message = invalid_primary_network_message(namespace)
@@ -237,13 +271,21 @@ class PodAllocator:
 
     def _release_owner(self, pod_key: str, nad_key: str) -> None:
         owner = f"{pod_key}|{nad_key}"
-        kept = []
-        for key, held_owner in self.held.get(pod_key, []):
-            if held_owner == owner and key in self.ips:
-                self.ips[key].release(owner)
-            else:
-                kept.append((key, held_owner))
-        self.held[pod_key] = kept
+        with self._lock:
+            kept = []
+            for key, held_owner in self.held.get(pod_key, []):
+                if held_owner == owner and key in self.ips:
+                    self.ips[key].release(owner)
+                else:
+                    kept.append((key, held_owner))
+            self.held[pod_key] = kept
+            tunnels = []
+            for network, held_owner in self.held_tunnels.get(pod_key, []):
+                if held_owner == owner:
+                    self._tunnel_allocator(network).release(owner)
+                else:
+                    tunnels.append((network, held_owner))
+            self.held_tunnels[pod_key] = tunnels
 
     def _allocate(self, pod_key: str, nad_key: str, role: str, node: str,
                   node_subnets: dict[str, list[str]]) -> annotation.PodNetwork:
@@ -259,20 +301,22 @@ class PodAllocator:
             subnets = [s.cidr for s in netinfo.subnets]
         owner = f"{pod_key}|{nad_key}"
         interfaces: list[Interface] = []
-        for subnet in subnets:
-            key, allocator = self._ip_allocator(network, subnet, self._excluded(netinfo, subnet))
-            try:
-                address = allocator.allocate(owner)
-            except IpAllocationError as exc:
-                self._release_owner(pod_key, nad_key)
-                raise NotReady(f"pod {pod_key}: {exc}", backoff=True) from None
-            self.held.setdefault(pod_key, []).append((key, owner))
-            interfaces.append(ipaddress.ip_interface(f"{address}/{subnet.prefixlen}"))
         tunnel_id = None
-        if netinfo is not None and netinfo.topology == "layer2":
-            ids = self.tunnel_ids.setdefault(network, IdAllocator(
-                f"TunnelIDs-{network}", MAX_POD_TUNNEL_ID))
-            tunnel_id = ids.allocate(owner)
+        with self._lock:
+            self._resolve_unresolved(network)
+            for subnet in subnets:
+                key, allocator = self._ip_allocator(network, subnet,
+                                                    self._excluded(netinfo, subnet))
+                try:
+                    address = allocator.allocate(owner)
+                except IpAllocationError as exc:
+                    self._release_owner(pod_key, nad_key)
+                    raise NotReady(f"pod {pod_key}: {exc}", backoff=True) from None
+                self.held.setdefault(pod_key, []).append((key, owner))
+                interfaces.append(ipaddress.ip_interface(f"{address}/{subnet.prefixlen}"))
+            if netinfo is not None and netinfo.topology == "layer2":
+                tunnel_id = self._tunnel_allocator(network).allocate(owner)
+                self.held_tunnels.setdefault(pod_key, []).append((network, owner))
         return annotation.build_pod_network(self.config, netinfo, role, interfaces, tunnel_id)
 
     def _secondary_nads(self, pod: JSON, primary: str | None) -> list[str]:

@@ -8,7 +8,10 @@ Tests point a client at the proxy and then, at the moment they choose:
   ``ERROR`` event with a 410 ``Status``, as a server that compacted its
   history does;
 * ``drop_watches()`` — cut every open watch stream mid-flight, without a
-  clean end, as a dropped connection or restarted server would.
+  clean end, as a dropped connection or restarted server would;
+* ``delay(seconds, match, count)`` — hold the next matching requests that
+  long before forwarding them, as a slow server does (an informer whose
+  first list arrives late).
 
 Everything else is forwarded unchanged (chunk by chunk for watches), and
 every request is recorded in ``requests`` for assertions.  The test's client
@@ -24,6 +27,7 @@ import json
 import socket
 import ssl
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -46,6 +50,7 @@ class FaultProxy:
         self.upstream_context = upstream_context if parts.scheme == "https" else None
         self.requests: list[tuple[str, str]] = []
         self._faults: list[_Fault] = []
+        self._delays: list[_Fault] = []  # status holds the delay in milliseconds
         self._gone_watches = 0
         self._lock = threading.Lock()
         self._streams: set[socket.socket] = set()
@@ -87,10 +92,16 @@ class FaultProxy:
         with self._lock:
             self._faults.append(_Fault(status, count, match, reason))
 
+    def delay(self, seconds: float, match: str = "", count: int = 1) -> None:
+        """Hold the next ``count`` requests matching ``match`` for ``seconds`` each."""
+        with self._lock:
+            self._delays.append(_Fault(int(seconds * 1000), count, match, "Delay"))
+
     def clear_faults(self) -> None:
-        """Forget every pending injected fault."""
+        """Forget every pending injected fault and delay."""
         with self._lock:
             self._faults.clear()
+            self._delays.clear()
             self._gone_watches = 0
 
     def gone_next_watch(self, count: int = 1) -> None:
@@ -117,9 +128,9 @@ class FaultProxy:
         return sum(1 for method, path in self.requests if method == "GET" and "watch=" in path)
 
     # -- serving ---------------------------------------------------------------------------
-    def _take_fault(self, method: str, path: str) -> _Fault | None:
+    def _take_fault(self, method: str, path: str, delays: bool = False) -> _Fault | None:
         with self._lock:
-            for fault in self._faults:
+            for fault in self._delays if delays else self._faults:
                 if fault.match in f"{method} {path}" and fault.count > 0:
                     fault.count -= 1
                     return fault
@@ -131,6 +142,9 @@ class FaultProxy:
         length = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(length) if length else None
         is_watch = "watch=true" in path or "watch=1" in path
+        delay = self._take_fault(method, path, delays=True)
+        if delay is not None:
+            time.sleep(delay.status / 1000)
         fault = self._take_fault(method, path)
         if fault is not None:
             self._reply_status(handler, fault.status, fault.reason, "injected fault")
