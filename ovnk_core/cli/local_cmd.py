@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,7 @@ from ovnk_core.local.cluster import (
 )
 from ovnk_core.local.components import COMPONENTS as STAND_INS
 from ovnk_core.local.components import run_component
+from ovnk_core.local.supervision import BACKOFF_BASE, BACKOFF_CAP, Supervisor
 from ovnk_core.local.supervisor import LocalClusterError
 from ovnk_core.logsetup import setup_logging
 
@@ -72,6 +76,17 @@ def register(subparsers: Any) -> None:
     component.add_argument("--loglevel", default="info")
     component.set_defaults(func=run_one_component)
 
+    supervise = commands.add_parser(
+        "supervise", help="(internal) restart the cluster's components when they die")
+    supervise.add_argument("--dir", default=DEFAULT_DIR)
+    supervise.add_argument("--backoff-base", type=float, default=BACKOFF_BASE,
+                           help=f"seconds before the first restart (default {BACKOFF_BASE:g}); "
+                                "doubled for every death in a row")
+    supervise.add_argument("--backoff-max", type=float, default=BACKOFF_CAP,
+                           help=f"longest wait between restarts (default {BACKOFF_CAP:g}s)")
+    supervise.add_argument("--loglevel", default="info")
+    supervise.set_defaults(func=run_supervise)
+
 
 def run_up(args: argparse.Namespace) -> int:
     cluster = LocalCluster(args.dir)
@@ -94,10 +109,18 @@ def run_status(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no local cluster in {Path(args.dir).resolve()}")
         return 1
-    print(f"{'NAME':<28}{'ROLE':<11}{'PID':<9}{'STATE':<10}LOG")
+    now = time.time()
+    print(f"{'NAME':<28}{'ROLE':<11}{'PID':<9}{'STATE':<10}{'RESTARTS':<10}LOG")
     for row in rows:
         state = "ready" if row.ready else ("running" if row.running else "DOWN")
-        print(f"{row.name:<28}{row.role:<11}{row.pid:<9}{state:<10}{row.log}")
+        print(f"{row.name:<28}{row.role:<11}{row.pid:<9}{state:<10}{row.restarts:<10}{row.log}")
+        if row.next_start:
+            print(f"    restarting in {max(0.0, row.next_start - now):.0f}s (backoff)")
+        if row.last_exit:
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.last_exit_at))
+            print(f"    last exit {when}: {row.last_exit}")
+            for line in row.last_exit_log:
+                print(f"    | {line}")
     return 0 if all(row.ready for row in rows) else 1
 
 
@@ -120,6 +143,16 @@ def run_one_component(args: argparse.Namespace) -> int:
     return run_component(args.name, str(cluster.component_kubeconfig(args.name)),
                          cluster.ready_file(args.name),
                          cluster.dir)
+
+
+def run_supervise(args: argparse.Namespace) -> int:
+    setup_logging(args.loglevel)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    Supervisor(LocalCluster(args.dir).states, base=args.backoff_base,
+               cap=args.backoff_max).run(stop)
+    return 0
 
 
 def run_exec(args: argparse.Namespace) -> int:

@@ -8,6 +8,16 @@ objects, applies the project's CRDs, writes ``DIR/kubeconfig`` and waits
 until every component reports ready.  ``restart`` restarts components only,
 the way an operator restarts ovnkube pods; ``down`` stops everything by pid.
 
+The components and node agents are supervised: ``up`` starts a supervisor
+process (``ovnk local supervise``, ``ovnk_core.local.supervision``) right
+after the infrastructure, records it in ``cluster.json`` and leaves it the
+starting of every supervised process, so the supervisor is their parent,
+knows how each one ended and restarts whatever dies, with backoff.
+``restart`` asks it for restarts through ``cluster.json`` (a request flag per
+record) and waits for them; ``down`` marks every record unwanted, stops the
+supervisor first, then everything else.  Every change of ``cluster.json`` is
+made under its lock and written atomically (``ovnk_core.local.state``).
+
 Where the machine allows it (root, iproute2, Open vSwitch and ovn-controller
 installed), ``up`` also gives every node a real dataplane (``dataplane``): a
 network namespace with its own OVS and ovn-controller, and a node agent
@@ -25,6 +35,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,10 +50,9 @@ from ovnk_core.kube.resources import NAMESPACES, NODES, PODS
 from ovnk_core.local.components import COMPONENTS as STAND_INS
 from ovnk_core.local.credentials import Credentials
 from ovnk_core.local.dataplane import Dataplane, NodeDataplane, node_ip
+from ovnk_core.local.state import ClusterState, ProcessRecord, StateFile
 from ovnk_core.local.supervisor import (
-    ClusterState,
     LocalClusterError,
-    ProcessRecord,
     pid_running,
     spawn,
     terminate,
@@ -62,6 +72,7 @@ VSWITCH_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 INFRA = ("apiserver", "nb-ovsdb", "sb-ovsdb", "northd")
 OVNK_COMPONENTS = ("cluster-manager", "controller")
 NODE_AGENT = "node-agent"
+SUPERVISOR = "supervisor"
 COMPONENTS = (*STAND_INS, *OVNK_COMPONENTS)
 SYSTEM_NAMESPACES = ("default", "kube-system", "ovn-kubernetes")
 NODE_NETWORK_GATEWAY = "172.18.0.1"
@@ -137,12 +148,18 @@ class ProcessStatus:
     running: bool
     ready: bool
     log: str
+    restarts: int = 0  # automatic restarts by the supervisor after it died
+    last_exit: str = ""  # how it last ended ("exit code 1", "killed by signal 9 (SIGKILL)")
+    last_exit_at: float = 0.0
+    last_exit_log: tuple[str, ...] = ()  # the tail of its log when it ended
+    next_start: float = 0.0  # when the supervisor starts it again (0: not waiting)
 
 
 class LocalCluster:
     def __init__(self, directory: Path | str) -> None:
         self.dir = Path(directory).resolve()
         self.state_file = self.dir / "cluster.json"
+        self.states = StateFile(self.state_file)
         self.kubeconfig = self.dir / "kubeconfig"
         self.ovn_dir = self.dir / "ovn"
         self.run_dir = self.dir / "run"
@@ -162,7 +179,13 @@ class LocalCluster:
         return self.ovn_dir / "sb.sock"
 
     def state(self) -> ClusterState:
-        return ClusterState.load(self.state_file)
+        return self.states.read()
+
+    def _record(self, *records: ProcessRecord) -> None:
+        """Add or replace records in ``cluster.json`` (under its lock)."""
+        with self.states.update() as state:
+            for record in records:
+                state.processes[record.name] = record
 
     def server_url(self, port: int) -> str:
         return f"https://127.0.0.1:{port}"
@@ -225,7 +248,25 @@ class LocalCluster:
         else:
             args = [sys.executable, "-m", "ovnk_core.cli.main", "local", "component", name,
                     "--dir", str(self.dir)]
-        return ProcessRecord(name, "component", args, str(self.log_dir / f"{name}.log"))
+        return ProcessRecord(name, "component", args, str(self.log_dir / f"{name}.log"),
+                             supervised=True, ready_file=str(self.ready_file(name)))
+
+    def _supervisor_record(self) -> ProcessRecord:
+        return ProcessRecord(
+            SUPERVISOR, SUPERVISOR,
+            [sys.executable, "-m", "ovnk_core.cli.main", "local", "supervise",
+             "--dir", str(self.dir)],
+            str(self.log_dir / f"{SUPERVISOR}.log"))
+
+    def _ensure_supervisor(self, state: ClusterState) -> None:
+        """Start a supervisor when the state has none running (call under the lock)."""
+        current = state.processes.get(SUPERVISOR)
+        if current is None or not pid_running(current.pid, current.args):
+            if current is not None:
+                log.warning("the supervisor of %s was not running; starting a new one (the "
+                            "processes it started before report an unknown exit status)",
+                            self.dir)
+            state.processes[SUPERVISOR] = spawn(self._supervisor_record())
 
     def ready_file(self, name: str) -> Path:
         return self.run_dir / f"{name}.ready"
@@ -244,25 +285,32 @@ class LocalCluster:
             if unavailable:
                 log.warning("local cluster without a real dataplane (pods get addresses but "
                             "carry no traffic): %s", unavailable)
-        state = self.state()
-        running = [r.name for r in state.processes.values() if pid_running(r.pid, r.args)]
-        if running:
-            raise LocalClusterError(
-                f"a local cluster is already running in {self.dir} ({', '.join(running)}); "
-                "see 'ovnk local status' or stop it with 'ovnk local down'")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with self.states.update() as state:
+            running = [r.name for r in state.processes.values()
+                       if pid_running(r.pid, r.args)]
+            if running:
+                raise LocalClusterError(
+                    f"a local cluster is already running in {self.dir} "
+                    f"({', '.join(running)}); see 'ovnk local status' or stop it with "
+                    "'ovnk local down'")
+            port = state.api_port or _free_port()
+            state.api_port, state.nodes, state.dataplane = port, node_names(nodes), dataplane
+            state.processes = {}
         for directory in (self.ovn_dir, self.run_dir, self.log_dir):
             directory.mkdir(parents=True, exist_ok=True)
         for stale in self.run_dir.glob("*.ready"):
             stale.unlink()
         self._create_databases()
         SecurityOptions.in_directory(self.pki_dir)
-        port = state.api_port or _free_port()
-        state = ClusterState(api_port=port, nodes=node_names(nodes), dataplane=dataplane)
+        state = self.state()
         try:
             for record in self._infra_records(port):
-                state.processes[record.name] = spawn(record)
-                state.save(self.state_file)
+                self._record(spawn(record))
+            state = self.state()
             self._wait_infra(state, timeout)
+            with self.states.update() as locked:
+                self._ensure_supervisor(locked)
             admin_kubeconfig(self.pki_dir, self.server_url(port), self.kubeconfig)
             self.write_config()
             client = KubeClient(api_client_from_kubeconfig(str(self.kubeconfig)))
@@ -277,16 +325,15 @@ class LocalCluster:
                 self._register_node(client, name, index)
             if dataplane:
                 self._start_dataplane(state, timeout)
-            for name in COMPONENTS:
-                state.processes[name] = spawn(self._component_record(name))
-                state.save(self.state_file)
-            self._wait_components(state, list(COMPONENTS), timeout)
+            # the supervisor starts them (it is their parent, and restarts them when they die)
+            self._record(*(self._component_record(name) for name in COMPONENTS))
+            self._wait_ready(list(COMPONENTS), timeout)
             if dataplane:
-                self._wait_node_agents(state, timeout)
+                self._wait_ready([f"{node}/{NODE_AGENT}" for node in state.nodes], timeout)
         except BaseException:
             self.down()
             raise
-        return state
+        return self.state()
 
     def _register_node(self, admin: KubeClient, name: str, index: int) -> None:
         """Create the Node (as the admin), then publish what its node side knows about it
@@ -315,9 +362,8 @@ class LocalCluster:
         nodes = self._nodes(state)
         for node in nodes:
             dataplane.create_node(node)
-            for record in dataplane.ovs_records(node):
-                state.processes[record.name] = spawn(record)
-            state.save(self.state_file)
+            self._record(*(spawn(record) for record in dataplane.ovs_records(node)))
+        state = self.state()
         northd = state.processes["northd"]
         wait_until(dataplane.southbound_ready, timeout, "SB_Global (written by ovn-northd)",
                    northd.log)
@@ -326,9 +372,8 @@ class LocalCluster:
             wait_until(lambda n=node: (n.dir / "ovs-vswitchd.ctl").exists()  # type: ignore[misc]
                        and n.ovs_db.exists(), timeout, f"OVS of node {node.name}", record.log)
             dataplane.configure_node(node)
-            for record in (dataplane.controller_record(node), self._agent_record(node)):
-                state.processes[record.name] = spawn(record)
-            state.save(self.state_file)
+            # ovn-controller now; the agent is the supervisor's to start
+            self._record(spawn(dataplane.controller_record(node)), self._agent_record(node))
 
     def pod_netns(self, namespace: str, name: str) -> str:
         """The network namespace of a running pod of this cluster's real dataplane.
@@ -369,16 +414,8 @@ class LocalCluster:
              "--ready-file", str(self.ready_file(f"node-agent-{node.name}"))],
             # in the host's namespace, where the API server's loopback address is; it works
             # on the node's namespace by name (netlink) and on its OVS by socket
-            str(self.log_dir / f"{node.name}-node-agent.log"))
-
-    def _wait_node_agents(self, state: ClusterState, timeout: float) -> None:
-        for node in state.nodes:
-            record = state.processes[f"{node}/node-agent"]
-            wait_until(lambda r=record, n=node: self.ready_file(  # type: ignore[misc]
-                f"node-agent-{n}").exists() or not pid_running(r.pid, r.args), timeout,
-                f"node agent of {node}", record.log)
-            if not pid_running(record.pid, record.args):
-                raise LocalClusterError(f"node agent of {node} exited; see {record.log}")
+            str(self.log_dir / f"{node.name}-node-agent.log"),
+            supervised=True, ready_file=str(self.ready_file(f"node-agent-{node.name}")))
 
     def _create_databases(self) -> None:
         for name, schema in (("nb", NB_SCHEMA), ("sb", SB_SCHEMA)):
@@ -399,14 +436,36 @@ class LocalCluster:
         northd = state.processes["northd"]
         wait_until((self.ovn_dir / "northd.ctl").exists, timeout, "ovn-northd", northd.log)
 
-    def _wait_components(self, state: ClusterState, names: list[str], timeout: float) -> None:
+    def _wait_ready(self, names: list[str], timeout: float, since: float = 0.0) -> None:
+        """Wait until the supervisor has started each process and it is ready.
+
+        :raises LocalClusterError: one of them ended (after ``since``; while ``up`` waits,
+            at all), naming how and its log; or the supervisor is gone; or the timeout.
+        """
+        def what(name: str) -> str:
+            node, _, agent = name.partition("/")
+            return f"node agent of {node}" if agent == NODE_AGENT else f"component {name}"
+
+        def ready() -> bool:
+            state = self.state()
+            supervisor = state.processes.get(SUPERVISOR)
+            if supervisor is None or not pid_running(supervisor.pid, supervisor.args):
+                raise LocalClusterError(f"the supervisor of {self.dir} is not running; see "
+                                        f"{self.log_dir / (SUPERVISOR + '.log')}")
+            for name in names:
+                record = state.processes[name]
+                if record.last_exit and record.last_exit_at > since:
+                    tail = " | ".join(record.last_exit_log)
+                    raise LocalClusterError(f"{what(name)} {record.last_exit}; see {record.log}"
+                                            + (f": {tail}" if tail else ""))
+                if record.restart_requested or not pid_running(record.pid, record.args) \
+                        or not Path(record.ready_file).exists():
+                    return False
+            return True
+
         for name in names:
-            record = state.processes[name]
-            wait_until(lambda r=record: self.ready_file(r.name).exists()  # type: ignore[misc]
-                       or not pid_running(r.pid, r.args), timeout, f"component {name}",
-                       record.log)
-            if not pid_running(record.pid, record.args):
-                raise LocalClusterError(f"component {name} exited; see {record.log}")
+            record = self.state().processes[name]
+            wait_until(ready, timeout, what(name), record.log)
 
     def _healthz(self, port: int) -> bool:
         """Whether the API server answers /healthz (HTTPS, verified against the cluster CA)."""
@@ -430,21 +489,23 @@ class LocalCluster:
             running = pid_running(record.pid, record.args)
             if record.name == "apiserver":
                 ready = running and self._healthz(state.api_port)
-            elif record.role == "component":
-                ready = running and self.ready_file(record.name).exists()
-            elif record.name.endswith("/node-agent"):
-                node = record.name.split("/", 1)[0]
-                ready = running and self.ready_file(f"node-agent-{node}").exists()
+            elif record.ready_file:
+                ready = running and Path(record.ready_file).exists()
             else:
                 ready = running
-            result.append(ProcessStatus(record.name, record.role, record.pid, running, ready,
-                                        record.log))
+            result.append(ProcessStatus(
+                record.name, record.role, record.pid, running, ready, record.log,
+                restarts=record.restarts, last_exit=record.last_exit,
+                last_exit_at=record.last_exit_at, last_exit_log=tuple(record.last_exit_log),
+                next_start=record.next_start if record.wanted and not running else 0.0))
         return result
 
     def restart(self, component: str | None = None, timeout: float = 60.0) -> list[str]:
         """Restart the components (all, or one); ``node-agent`` restarts every node's agent.
 
         The API server, OVN databases and the nodes' OVS and ovn-controller keep running.
+        The supervisor carries the restarts out (it stops and starts its own children);
+        this asks for them in ``cluster.json`` and waits until each one is ready again.
         """
         state = self.state()
         if not state.processes:
@@ -461,25 +522,24 @@ class LocalCluster:
         if component == NODE_AGENT and not state.dataplane:
             raise LocalClusterError("this local cluster runs without a real dataplane: it has "
                                     "no node agents")
-        for name in names:
-            record = state.processes.get(name) or self._component_record(name)
-            terminate(record)
-            self.ready_file(name).unlink(missing_ok=True)
-            state.processes[name] = spawn(self._component_record(name))
-            state.save(self.state_file)
-        restarted = list(names)
+        fresh = [self._component_record(name) for name in names]
         if agents:
-            for node in self._nodes(state):
-                name = f"{node.name}/{NODE_AGENT}"
-                if name in state.processes:
-                    terminate(state.processes[name])
-                self.ready_file(f"{NODE_AGENT}-{node.name}").unlink(missing_ok=True)
-                state.processes[name] = spawn(self._agent_record(node))
-                state.save(self.state_file)
-                restarted.append(name)
-        self._wait_components(state, names, timeout)
-        if agents:
-            self._wait_node_agents(state, timeout)
+            fresh += [self._agent_record(node) for node in self._nodes(state)]
+        with self.states.update() as locked:
+            # taken under the lock: whatever the supervisor recorded before is older
+            requested_at = time.time()
+            for record in fresh:
+                current = locked.processes.get(record.name)
+                if current is not None:  # keep its history, take today's command line
+                    current.args, current.log, current.env = record.args, record.log, record.env
+                    current.supervised, current.ready_file = True, record.ready_file
+                    record = current
+                record.wanted = True
+                record.restart_requested = True
+                locked.processes[record.name] = record
+            self._ensure_supervisor(locked)
+        restarted = [record.name for record in fresh]
+        self._wait_ready(restarted, timeout, since=requested_at)
         return restarted
 
     @staticmethod
@@ -487,8 +547,17 @@ class LocalCluster:
         return [*COMPONENTS, *([NODE_AGENT] if state.dataplane else [])]
 
     def down(self) -> list[str]:
+        kept = self.dir.exists()  # never create the directory of a cluster that is not there
+        if kept:
+            with self.states.update() as state:
+                for record in state.processes.values():
+                    record.wanted = False  # stopped on purpose: the supervisor leaves them be
         state = self.state()
         stopped = []
+        supervisor = state.processes.get(SUPERVISOR)
+        if supervisor is not None and terminate(supervisor):
+            stopped.append(SUPERVISOR)
+        state = self.state()  # everything it started before it saw the records unwanted
         # components first (the kubelet still reaches the node agents), then each node's
         # daemons in the reverse of their start order, the infrastructure last
         components = [n for n, r in state.processes.items() if r.role == "component"]
@@ -503,7 +572,7 @@ class LocalCluster:
         removed = self.dataplane.destroy()
         if removed:
             log.info("removed network namespaces: %s", ", ".join(removed))
-        state.processes = {}
-        if self.dir.exists():
-            state.save(self.state_file)
+        if kept:
+            with self.states.update() as final:
+                final.processes = {}
         return stopped

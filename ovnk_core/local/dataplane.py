@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ovnk_core.errors import OvnkError
-from ovnk_core.local.supervisor import ProcessRecord, wait_until
+from ovnk_core.local.state import ProcessRecord
+from ovnk_core.local.supervisor import wait_until
 from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.node import netlink
 from ovnk_core.node.netns import NETNS_DIR, run_in_netns

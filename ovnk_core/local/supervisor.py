@@ -1,66 +1,28 @@
 """Starting, watching and stopping the processes of one local cluster.
 
 Every process is started detached (its own session) so it outlives the
-``ovnk local up`` command, with its output in ``DIR/logs/<name>.log``; its
-pid, command line and log path are recorded in ``DIR/cluster.json``.  A
-process counts as running only if its pid is alive, not a zombie, and its
-command line is still ours (pids get reused).  Stopping is by pid: TERM,
-then KILL after a grace period.
+command that started it, with its output in ``DIR/logs/<name>.log``; its
+pid, command line and log path are recorded in ``DIR/cluster.json``
+(``ovnk_core.local.state``).  A process counts as running only if its pid is
+alive, not a zombie, and its command line is still ours (pids get reused).
+Stopping is by pid: TERM, then KILL after a grace period.  Restarting what
+dies is the supervisor's (``ovnk_core.local.supervision``).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ovnk_core.errors import OvnkError
+from ovnk_core.local.state import ProcessRecord
 
 
 class LocalClusterError(OvnkError):
     """The local cluster could not be started, inspected or stopped as asked."""
-
-
-@dataclass
-class ProcessRecord:
-    name: str
-    role: str  # "infra" (API server, OVN), "component" (restartable) or "node" (a node's daemons)
-    args: list[str]
-    log: str
-    pid: int = 0
-    started: float = 0.0
-    netns: str = ""  # run inside this named network namespace
-    env: dict[str, str] = field(default_factory=dict)  # added to the inherited environment
-
-
-@dataclass
-class ClusterState:
-    api_port: int = 0
-    nodes: list[str] = field(default_factory=list)
-    processes: dict[str, ProcessRecord] = field(default_factory=dict)
-    dataplane: bool = False
-
-    @classmethod
-    def load(cls, path: Path) -> ClusterState:
-        if not path.exists():
-            return cls()
-        raw = json.loads(path.read_text())
-        return cls(api_port=raw.get("api_port", 0), nodes=raw.get("nodes", []),
-                   dataplane=bool(raw.get("dataplane", False)),
-                   processes={name: ProcessRecord(**record)
-                              for name, record in raw.get("processes", {}).items()})
-
-    def save(self, path: Path) -> None:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"api_port": self.api_port, "nodes": self.nodes,
-                                   "dataplane": self.dataplane,
-                                   "processes": {n: asdict(r) for n, r in
-                                                 self.processes.items()}}, indent=2))
-        tmp.replace(path)
 
 
 def pid_running(pid: int, args: list[str]) -> bool:
@@ -95,6 +57,7 @@ def spawn(record: ProcessRecord) -> ProcessRecord:
         def preexec() -> None:
             enter_netns(netns)
     with open(record.log, "ab") as log:
+        record.log_offset = log.seek(0, os.SEEK_END)
         proc = subprocess.Popen(record.args, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True,
                                 env=env, preexec_fn=preexec)
@@ -134,6 +97,18 @@ def _reap(pid: int) -> None:
         pass
 
 
+def log_tail(log: str, lines: int = 5, since: int = 0) -> list[str]:
+    """The last ``lines`` lines of a log file written after byte ``since`` (its end only)."""
+    try:
+        with open(log, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(since, size - 8192, 0))
+            data = handle.read()
+    except OSError:
+        return []
+    return data.decode(errors="replace").splitlines()[-lines:]
+
+
 def wait_until(predicate: object, timeout: float, what: str, log: str | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -142,5 +117,5 @@ def wait_until(predicate: object, timeout: float, what: str, log: str | None = N
         time.sleep(0.05)
     tail = ""
     if log and Path(log).exists():
-        tail = ": " + " | ".join(Path(log).read_text(errors="replace").splitlines()[-5:])
+        tail = ": " + " | ".join(log_tail(log))
     raise LocalClusterError(f"{what} not ready after {timeout:.0f}s{tail}")

@@ -107,6 +107,7 @@ def test_pods_get_addresses_from_ovnk_or_wait_for_their_network(cluster: LocalCl
     kubectl(cluster, "run", "bare", "-n", "default", "--image=agnhost")
     pod = wait_until(lambda: (lambda p: p if p["status"].get("phase") == "Running" else None)(
         get_json(cluster, "pod", "bare", "-n", "default")))
+    assert pod is not None
     node = get_json(cluster, "node", pod["spec"]["nodeName"])
     subnets = json.loads(node["metadata"]["annotations"]["k8s.ovn.org/node-subnets"])
     assert ipaddress.ip_address(pod["status"]["podIP"]) in ipaddress.ip_network(
@@ -128,8 +129,11 @@ def test_restart_keeps_state_and_crash_is_visible(cluster: LocalCluster) -> None
     record = cluster.state().processes["kubelet"]
     os.kill(record.pid, signal.SIGKILL)
     wait_until(lambda: not pid_running(record.pid, record.args))
-    down = {s.name: s for s in cluster.status()}["kubelet"]
-    assert not down.running and down.log.endswith("kubelet.log")
+    # the supervisor brings it back (after a backoff) and status says how it ended
+    back = wait_until(lambda: (lambda s: s if s.restarts == 1 and s.ready else None)(
+        {s.name: s for s in cluster.status()}["kubelet"]), timeout=60)
+    assert back is not None
+    assert back.last_exit == "killed by signal 9 (SIGKILL)" and back.log.endswith("kubelet.log")
     restarted = cluster.restart()
     assert restarted[:5] == ["scheduler", "kubelet", "endpointslice-controller",
                              "cluster-manager", "controller"]

@@ -1,0 +1,128 @@
+"""The local cluster's state file ``DIR/cluster.json``: its records, a lock, atomic writes.
+
+Several processes change the file: ``ovnk local up``, ``restart`` and ``down``,
+and the supervisor (``ovnk local supervise``) that restarts what died.  Every
+change is a read-modify-write under an exclusive ``flock`` on
+``cluster.json.lock`` (``StateFile.update``), and every write goes to a fresh
+temporary file in the same directory that is fsynced and renamed over
+``cluster.json``, so concurrent callers never lose each other's changes and a
+reader (``status``) never sees a half-written file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from ovnk_core.errors import OvnkError
+
+
+class StateFileError(OvnkError):
+    """``cluster.json`` cannot be read as a local cluster's state."""
+
+
+@dataclass
+class ProcessRecord:
+    name: str
+    role: str  # "infra", "supervisor", "component" (restartable) or "node" (a node's daemons)
+    args: list[str]
+    log: str
+    pid: int = 0  # 0: not started yet (a supervised record the supervisor will start)
+    started: float = 0.0
+    log_offset: int = 0  # the log's size when this run started: its own output follows
+    netns: str = ""  # run inside this named network namespace
+    env: dict[str, str] = field(default_factory=dict)  # added to the inherited environment
+    # -- supervision (components and node agents) -------------------------------------------
+    supervised: bool = False  # the supervisor starts it, and restarts it when it dies
+    ready_file: str = ""  # written by the process once ready; removed when it dies
+    wanted: bool = True  # False once 'down' stops it on purpose: never restarted then
+    restart_requested: bool = False  # 'ovnk local restart' asks the supervisor for one
+    restarts: int = 0  # times the supervisor started it again after it died
+    failures: int = 0  # deaths in a row after short runs: the backoff's exponent
+    next_start: float = 0.0  # when the supervisor starts it again (0: not dead / not yet seen)
+    last_exit: str = ""  # "exit code 1", "killed by signal 9 (SIGKILL)", ...
+    last_exit_at: float = 0.0
+    last_exit_log: list[str] = field(default_factory=list)  # its log's last lines then
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> ProcessRecord:
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in raw.items() if key in known})
+
+
+@dataclass
+class ClusterState:
+    api_port: int = 0
+    nodes: list[str] = field(default_factory=list)
+    processes: dict[str, ProcessRecord] = field(default_factory=dict)
+    dataplane: bool = False
+
+    @classmethod
+    def load(cls, path: Path) -> ClusterState:
+        if not path.exists():
+            return cls()
+        try:
+            raw = json.loads(path.read_text())
+            return cls(api_port=int(raw.get("api_port", 0)), nodes=list(raw.get("nodes", [])),
+                       dataplane=bool(raw.get("dataplane", False)),
+                       processes={name: ProcessRecord.from_json(record)
+                                  for name, record in raw.get("processes", {}).items()})
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise StateFileError(f"{path} is not a local cluster's state ({exc}); stop what "
+                                 "it started by hand and remove it") from None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"api_port": self.api_port, "nodes": self.nodes, "dataplane": self.dataplane,
+                "processes": {name: asdict(record) for name, record in self.processes.items()}}
+
+
+class StateFile:
+    """``cluster.json`` with its lock: ``read()`` any time, ``update()`` to change it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock_path = path.with_name(path.name + ".lock")
+
+    def read(self) -> ClusterState:
+        return ClusterState.load(self.path)
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the exclusive lock (released when the block ends, or the process dies)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    @contextmanager
+    def update(self) -> Iterator[ClusterState]:
+        """Read the state under the lock, let the block change it, write it back atomically
+        (not written when the block raises)."""
+        with self.locked():
+            state = self.read()
+            yield state
+            self.write(state)
+
+    def write(self, state: ClusterState) -> None:
+        """Replace the file atomically; call it with the lock held."""
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.",
+                                   suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as out:
+                json.dump(state.to_json(), out, indent=2)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
