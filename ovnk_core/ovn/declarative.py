@@ -19,7 +19,9 @@ port is a member of its switch's ``ports``, an ACL of its port group's
 Rows are matched by ``k8s.ovn.org/id``; rows without ovnk's ownership keys
 are never read as "ours", never changed, never deleted, and a desired link
 into such a row is refused (``MissingReference``).  When nothing differs no
-transaction is sent: a restart with nothing changed writes nothing.  The
+transaction is sent: a restart with nothing changed writes nothing.  A value OVSDB
+cannot hold (NUL, a lone surrogate: ``storable``) refuses its owner alone
+(``UnstorableValue``) and is never sent.  The
 diff and the transaction are the writer's (``writer.NbWriter``,
 ``txn_plan``); this module is the model callers build.
 """
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ovnk_core.errors import OvnkError
+from ovnk_core.ovn import storable
 from ovnk_core.ovn.ownership import ObjectIDs, Owner
 
 
@@ -40,6 +43,25 @@ class DesiredStateError(OvnkError):
 
 class MissingReference(OvnkError):
     """A desired row refers to a row that does not exist yet; retry later (not-ready)."""
+
+
+class UnstorableValue(OvnkError):
+    """Some owners declared values OVSDB cannot hold (``storable``): they were not written
+    (their rows stay as they were); every other owner of the same ``apply_many`` was.
+
+    :ivar problems: owner → what is wrong (table, row, column, value).
+    :ivar result: what the other owners' transaction changed.
+    :ivar not_ready: why the other owners could not be written either, when they refer to
+        rows that do not exist (yet) — a refused owner's, say; else empty.
+    """
+
+    def __init__(self, problems: Mapping[Owner, str], result: ApplyResult,
+                 not_ready: str = "") -> None:
+        super().__init__("; ".join(f"{str(owner)!a}: {problem}"
+                                   for owner, problem in sorted(problems.items())))
+        self.problems = dict(problems)
+        self.result = result
+        self.not_ready = not_ready
 
 
 @dataclass(frozen=True)
@@ -124,10 +146,23 @@ def apply(nb: RowWriter, owner: Owner, rows: Iterable[DesiredRow]) -> ApplyResul
 
 
 def apply_many(nb: RowWriter, desired: Mapping[Owner, Sequence[DesiredRow]]) -> ApplyResult:
-    """Converge several owners in one transaction."""
+    """Converge several owners in one transaction.
+
+    :raises UnstorableValue: some owners declared values OVSDB cannot hold; the others
+        were written (never is such a value sent: it would cost the connection).
+    """
     for owner, rows in desired.items():
         validate(owner, rows, nb.schema.tables)
-    return nb.apply_many(desired)
+    refused = {owner: problem for owner, rows in desired.items()
+               if (problem := storable.rows_problem(rows)) is not None}
+    if not refused:
+        return nb.apply_many(desired)
+    rest = {owner: rows for owner, rows in desired.items() if owner not in refused}
+    try:
+        result = nb.apply_many(rest) if rest else ApplyResult()
+    except MissingReference as exc:
+        raise UnstorableValue(refused, ApplyResult(), str(exc)) from exc
+    raise UnstorableValue(refused, result)
 
 
 def delete_owner(nb: RowWriter, owner: Owner) -> ApplyResult:

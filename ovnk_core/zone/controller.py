@@ -36,6 +36,12 @@ MAC) and no two pods render one IP on one network (the pod that held it
 first keeps it).  A refused entry gets no row and a Warning event
 ``ErrorAddingLogicalPort`` on the pod; the pod's other entries, and every
 other pod, still render.
+
+A value OVSDB cannot hold (a NUL or a lone surrogate in a network name, a
+node's chassis annotation, ...: ``ovn.storable``) refuses only the owner
+whose rows hold it — never sent, so the connection and every other owner
+are unaffected — with a Warning event on its pod, its node, or the
+network's NADs.
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import NADS, NODES, PODS, object_key, split_key
 from ovnk_core.networks import nad_config
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, ROLE_PRIMARY
-from ovnk_core.ovn.declarative import DesiredRow, MissingReference, apply_many
+from ovnk_core.ovn.declarative import DesiredRow, MissingReference, UnstorableValue, apply_many
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
@@ -305,6 +311,13 @@ class ZoneController:
             changed = apply_many(self.nb, desired).changed
         except MissingReference as exc:
             raise NotReady(f"network {name}: {exc}") from None
+        except UnstorableValue as exc:  # those owners alone were not written
+            self._report_unstorable(exc, lookup.nads)
+            if owners.network_owner(netinfo) in exc.problems:
+                return  # nothing of it renders until its definition changes
+            if exc.not_ready:
+                raise NotReady(f"network {name!a}: {exc.not_ready}") from None
+            changed = exc.result.changed
         with self._lock:
             previous = self.rendered.get(name)
             self.rendered[name] = state
@@ -410,6 +423,11 @@ class ZoneController:
             except MissingReference as exc:
                 raise NotReady(f"pod {namespace}/{name}: {exc}", delay=1.0,
                                backoff=True) from None
+            except UnstorableValue as exc:  # those owners alone were not written
+                self._report_unstorable(exc, ())
+                if exc.not_ready:
+                    raise NotReady(f"pod {namespace}/{name}: {exc.not_ready}", delay=1.0,
+                                   backoff=True) from None
         if waiting:
             raise NotReady(f"pod {namespace}/{name}: " + "; ".join(waiting), backoff=True)
 
@@ -539,6 +557,26 @@ class ZoneController:
         log.warning("%s", message)
         if self.recorder is not None:
             self.recorder.event(obj, WARNING, reason, message)
+
+    def _report_unstorable(self, exc: UnstorableValue, nads: Iterable[str]) -> None:
+        """A Warning event on the object each refused owner renders: the pod, the node (its
+        values come from its annotations), or the network's NADs (its name and config)."""
+        for owner, problem in exc.problems.items():
+            pod_key, node = owners.scope_pod(owner), owners.scope_node(owner)
+            if pod_key is not None:
+                found = [self.pods.peek(pod_key)]
+                reason, what = attachment_checks.REASON, f"pod {pod_key}"
+            elif node is not None:
+                found = [self.nodes.peek(node)]
+                reason, what = "InvalidNodeAnnotation", f"node {node}"
+            else:
+                found = [self.nads.peek(key) for key in nads]
+                network = owners.network_of_controller(owner.controller) or owner.controller
+                reason, what = "InvalidNetworkConfig", f"network {network!a}"
+            message = f"{what}: cannot be written to OVN Northbound: {problem}"
+            for obj in found:
+                if obj is not None:
+                    self._warn(obj, f"nb/{owner}/{object_key(obj)}", reason, message)
 
     def _network_error(self, key: str, error: BaseException, kind: str) -> None:
         log.error("network %s: %s (%s)", key, error, kind)
