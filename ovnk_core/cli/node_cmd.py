@@ -95,6 +95,10 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    informers.start()
+    # InformersNotSynced (which resources, why) ends the process non-zero: its supervisor
+    # restarts it, rather than leaving an agent whose controllers never start
+    informers.wait_for_sync(config.informer_sync_timeout)
     agent.start()
     if args.ready_file is not None:
         args.ready_file.parent.mkdir(parents=True, exist_ok=True)

@@ -111,7 +111,13 @@ class ClusterManager:
         return result + self.plugin_controllers
 
     def start_controllers(self) -> None:
+        """Start the informers and, once they synced, every controller.
+
+        :raises InformersNotSynced: not within ``--informer-sync-timeout``; the message
+            says which resources and why (the caller exits, its supervisor restarts it).
+        """
         self.informers.start()
+        self.informers.wait_for_sync(self.config.informer_sync_timeout)
         if self.nad is not None:
             self.nad.start()
         self.nodes.start()
@@ -141,12 +147,14 @@ class ClusterManager:
             self._metrics_server = serve_metrics(self.registry, self.config.metrics_bind_address)
         lost = threading.Event()
         failed = threading.Event()
+        failures: list[Exception] = []
 
         def start_leading() -> None:
             try:
                 self.start_controllers()
-            except Exception:
+            except Exception as exc:
                 log.exception("cluster manager %s: controllers could not start", self.identity)
+                failures.append(exc)
                 failed.set()
 
         elector = LeaderElector(self.client, COMPONENT, LEASE_NAMESPACE, self.identity,
@@ -166,6 +174,8 @@ class ClusterManager:
         self.stop_controllers()
         if ready_file is not None:
             ready_file.unlink(missing_ok=True)
+        if failures:
+            raise failures[0]  # the process exits non-zero with the reason
 
 
 def build_cluster_manager(config: Config) -> ClusterManager:

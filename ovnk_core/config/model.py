@@ -48,6 +48,7 @@ class Config:
     mtu: int
     nb_address: tuple[str, ...]
     nb_resync_interval: float
+    informer_sync_timeout: float
     sb_address: tuple[str, ...]
     kubeconfig: str
     node_name: str

@@ -86,6 +86,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("nb-resync-interval", "nb_resync_interval", values.parse_duration, "10m",
            "How often the zone controller reads its Northbound rows again and repairs rows "
            "changed by other writers (0: only at start and after errors)."),
+    Option("informer-sync-timeout", "informer_sync_timeout", values.parse_duration, "20s",
+           "How long a component waits for the first list of every resource it watches "
+           "(upstream's 20s); one that cannot sync in time exits non-zero saying which "
+           "resources and why, so that its supervisor restarts it."),
     Option("sb-address", "sb_address", values.parse_ovsdb_remotes,
            "unix:/var/run/ovn/ovnsb_db.sock", "OVN Southbound remotes, comma-separated."),
     Option("k8s-kubeconfig", "kubeconfig", str, "", "Path of the kubeconfig to use "

@@ -43,16 +43,22 @@ class ZoneApp:
         self.registry.register(ControllerCollector(lambda: list(self.zone.controllers())))
 
     def run(self, stop: threading.Event, ready_file: Path | None = None) -> None:
+        """Run until ``stop`` is set.
+
+        :raises InformersNotSynced: the informers did not sync within
+            ``--informer-sync-timeout`` (the process exits non-zero with the reason).
+        """
         server = None
         if self.config.metrics_bind_address:
             server = serve_metrics(self.registry, self.config.metrics_bind_address)
-        self.informers.start()
-        self.zone.start()
-        log.info("zone controller %s: running against %s", self.identity, self.nb.remote)
-        if ready_file is not None:
-            ready_file.parent.mkdir(parents=True, exist_ok=True)
-            ready_file.write_text("running\n")
         try:
+            self.informers.start()
+            self.informers.wait_for_sync(self.config.informer_sync_timeout)
+            self.zone.start()
+            log.info("zone controller %s: running against %s", self.identity, self.nb.remote)
+            if ready_file is not None:
+                ready_file.parent.mkdir(parents=True, exist_ok=True)
+                ready_file.write_text("running\n")
             stop.wait()
         finally:
             self.zone.stop()

@@ -66,6 +66,7 @@ def test_defaults_match_upstream() -> None:
         mtu=1400,
         nb_address=("unix:/var/run/ovn/ovnnb_db.sock",),
         nb_resync_interval=600.0,
+        informer_sync_timeout=20.0,
         sb_address=("unix:/var/run/ovn/ovnsb_db.sock",),
         kubeconfig="",
         node_name="",
