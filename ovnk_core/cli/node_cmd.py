@@ -13,7 +13,7 @@ from typing import Any
 from ovnk_core.config import add_config_arguments, load_config
 from ovnk_core.errors import OvnkError
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
-from ovnk_core.kube.events import EventRecorder
+from ovnk_core.kube.events import EventRecorder, undecodable_reporter
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.logsetup import setup_logging
 from ovnk_core.node.agent import NodeAgent
@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         raise OvnkError("ovnk node needs --node-name (or NODE_NAME)")
     client = KubeClient(api_client_from_kubeconfig(config.kubeconfig))
     vsctl = vsctl_for(args.ovs_db)
-    informers = InformerFactory(client)
+    recorder = EventRecorder(client, "ovnkube-node", node)
+    informers = InformerFactory(client, on_undecodable=undecodable_reporter(recorder))
     gateway = None
     if args.gateway:
         rundir = args.ovs_rundir or Path(args.ovs_db.removeprefix("unix:")).parent
@@ -88,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
                               uplink=args.uplink)
     ports = ManagementPorts(informers, node, vsctl, args.node_netns,
                             [str(s.cidr) for s in config.cluster_subnets],
-                            EventRecorder(client, "ovnkube-node", node))
+                            recorder)
     agent = NodeAgent(client, node, vsctl, args.pod_netns_prefix, args.cni_socket,
                       node_netns=args.node_netns, gateway=gateway, management_ports=ports,
                       informers=informers, topologies=PluginHost.load(config).topologies)

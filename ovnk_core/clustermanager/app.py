@@ -26,7 +26,7 @@ from ovnk_core.clustermanager.node_allocator import NodeAllocator
 from ovnk_core.config import Config
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.controller import Controller
-from ovnk_core.kube.events import EventRecorder
+from ovnk_core.kube.events import EventRecorder, undecodable_reporter
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.leader import LeaderElector
 from ovnk_core.metrics import ControllerCollector, GaugeFromCache, serve_metrics
@@ -49,8 +49,10 @@ class ClusterManager:
         self.client = client
         self.host = host
         self.identity = identity or socket.gethostname()
-        self.informers = InformerFactory(client)
         self.recorder = EventRecorder(client, COMPONENT, self.identity)
+        # an object no informer can decode is a Warning event on it, and skipped
+        self.informers = InformerFactory(client,
+                                         on_undecodable=undecodable_reporter(self.recorder))
         self.registry = CollectorRegistry()
         self.registry_networks = NetworkRegistry()
         self.network_ids = IdAllocator("NetworkIDs", MAX_NETWORKS, reserved=(0,))

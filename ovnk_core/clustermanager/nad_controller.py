@@ -138,12 +138,16 @@ class NadController:
                 log.info("NAD controller: every existing network registered")
 
     def sync(self) -> None:
-        """Reserve every network ID already written on NADs (before any allocation)."""
+        """Reserve every network ID already written on NADs (before any allocation).
+
+        The oldest NAD carrying a network's ID gives it (as ``networks.definition`` orders
+        them): a newer NAD with a forged or stale ID cannot take the network's ID away.
+        """
         nads = [nad for nad in (self.nads.peek(key) for key in self.nads.list_keys())
                 if nad is not None]
-        for nad in nads:
+        for nad in sorted(nads, key=definition.age):
             names = nad_network_name(nad)
-            network_id = annotated_id(nad)
+            network_id = definition.accepted_id(nad, names[0]) if names else None
             if not names or network_id is None or self.ids.get(names[0]) is not None:
                 continue
             try:

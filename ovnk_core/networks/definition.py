@@ -55,12 +55,15 @@ def accepted_id(nad: Mapping[str, Any], network: str) -> int | None:
         return None
 
 
+def age(nad: Mapping[str, Any]) -> tuple[str, str]:
+    """Sort key: the oldest NAD first (``creationTimestamp``, then namespace/name)."""
+    created = (nad.get("metadata") or {}).get("creationTimestamp")
+    return (created if isinstance(created, str) and created else _NEWEST, _key(nad))
+
+
 def precedence(nad: Mapping[str, Any], network: str) -> tuple[int, str, str]:
     """Sort key: NADs carrying the network's ID first, then the oldest, then by key."""
-    meta = nad.get("metadata") or {}
-    created = meta.get("creationTimestamp")
-    return (0 if accepted_id(nad, network) is not None else 1,
-            created if isinstance(created, str) and created else _NEWEST, _key(nad))
+    return (0 if accepted_id(nad, network) is not None else 1, *age(nad))
 
 
 def conflict_message(nad_key: str, network: str) -> str:
@@ -113,4 +116,4 @@ def decide(network: str, candidates: Sequence[tuple[Mapping[str, Any], T]],
 
 
 __all__ = ["CONFLICT_REASON", "NETWORK_ID_ANNOTATION", "NETWORK_NAME_ANNOTATION", "Decision",
-           "accepted_id", "conflict_message", "decide", "precedence"]
+           "accepted_id", "age", "conflict_message", "decide", "precedence"]

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 from ovnk_core.config import Config
 from ovnk_core.errors import ConfigError
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
-from ovnk_core.kube.events import EventRecorder
+from ovnk_core.kube.events import EventRecorder, undecodable_reporter
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.metrics import ControllerCollector, serve_metrics
 from ovnk_core.ovn.writer import NbWriter
@@ -36,8 +36,10 @@ class ZoneApp:
         self.config = config
         self.nb = nb
         self.identity = identity or socket.gethostname()
-        self.informers = InformerFactory(client)
         self.recorder = EventRecorder(client, COMPONENT, self.identity)
+        # an object no informer can decode is a Warning event on it, and skipped
+        self.informers = InformerFactory(client,
+                                         on_undecodable=undecodable_reporter(self.recorder))
         self.zone = ZoneController(self.informers, config, host, nb, self.recorder)
         self.registry = CollectorRegistry()
         self.registry.register(ControllerCollector(lambda: list(self.zone.controllers())))

@@ -335,3 +335,18 @@ def test_the_event_reporter_puts_a_warning_on_the_named_object(
     assert events[0]["message"] == (
         "NetworkAttachmentDefinition ns/deep cannot be decoded (nested deeper than 200 "
         "levels); it is skipped until it changes")
+
+
+def test_the_shared_informers_of_a_process_report_through_its_reporter(
+        foreign: ForeignServer) -> None:
+    from ovnk_core.kube.factory import InformerFactory
+    foreign.list_items = [configmap_text("a", "5"), configmap_text("b", "6", deep=DEPTH)]
+    reports = Reports()
+    factory = InformerFactory(client_of(foreign), on_undecodable=reports)
+    informer = factory.get(CONFIGMAPS)
+    factory.start()
+    try:
+        factory.wait_for_sync(10)
+        assert informer.list_keys() == ["ns/a"] and reports.keys() == ["ns/b"]
+    finally:
+        factory.stop()

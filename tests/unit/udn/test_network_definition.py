@@ -211,3 +211,25 @@ def test_a_restarted_cluster_manager_keeps_the_accepted_definition(client: KubeC
         assert nad_annotations(client, *VICTIM)[ID] == accepted
     finally:
         second.stop()
+
+
+def test_a_forged_network_id_on_a_newer_nad_cannot_take_the_network_id(
+        client: KubeClient) -> None:
+    client.create(NADS, plain(nad(*VICTIM)))
+    first = Running(client)
+    try:
+        accepted = wait_until(lambda: nad_annotations(client, *VICTIM).get(ID))
+    finally:
+        first.stop()
+    time.sleep(1.1)
+    # "aaa/claim" is listed first after a restart, and claims another ID for the network
+    client.create(NADS, plain(nad("aaa", "claim", subnets="10.200.0.0/16/24",
+                                  annotations={ID: "7", NAME: NETWORK, KEYS: "[]"})))
+    second = Running(client)
+    try:
+        entry = wait_until(lambda: with_id(second.registry))
+        assert entry is not None and str(entry.network_id) == accepted != "7"
+        wait_until(lambda: ID not in nad_annotations(client, "aaa", "claim"))
+        assert nad_annotations(client, *VICTIM)[ID] == accepted
+    finally:
+        second.stop()
