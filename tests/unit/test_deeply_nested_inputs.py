@@ -68,7 +68,8 @@ def test_every_quick_look_at_a_deep_nad_config_sees_no_network(config: str) -> N
 
 def test_a_nad_rendered_from_a_udn_whose_config_was_made_deep_is_rewritten() -> None:
     desired = nad("blue", good_config())
-    desired["metadata"].update(labels={}, finalizers=["k8s.ovn.org/user-defined-network-protection"])
+    desired["metadata"].update(labels={},
+                               finalizers=["k8s.ovn.org/user-defined-network-protection"])
     existing = nad("blue", DEEP)
     existing["metadata"].update(labels={}, finalizers=desired["metadata"]["finalizers"])
     assert nad_needs_update(existing, desired)
