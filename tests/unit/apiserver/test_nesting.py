@@ -25,9 +25,19 @@ from ovnk_core.kube.resources import CRDS, NADS, NAMESPACES, Resource
 from ovnk_core.testing.apiserver_fixtures import client_for, with_crds
 from ovnk_core.testing.waiting import wait_until
 
-from .conftest import WIDGET_CRD, RawCall
-
+RawCall = Callable[..., Any]  # the ``raw`` fixture (conftest): one HTTPS request as the admin
 WIDGETS = Resource("example.org", "v1", "widgets", "Widget", True)
+# A Widget CRD whose spec keeps unknown fields under ``extra``: depth a schema cannot bound.
+WIDGET_CRD: dict[str, Any] = {
+    "metadata": {"name": "widgets.example.org"},
+    "spec": {"group": "example.org", "scope": "Namespaced",
+             "names": {"kind": "Widget", "plural": "widgets"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                 "openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                     "type": "object", "properties": {
+                         "topology": {"type": "string"}, "note": {"type": "string"},
+                         "extra": {"type": "object",
+                                   "x-kubernetes-preserve-unknown-fields": True}}}}}}}]}}
 PATH = "/apis/example.org/v1/namespaces/blue/widgets"
 
 
@@ -56,7 +66,17 @@ def depth_of_extra(obj: dict[str, Any]) -> int:
     return levels + 3
 
 
-@pytest.mark.usefixtures("widget_crd", "namespace")
+@pytest.fixture
+def widgets(kube_apiserver: ServerHandle) -> KubeClient:
+    """The Widget CRD served, and namespace blue."""
+    api = KubeClient(client_for(kube_apiserver))
+    api.create(CRDS, copy.deepcopy(WIDGET_CRD))
+    api.create(NAMESPACES, {"metadata": {"name": "blue"}})
+    wait_until(lambda: api.list(WIDGETS, "blue") is not None)
+    return api
+
+
+@pytest.mark.usefixtures("widgets")
 def test_bodies_nested_too_deeply_are_refused_with_400(raw: RawCall) -> None:
     for levels in (MAX_BODY_DEPTH + 1, 1100, 100_000):  # decodable by Python or not
         reply = raw("POST", PATH, widget_text("deep", levels).encode())
@@ -73,7 +93,7 @@ def test_bodies_nested_too_deeply_are_refused_with_400(raw: RawCall) -> None:
     assert raw("POST", PATH, widget_text("fine", 10).encode()).status == 201
 
 
-@pytest.mark.usefixtures("widget_crd", "namespace")
+@pytest.mark.usefixtures("widgets")
 def test_patches_nested_too_deeply_and_patches_that_would_make_it_so_are_refused(
         raw: RawCall) -> None:
     assert raw("POST", PATH, widget_text("w", MAX_BODY_DEPTH).encode()).status == 201
