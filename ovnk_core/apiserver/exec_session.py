@@ -32,6 +32,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from ovnk_core import jsondepth
 from ovnk_core.apiserver.websocket import OP_BINARY, OP_CLOSE, OP_TEXT, WebSocket
 
 log = logging.getLogger(__name__)
@@ -185,7 +186,7 @@ class ExecSession:
     @staticmethod
     def _resize(master: int, data: bytes) -> None:
         try:
-            size = json.loads(data)
+            size = jsondepth.loads(data)  # nested too deeply: a ValueError too
             fcntl.ioctl(master, termios.TIOCSWINSZ,
                         struct.pack("HHHH", int(size.get("Height", 24)),
                                     int(size.get("Width", 80)), 0, 0))

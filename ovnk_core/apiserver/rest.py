@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ovnk_core import jsondepth
 from ovnk_core.apiserver import crds, managedfields, nesting, strategy
 from ovnk_core.apiserver.admission import AdmissionRegistry
 from ovnk_core.apiserver.authn import UserInfo
@@ -450,7 +451,7 @@ def _encode_continue(rv: int, start: str) -> str:
 
 def _decode_continue(token: str) -> tuple[int, str]:
     try:
-        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        data = jsondepth.loads(base64.urlsafe_b64decode(token.encode()))  # never recursion
         return int(data["rv"]), str(data["start"])
     except (ValueError, KeyError, TypeError) as exc:
         raise bad_request(f"continue key is not valid: {exc}") from exc

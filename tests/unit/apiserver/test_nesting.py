@@ -170,3 +170,12 @@ def test_a_nad_config_nesting_deeply_is_only_a_string_an_object_there_is_refused
     assert (reply.status, reply.json()["message"]) == (
         400, f"error decoding request body: {TOO_DEEP}")
     assert [n["metadata"]["name"] for n in api.list(NADS, "blue")["items"]] == ["deep"]
+
+
+@pytest.mark.usefixtures("widgets")
+def test_a_continue_token_nested_too_deeply_is_a_400(raw: RawCall) -> None:
+    import base64
+    token = base64.urlsafe_b64encode(nested_text(1100).encode()).decode()
+    reply = raw("GET", f"{PATH}?limit=1&continue={token}")
+    assert reply.status == 400
+    assert reply.json()["message"].startswith("continue key is not valid: nested deeper")
