@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,8 @@ from ovnk_core.networks.netinfo import NetInfo
 
 ANNOTATION = "k8s.ovn.org/pod-networks"
 OVN_SERVICE_HAIRPIN_OFFSET = 5
+ROLES = ("primary", "secondary", "infrastructure-locked")
+_MAC = re.compile(r"[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}")
 
 
 class PodAnnotationError(OvnkError):
@@ -66,20 +69,58 @@ class PodNetwork:
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> PodNetwork:
+        """One entry, every field checked for its type and form (a forged or corrupted
+        entry is an error naming the field, never a half-read entry).
+
+        :raises PodAnnotationError: the entry is not one ovnk could have written.
+        """
         try:
-            addresses = tuple(raw.get("ip_addresses") or
+            addresses = tuple(_strings(raw, "ip_addresses") or
                               ([raw["ip_address"]] if raw.get("ip_address") else []))
             for address in addresses:
                 ipaddress.ip_interface(address)
-            routes = tuple((r["dest"], r["nextHop"]) for r in raw.get("routes") or [])
-            return cls(ip_addresses=addresses, mac_address=str(raw.get("mac_address", "")),
-                       role=str(raw.get("role", "")),
-                       gateway_ips=tuple(raw.get("gateway_ips") or
-                                         ([raw["gateway_ip"]] if raw.get("gateway_ip") else [])),
-                       routes=routes, tunnel_id=raw.get("tunnel_id"),
-                       ipv6_lla_gateway_ip=str(raw.get("ipv6_lla_gateway_ip") or ""))
+            gateways = tuple(_strings(raw, "gateway_ips") or
+                             ([raw["gateway_ip"]] if raw.get("gateway_ip") else []))
+            for gateway in gateways:
+                ipaddress.ip_address(gateway)
+            routes = tuple((str(ipaddress.ip_network(r["dest"], strict=False)),
+                            str(ipaddress.ip_address(r["nextHop"])))
+                           for r in _list(raw, "routes"))
+            mac = raw.get("mac_address", "")
+            if not isinstance(mac, str) or (mac and not _MAC.fullmatch(mac)):
+                raise ValueError(f"failed to parse pod MAC {mac!r}")
+            role = raw.get("role", "")
+            if not isinstance(role, str) or (role and role not in ROLES):
+                raise ValueError(f"role {role!r} is not one of {', '.join(ROLES)}")
+            tunnel_id = raw.get("tunnel_id")
+            if tunnel_id is not None and (not isinstance(tunnel_id, int)
+                                          or isinstance(tunnel_id, bool)):
+                raise ValueError(f"tunnel_id {tunnel_id!r} is not an integer")
+            lla = raw.get("ipv6_lla_gateway_ip") or ""
+            if lla:
+                ipaddress.IPv6Address(lla)
+            return cls(ip_addresses=addresses, mac_address=mac, role=role,
+                       gateway_ips=gateways, routes=routes, tunnel_id=tunnel_id,
+                       ipv6_lla_gateway_ip=str(lla))
         except (KeyError, TypeError, ValueError) as exc:
             raise PodAnnotationError(f"invalid pod network entry {dict(raw)!r}: {exc}") from None
+
+
+def _list(raw: Mapping[str, Any], key: str) -> list[Any]:
+    """``raw[key]`` as a list (absent or null: empty); anything else is a ValueError."""
+    value = raw.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"{key} must be a list, got {type(value).__name__}")
+    return value
+
+
+def _strings(raw: Mapping[str, Any], key: str) -> list[str]:
+    values = _list(raw, key)
+    if not all(isinstance(v, str) for v in values):
+        raise ValueError(f"{key} must be a list of strings")
+    return values
 
 
 def parse(raw: str | None) -> dict[str, PodNetwork]:
@@ -91,8 +132,11 @@ def parse(raw: str | None) -> dict[str, PodNetwork]:
         raise PodAnnotationError(f"{ANNOTATION} is not valid JSON: {exc}") from None
     if not isinstance(document, dict):
         raise PodAnnotationError(f"{ANNOTATION} must be a JSON object")
-    return {key: PodNetwork.from_json(value) for key, value in document.items()
-            if isinstance(value, dict)}
+    for key, value in document.items():
+        if not isinstance(value, dict):
+            raise PodAnnotationError(f"{ANNOTATION} entry {key!r} must be a JSON object, "
+                                     f"got {type(value).__name__}")
+    return {key: PodNetwork.from_json(value) for key, value in document.items()}
 
 
 def serialize(networks: Mapping[str, PodNetwork]) -> str:

@@ -1,0 +1,289 @@
+"""Hostile input, generated: UDNs, CUDNs, NADs and pod annotations against the whole control
+plane (local API server, cluster manager, zone controller on a real NB).
+
+Every generated object is either refused by the API server with a message, or accepted
+and then reported: a UDN/CUDN gets a ``NetworkCreated`` condition with a reason, a NAD
+gets its network ID or a Warning event, a pod gets a port in NB or a Warning event.  No
+component dies (a pod created afterwards is still allocated and rendered) and the canary
+network's NB rows never change.  Seeded and CI-sized; ``OVNK_FUZZ_EXAMPLES`` runs more.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ovnk_core.apiserver.server import ServerHandle
+from ovnk_core.clustermanager.app import ClusterManager
+from ovnk_core.identities import CLUSTER_MANAGER_USER, CONTROLLER_USER
+from ovnk_core.kube.client import JSON, KubeClient
+from ovnk_core.kube.errors import ApiError
+from ovnk_core.kube.events import EventRecorder
+from ovnk_core.kube.factory import InformerFactory
+from ovnk_core.kube.resources import CUDNS, EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
+from ovnk_core.local.cluster import build_node
+from ovnk_core.ovn.nb import NbClient
+from ovnk_core.ovn.snapshot import Snapshot, snapshot
+from ovnk_core.ovn.writer import NbWriter
+from ovnk_core.plugins import PluginHost
+from ovnk_core.testing.apiserver_fixtures import component_client, with_crds
+from ovnk_core.testing.configs import udn_config
+from ovnk_core.testing.ovsdb_fixtures import OvnStack
+from ovnk_core.testing.waiting import wait_until
+from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
+from ovnk_core.zone.controller import ZoneController
+
+pytestmark = pytest.mark.e2e
+
+CONFIG = udn_config()
+EXAMPLES = int(os.environ.get("OVNK_FUZZ_EXAMPLES", "40"))
+CANARY_NETWORK = "canary_canary-network"
+POD_NETWORKS = "k8s.ovn.org/pod-networks"
+SELECTIONS = "k8s.v1.cni.cncf.io/networks"
+
+# -- strategies: mostly plausible, sometimes garbage -------------------------------------------
+JUNK = st.one_of(st.none(), st.booleans(), st.integers(-5, 70000), st.text(max_size=8),
+                 st.lists(st.integers(0, 3), max_size=2),
+                 st.dictionaries(st.text(max_size=3), st.integers(0, 3), max_size=2))
+
+
+def maybe(valid: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """``valid`` three times in four, garbage otherwise."""
+    return st.one_of(valid, valid, valid, JUNK)
+
+
+CIDR = st.one_of(
+    st.builds("{}.{}.0.0/{}".format, st.sampled_from([10, 100, 103, 172, 203]),
+              st.integers(0, 255), st.integers(8, 32)),
+    st.sampled_from(["fd00:10::/64", "fd00::/48", "2001:db8::/64", "fd99::/64", "::/0",
+                     "", "10.0.0.0", "300.0.0.0/24", "100.65.0.0/16", "100.64.0.0/16",
+                     "169.254.0.0/17", "10.96.0.0/16", "10.250.0.0/16", "0.0.0.0/0"]))
+ROLE = st.sampled_from(["Primary", "Secondary"])
+LAYER3 = st.fixed_dictionaries({"role": maybe(ROLE)}, optional={
+    "subnets": maybe(st.lists(st.fixed_dictionaries({"cidr": maybe(CIDR)}, optional={
+        "hostSubnet": maybe(st.integers(0, 130))}), max_size=3)),
+    "joinSubnets": maybe(st.lists(CIDR, max_size=3)), "mtu": maybe(st.integers(0, 70000))})
+LAYER2 = st.fixed_dictionaries({"role": maybe(ROLE)}, optional={
+    "subnets": maybe(st.lists(CIDR, max_size=3)), "joinSubnets": maybe(st.lists(CIDR, max_size=3)),
+    "mtu": maybe(st.integers(0, 70000)),
+    "ipam": maybe(st.fixed_dictionaries({}, optional={
+        "lifecycle": maybe(st.just("Persistent")),
+        "mode": maybe(st.sampled_from(["Enabled", "Disabled"]))}))})
+UDN_SPEC = st.fixed_dictionaries(
+    {"topology": maybe(st.sampled_from(["Layer3", "Layer2", "Localnet"]))},
+    optional={"layer3": maybe(LAYER3), "layer2": maybe(LAYER2),
+              "transport": st.sampled_from(["Geneve", "NoOverlay", "EVPN"])})
+SELECTOR = st.one_of(
+    st.fixed_dictionaries({"matchLabels": maybe(st.dictionaries(
+        st.sampled_from(["team", "kubernetes.io/metadata.name", "bad key!", ""]),
+        st.sampled_from(["blue", "fz", "", "x" * 70]), max_size=2))}),
+    st.fixed_dictionaries({"matchExpressions": st.lists(st.fixed_dictionaries({
+        "key": st.sampled_from(["team", "bad key!", ""]),
+        "operator": st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Bogus"]),
+        "values": st.lists(st.sampled_from(["fz", "blue", ""]), max_size=2)}), max_size=2)}),
+    JUNK)
+CUDN_SPEC = st.fixed_dictionaries({"namespaceSelector": SELECTOR, "network": maybe(UDN_SPEC)})
+NETCONF = st.fixed_dictionaries(
+    {"cniVersion": st.just("1.0.0"), "type": maybe(st.just("ovn-k8s-cni-overlay"))},
+    optional={"name": maybe(st.sampled_from([CANARY_NETWORK, "default", "ext", "fz", "join",
+                                             "fz_a", "x" * 80])),
+              "topology": maybe(st.sampled_from(["layer3", "layer2", "localnet", "layer9"])),
+              "role": maybe(st.sampled_from(["primary", "secondary"])),
+              "subnets": maybe(st.sampled_from(["10.200.0.0/16/24", "10.250.0.0/16/24",
+                                                "10.200.0.0/16", "bad", "fd00:10::/64",
+                                                "10.200.0.0/16/33"])),
+              "mtu": maybe(st.integers(0, 70000)),
+              "excludeSubnets": maybe(st.sampled_from(["10.200.0.0/30", "bad"])),
+              "joinSubnet": maybe(CIDR)})
+NAD_CONFIG = st.one_of(
+    NETCONF.map(json.dumps), NETCONF.map(json.dumps), st.text(max_size=20),
+    st.integers(1, 1500).map(lambda depth: '{"a":' * depth + "1" + "}" * depth),
+    st.integers(1, 1500).map(lambda depth: "[" * depth + "]" * depth))
+SELECTION = st.one_of(
+    st.text(max_size=20),
+    st.lists(st.one_of(
+        st.fixed_dictionaries({"name": maybe(st.sampled_from(["fz-nad", "none", "", "a/b"]))},
+                              optional={"namespace": maybe(st.sampled_from(["fz", "canary"])),
+                                        "ips": maybe(st.lists(CIDR, max_size=2)),
+                                        "interface": maybe(st.sampled_from(["net1", "eth0",
+                                                                            "x" * 20])),
+                                        "mac": maybe(st.sampled_from(["0a:58:00:00:00:01",
+                                                                      "zz"]))}),
+        JUNK), max_size=3).map(json.dumps))
+FORGED = st.one_of(st.text(max_size=20), st.dictionaries(
+    st.sampled_from(["default", "canary/canary-network", "fz/fz-nad"]),
+    st.fixed_dictionaries({"ip_addresses": maybe(st.lists(CIDR, max_size=2)),
+                           "mac_address": maybe(st.sampled_from(["0a:58:0a:fa:00:09", "x"])),
+                           "role": maybe(st.sampled_from(["primary", "secondary",
+                                                          "infrastructure-locked"]))}),
+    max_size=2).map(json.dumps))
+
+
+# -- the cluster under test ----------------------------------------------------------------------
+@dataclass
+class Cluster:
+    admin: KubeClient
+    nb: NbClient
+    accepted: dict[str, list[tuple[str, str]]] = field(default_factory=lambda: {
+        "udn": [], "cudn": [], "nad": [], "pod": []})
+    count: int = 0
+
+    def name(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def create(self, kind: str, resource: Any, obj: JSON, namespace: str | None) -> None:
+        """Create ``obj``; a refusal must carry a message, an acceptance is remembered."""
+        try:
+            self.admin.create(resource, obj, namespace)
+        except ApiError as exc:
+            assert 400 <= exc.code < 500 and str(exc), (kind, obj, exc.code, exc)
+            return
+        self.accepted[kind].append((namespace or "", obj["metadata"]["name"]))
+
+
+@pytest.fixture
+def cluster(kube_apiserver: ServerHandle, ovn_stack: OvnStack) -> Iterator[Cluster]:
+    admin = with_crds(kube_apiserver)
+    for index, node in enumerate(("ovn-worker", "ovn-worker2")):
+        admin.create(NODES, build_node(node, index))
+    manager = ClusterManager(CONFIG, component_client(kube_apiserver, CLUSTER_MANAGER_USER),
+                             PluginHost.load(CONFIG), identity="fuzz")
+    manager.start_controllers()
+    own = component_client(kube_apiserver, CONTROLLER_USER)
+    writer = NbWriter([ovn_stack.nb.remote]).start()
+    informers = InformerFactory(own)
+    zone = ZoneController(informers, CONFIG, PluginHost.load(CONFIG), writer,
+                          EventRecorder(own, "ovnkube-controller", "fuzz"))
+    informers.start()
+    zone.start()
+    nb = NbClient([ovn_stack.nb.remote]).start()
+    try:
+        yield Cluster(admin, nb)
+    finally:
+        nb.stop()
+        zone.stop()
+        informers.stop()
+        writer.stop()
+        manager.stop_controllers()
+
+
+def canary_rows(nb: NbClient) -> Snapshot:
+    return {key: row for key, row in snapshot(nb).items() if CANARY_NETWORK in json.dumps(row)}
+
+
+def pod_manifest(name: str, annotations: dict[str, str] | None = None,
+                 node: str = "ovn-worker") -> JSON:
+    return {"metadata": {"name": name, "annotations": annotations or {}},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "agnhost"}]}}
+
+
+def warned(admin: KubeClient, namespace: str, kind: str, name: str) -> bool:
+    events = admin.list(EVENTS, namespace=namespace or "default")["items"]
+    if not namespace:
+        events += admin.list(EVENTS)["items"]
+    return any(e.get("type") == "Warning" and e.get("message")
+               and (e.get("involvedObject") or {}).get("kind") == kind
+               and (e.get("involvedObject") or {}).get("name") == name for e in events)
+
+
+def pod_has_port(nb: NbClient, namespace: str, name: str) -> bool:
+    return any(f'"{namespace}/{name}"' in json.dumps(row) for key, row in snapshot(nb).items()
+               if key[0] == "Logical_Switch_Port")
+
+
+def ours(config: str) -> bool:
+    """Whether a NAD's config is one ovnk must act on: anything that is not plainly another
+    CNI plugin's (a JSON object whose ``type`` is something else, or no config at all,
+    which Multus reads from a file of the NAD's name)."""
+    if not config.strip():
+        return False
+    try:
+        parsed = json.loads(config)
+    except (ValueError, RecursionError):
+        return True
+    return not isinstance(parsed, dict) or parsed.get("type") == "ovn-k8s-cni-overlay"
+
+
+def reported(cluster: Cluster) -> list[str]:
+    """What was accepted and is still neither rendered nor reported."""
+    admin, missing = cluster.admin, []
+    for namespace, name in cluster.accepted["udn"]:
+        conditions = (admin.get(UDNS, name, namespace).get("status") or {}).get(
+            "conditions") or []
+        if not any(c.get("type") == "NetworkCreated" and c.get("reason") for c in conditions):
+            missing.append(f"udn {namespace}/{name}")
+    for _, name in cluster.accepted["cudn"]:
+        conditions = (admin.get(CUDNS, name).get("status") or {}).get("conditions") or []
+        if not any(c.get("type") == "NetworkCreated" and c.get("reason") for c in conditions):
+            missing.append(f"cudn {name}")
+    for namespace, name in cluster.accepted["nad"]:
+        nad = admin.get(NADS, name, namespace)
+        if not ours(nad["spec"]["config"]):
+            continue  # another CNI plugin's NAD: Multus' business, not ovnk's
+        if "k8s.ovn.org/network-id" not in (nad["metadata"].get("annotations") or {}) and \
+                not warned(admin, namespace, "NetworkAttachmentDefinition", name):
+            missing.append(f"nad {namespace}/{name} {nad['spec']['config'][:200]!r}")
+    for namespace, name in cluster.accepted["pod"]:
+        if not pod_has_port(cluster.nb, namespace, name) and \
+                not warned(admin, namespace, "Pod", name):
+            annotations = admin.get(PODS, name, namespace)["metadata"].get("annotations") or {}
+            missing.append(f"pod {namespace}/{name} {json.dumps(annotations)[:300]}")
+    return missing
+
+
+def test_hostile_input_is_refused_or_reported_and_bends_nothing(cluster: Cluster) -> None:
+    admin = cluster.admin
+    admin.create(NAMESPACES, {"metadata": {"name": "canary",
+                                           "labels": {PRIMARY_NAMESPACE_LABEL: ""}}})
+    admin.create(UDNS, {"metadata": {"name": "canary-network", "namespace": "canary"},
+                        "spec": {"topology": "Layer3", "layer3": {
+                            "role": "Primary",
+                            "subnets": [{"cidr": "10.250.0.0/16", "hostSubnet": 24}]}}})
+    admin.create(PODS, pod_manifest("c1"), "canary")
+    wait_until(lambda: pod_has_port(cluster.nb, "canary", "c1"), timeout=30)
+    admin.create(NAMESPACES, {"metadata": {"name": "fz", "labels": {"team": "fz"}}})
+    before = canary_rows(cluster.nb)
+
+    @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(udn=UDN_SPEC, cudn=CUDN_SPEC, nad=NAD_CONFIG, selection=SELECTION, forged=FORGED,
+           primary=st.booleans())
+    def one_round(udn: Any, cudn: Any, nad: str, selection: str, forged: str,
+                  primary: bool) -> None:
+        namespace = cluster.name("fz-")
+        labels = {PRIMARY_NAMESPACE_LABEL: ""} if primary else {}
+        admin.create(NAMESPACES, {"metadata": {"name": namespace, "labels": labels}})
+        cluster.create("udn", UDNS, {"metadata": {"name": "net", "namespace": namespace},
+                                     "spec": udn}, namespace)
+        cluster.create("cudn", CUDNS, {"metadata": {"name": cluster.name("cudn-")},
+                                       "spec": cudn}, None)
+        cluster.create("nad", NADS, {"metadata": {"name": "fz-nad", "namespace": namespace},
+                                     "spec": {"config": nad}}, namespace)
+        cluster.create("pod", PODS, pod_manifest("sel", {SELECTIONS: selection}), namespace)
+        cluster.create("pod", PODS, pod_manifest("forged", {POD_NETWORKS: forged}), namespace)
+
+    one_round()
+    missing: list[list[str]] = [[]]
+
+    def all_reported() -> bool:
+        missing[0] = reported(cluster)
+        return not missing[0]
+
+    try:
+        wait_until(all_reported, timeout=90, interval=1.0)
+    except AssertionError:
+        pytest.fail(f"accepted but never rendered nor reported: {missing[0]}")
+    # nothing bent the canary network, and every component still works
+    assert canary_rows(cluster.nb) == before
+    admin.create(PODS, pod_manifest("c2", node="ovn-worker2"), "canary")
+    wait_until(lambda: pod_has_port(cluster.nb, "canary", "c2"), timeout=30)
+    assert canary_rows(cluster.nb) != before  # (c2's port: the canary is alive, not frozen)
+
