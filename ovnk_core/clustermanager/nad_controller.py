@@ -276,19 +276,25 @@ class NadController:
         if not any(key in annotations for key in (NETWORK_ID_ANNOTATION, NETWORK_NAME_ANNOTATION,
                                                   TUNNEL_KEYS_ANNOTATION)):
             return
+        if self._patch_annotations(nad, {NETWORK_ID_ANNOTATION: None,
+                                         NETWORK_NAME_ANNOTATION: None,
+                                         TUNNEL_KEYS_ANNOTATION: None}):
+            log.info("NAD %s: not part of network %s, its network ID annotations removed",
+                     object_key(nad), network)
+
+    def _patch_annotations(self, nad: JSON, annotations: dict[str, str | None]) -> bool:
+        """Merge ``annotations`` (None removes) into the NAD as of the version read; False
+        when it is gone.  A NAD changed meanwhile is retried soon with its new version."""
         meta = nad["metadata"]
-        patch = {"metadata": {"annotations": {NETWORK_ID_ANNOTATION: None,
-                                              NETWORK_NAME_ANNOTATION: None,
-                                              TUNNEL_KEYS_ANNOTATION: None},
+        patch = {"metadata": {"annotations": annotations,
                               "resourceVersion": meta.get("resourceVersion")}}
         try:
             self.client.patch(NADS, meta["name"], patch, meta["namespace"])
         except NotFound:
-            return
+            return False
         except Conflict:
             raise NotReady(f"NAD {object_key(nad)} changed meanwhile", delay=0.1) from None
-        log.info("NAD %s: not part of network %s, its network ID annotations removed",
-                 object_key(nad), network)
+        return True
 
     def _network_id(self, network: str, nads: list[JSON]) -> int:
         current = self.ids.get(network)
@@ -325,20 +331,12 @@ class NadController:
                 raise PermanentError(message)
 
     def _annotate(self, nad: JSON, wanted: dict[str, str]) -> None:
-        meta = nad["metadata"]
-        current = meta.get("annotations") or {}
+        current = nad["metadata"].get("annotations") or {}
         if all(current.get(k) == v for k, v in wanted.items()):
             return
-        patch = {"metadata": {"annotations": wanted,
-                              "resourceVersion": meta.get("resourceVersion")}}
-        try:
-            self.client.patch(NADS, meta["name"], patch, meta["namespace"])
-        except NotFound:
-            return
-        except Conflict:
-            raise NotReady(f"NAD {object_key(nad)} changed meanwhile", delay=0.1) from None
-        log.info("NAD %s: network %s has ID %s", object_key(nad), wanted[NETWORK_NAME_ANNOTATION],
-                 wanted[NETWORK_ID_ANNOTATION])
+        if self._patch_annotations(nad, dict(wanted)):
+            log.info("NAD %s: network %s has ID %s", object_key(nad),
+                     wanted[NETWORK_NAME_ANNOTATION], wanted[NETWORK_ID_ANNOTATION])
 
     def _keys_of_nad(self, nad: JSON) -> list[str]:
         """A NAD's network, and for a primary NAD the networks of its namespace's other

@@ -18,29 +18,22 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager.app import ClusterManager
-from ovnk_core.identities import CLUSTER_MANAGER_USER, CONTROLLER_USER
 from ovnk_core.kube.client import JSON, KubeClient
-from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.local.cluster import build_node
-from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.snapshot import Snapshot, committed_names, difference, snapshot
-from ovnk_core.ovn.writer import NbWriter
-from ovnk_core.plugins import PluginHost
-from ovnk_core.testing.apiserver_fixtures import component_client, with_crds
 from ovnk_core.testing.configs import udn_config
+from ovnk_core.testing.control_plane import ControlPlane, Zone, cluster_with_nodes
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
-from ovnk_core.zone.controller import ZoneController
 
 pytestmark = pytest.mark.e2e
 
@@ -50,64 +43,26 @@ PROMPTLY = 30.0  # seconds: the time a normal network takes on this machine, wit
 DEEP_CONFIG = "[" * 1100 + "]" * 1100
 
 
-@dataclass
-class Zone:
-    writer: NbWriter
-    nb: NbClient
-    informers: InformerFactory
-    controller: ZoneController
-
-    def stop(self) -> None:
-        self.controller.stop()
-        self.informers.stop()
-        self.writer.stop()
-        self.nb.stop()
-
-
 @pytest.fixture
 def client(kube_apiserver: ServerHandle) -> KubeClient:
-    api = with_crds(kube_apiserver)
-    for index, name in enumerate(("ovn-worker", "ovn-worker2")):
-        api.create(NODES, build_node(name, index))
-    return api
+    return cluster_with_nodes(kube_apiserver)
 
 
 @pytest.fixture
-def start_manager(client: KubeClient, kube_apiserver: ServerHandle
-                  ) -> Iterator[Callable[[], ClusterManager]]:
-    running: list[ClusterManager] = []
-    own = component_client(kube_apiserver, CLUSTER_MANAGER_USER)
-
-    def start() -> ClusterManager:
-        manager = ClusterManager(CONFIG, own, PluginHost.load(CONFIG), identity="t")
-        manager.start_controllers()
-        running.append(manager)
-        return manager
-
-    yield start
-    for manager in running:
-        manager.stop_controllers()
+def plane(client: KubeClient, kube_apiserver: ServerHandle) -> Iterator[ControlPlane]:
+    running = ControlPlane(kube_apiserver, CONFIG)
+    yield running
+    running.stop()
 
 
 @pytest.fixture
-def start_zone(client: KubeClient, kube_apiserver: ServerHandle
-               ) -> Iterator[Callable[[str], Zone]]:
-    running: list[Zone] = []
-    own = component_client(kube_apiserver, CONTROLLER_USER)
+def start_manager(plane: ControlPlane) -> Callable[[], ClusterManager]:
+    return plane.start_manager
 
-    def start(nb_remote: str) -> Zone:
-        writer = NbWriter([nb_remote]).start()
-        recorder = EventRecorder(own, "ovnkube-controller", "t")
-        informers = InformerFactory(own)
-        zone = ZoneController(informers, CONFIG, PluginHost.load(CONFIG), writer, recorder)
-        informers.start()
-        zone.start()
-        running.append(Zone(writer, NbClient([nb_remote]).start(), informers, zone))
-        return running[-1]
 
-    yield start
-    for zone in running:
-        zone.stop()
+@pytest.fixture
+def start_zone(plane: ControlPlane) -> Callable[[str], Zone]:
+    return plane.start_zone
 
 
 def namespace(client: KubeClient, name: str, primary: bool = True) -> None:
