@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 import threading
 from pathlib import Path
 
 from ovnk_core import jsondepth
 from ovnk_core.apiserver.errors import JSON
 from ovnk_core.apiserver.store import Event, Store
+from ovnk_core.atomic_file import replace_file
 
 log = logging.getLogger(__name__)
 
@@ -76,17 +75,7 @@ class Persistence:
         with self._write_lock:
             self._dirty.clear()
             data = json.dumps(self.store.dump(), separators=(",", ":"))
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
-            try:
-                with os.fdopen(fd, "w") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(tmp, self.path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            replace_file(self.path, data)
 
     def stop(self) -> None:
         """Stop the writer thread and write a final snapshot."""

@@ -14,13 +14,13 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ovnk_core.atomic_file import replace_file
 from ovnk_core.errors import OvnkError
 
 
@@ -115,14 +115,4 @@ class StateFile:
 
     def write(self, state: ClusterState) -> None:
         """Replace the file atomically; call it with the lock held."""
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.",
-                                   suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as out:
-                json.dump(state.to_json(), out, indent=2)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        replace_file(self.path, json.dumps(state.to_json(), indent=2))
