@@ -151,8 +151,8 @@ class ApiServer:
         self._reconcile_bootstrap_policy()
 
     def _reconcile_bootstrap_policy(self) -> None:
-        """Create missing default roles and bindings; put back the rules and subjects of
-        those still marked ``autoupdate: "true"``."""
+        """Create missing default roles and bindings; put back the rules, subjects and
+        labels (which feed aggregated roles) of those still marked ``autoupdate: "true"``."""
         for storage, wanted in bootstrap_policy():
             rt = self.registry.storage_type(storage)
             assert rt is not None
@@ -170,9 +170,12 @@ class ApiServer:
                 fields = ("rules",)
             else:
                 fields = ("roleRef", "subjects")
-            if all(current.get(f) == wanted.get(f) for f in fields):
+            labels = current["metadata"].get("labels") or {}
+            wanted_labels = {**labels, **wanted["metadata"]["labels"]}
+            if all(current.get(f) == wanted.get(f) for f in fields) and labels == wanted_labels:
                 continue
-            updated = {**current, **{f: wanted[f] for f in fields}}
+            updated = {**current, **{f: wanted[f] for f in fields},
+                       "metadata": {**current["metadata"], "labels": wanted_labels}}
             self.api.update(rt, "", name, updated, WriteOptions())
 
     # -- dispatch --------------------------------------------------------------------------

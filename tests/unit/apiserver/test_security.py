@@ -343,12 +343,25 @@ def test_bootstrap_policy_is_served_and_restored(kube_apiserver_factory: ServerF
     names = {r["metadata"]["name"] for r in admin.list(CLUSTER_ROLES)["items"]}
     assert {"cluster-admin", "system:discovery", "system:basic-user", "admin", "edit",
             "view"} <= names
-    view = admin.get(CLUSTER_ROLES, "view")
-    view["rules"] = []
+    base = admin.get(CLUSTER_ROLES, "system:aggregate-to-view")
+    base["rules"] = []
+    admin.update(CLUSTER_ROLES, base)
+    view = admin.get(CLUSTER_ROLES, "view")  # as an older release stored it: no labels
+    view["metadata"]["labels"] = {}
     admin.update(CLUSTER_ROLES, view)
+    wait_until(lambda: not admin.get(CLUSTER_ROLES, "view").get("rules"))
     server.stop()
     again = KubeClient(client_for(kube_apiserver_factory(data_file=data)))
-    assert again.get(CLUSTER_ROLES, "view")["rules"] != []
+    assert again.get(CLUSTER_ROLES, "system:aggregate-to-view")["rules"] != []
+    assert again.get(CLUSTER_ROLES, "view")["metadata"]["labels"][
+        "rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
+    pods_read = {"apiGroups": [""], "resources": ["configmaps", "endpoints", "events",
+                                                  "persistentvolumeclaims", "pods", "pods/log",
+                                                  "pods/status", "replicationcontrollers",
+                                                  "serviceaccounts", "services",
+                                                  "services/status"],
+                 "verbs": ["get", "list", "watch"]}
+    wait_until(lambda: pods_read in (again.get(CLUSTER_ROLES, "edit").get("rules") or []))
 
 
 def test_cluster_roles_aggregate_labelled_roles(admin: KubeClient) -> None:
