@@ -19,6 +19,7 @@ from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
 from ovnk_core.local.endpointslices import EndpointSliceController
 from ovnk_core.local.kubelet import Kubelet
 from ovnk_core.local.scheduler import Scheduler
+from ovnk_core.local.state import ClusterState
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +30,17 @@ class Runnable(Protocol):
     def stop(self) -> None: ...
 
 
+def cni_dir(cluster_dir: Path) -> Path | None:
+    """Where the node agents' CNI sockets are, when the cluster runs a real dataplane;
+    without one there are no agents, and a pod is Running once it is annotated."""
+    state = ClusterState.load(cluster_dir / "cluster.json")
+    return cluster_dir / "run" / "cni" if state.dataplane else None
+
+
 COMPONENTS: dict[str, Callable[[KubeClient, Path], Runnable]] = {
     "scheduler": lambda client, _dir: Scheduler(client),
     # the node agents' CNI sockets, when the cluster runs a real dataplane
-    "kubelet": lambda client, cluster_dir: Kubelet(client, cni_dir=cluster_dir / "run" / "cni"),
+    "kubelet": lambda client, cluster_dir: Kubelet(client, cni_dir=cni_dir(cluster_dir)),
     "endpointslice-controller": lambda client, _dir: EndpointSliceController(client),
 }
 

@@ -201,3 +201,14 @@ def test_pod_editors_cannot_forge_the_pod_networks_annotation(cluster: LocalClus
     assert "is not allowed to set the following annotations on pod" in at_create.stderr
     admin(cluster, "annotate", "pod", "web", "-n", "green", "team=dev", *dev)
     assert kubectl(cluster.kubeconfig, "get", "pod", "sneaky", "-n", "green").returncode != 0
+
+
+def test_without_a_dataplane_pods_run_once_annotated(cluster: LocalCluster) -> None:
+    """No node agents, no CNI: the kubelet stand-in reports a pod Running as soon as ovnk
+    annotated it, instead of waiting for a CNI server that never comes."""
+    admin(cluster, "run", "plain", "-n", "default", "--image=agnhost")
+    admin(cluster, "wait", "--for=condition=Ready", "pod/plain", "-n", "default",
+          "--timeout=30s")
+    pod = yaml.safe_load(admin(cluster, "get", "pod", "plain", "-n", "default", "-o", "yaml"))
+    assert "k8s.ovn.org/pod-networks" in pod["metadata"]["annotations"]
+    assert pod["status"]["phase"] == "Running" and pod["status"]["podIP"]
