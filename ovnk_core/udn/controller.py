@@ -48,6 +48,14 @@ POD_NETWORKS_ANNOTATION = "k8s.ovn.org/pod-networks"
 NETWORK_CREATED = "NetworkCreated"
 
 
+DELETING = "deleting"
+
+
+def being_deleted(obj: JSON) -> list[str]:
+    """Index: UDNs/CUDNs that carry a deletionTimestamp (waiting for their pods to go)."""
+    return [DELETING] if obj["metadata"].get("deletionTimestamp") else []
+
+
 class InUseError(OvnkError):
     """The network is still used by pods; deletion waits."""
 
@@ -107,8 +115,8 @@ class UdnControllers:
         self.host = host
         self.recorder = recorder
         self.unrendered = UnrenderedWarnings(host, recorder)
-        self.udns = informers.get(UDNS)
-        self.cudns = informers.get(CUDNS)
+        self.udns = informers.get(UDNS, indexers={DELETING: being_deleted})
+        self.cudns = informers.get(CUDNS, indexers={DELETING: being_deleted})
         self.namespaces = informers.get(NAMESPACES)
         self.pods = informers.get(PODS, indexers={"namespace": index_by_namespace})
         self.nads = informers.get(NADS, indexers={"namespace": index_by_namespace,
@@ -171,11 +179,12 @@ class UdnControllers:
         return [key for key in self.udns.list_keys() if key.startswith(f"{name}/")]
 
     def _deleting_owners_of_pod(self, controller: Controller) -> Any:
+        """A pod going away may unblock the deletion of a network it used: the keys of the
+        UDNs/CUDNs being deleted (an index: no scan, no copies; usually none at all)."""
         informer = self.udns if controller is self.udn_controller else self.cudns
 
-        def keys(_pod: JSON) -> list[str]:  # a pod going away may unblock a deletion
-            return [object_key(obj) for obj in informer.items()
-                    if obj["metadata"].get("deletionTimestamp")]
+        def keys(_pod: JSON) -> list[str]:
+            return informer.keys_by_index(DELETING, DELETING)
         return keys
 
     # -- shared NAD logic ------------------------------------------------------------------
@@ -223,7 +232,7 @@ class UdnControllers:
         return NadOutcome(namespace)
 
     def _other_primary_nad(self, namespace: str, name: str) -> str | None:
-        for nad in self.nads.by_index("namespace", namespace):
+        for nad in self.nads.peek_by_index("namespace", namespace):  # read only
             if nad["metadata"]["name"] == name:
                 continue
             cni = nad_config.ovn_config_of(nad)
@@ -240,7 +249,7 @@ class UdnControllers:
         if not nadlib.is_controlled_by(nad, owner):
             return
         key = f"{meta['namespace']}/{meta['name']}"
-        users = pods_using(self.pods.by_index("namespace", meta["namespace"]), key)
+        users = pods_using(self.pods.peek_by_index("namespace", meta["namespace"]), key)
         if users:
             raise InUseError(f"network in use by the following pods: [{' '.join(users)}]")
         if nadlib.FINALIZER in (meta.get("finalizers") or []):
@@ -329,7 +338,10 @@ class UdnControllers:
         if problem:
             raise ValueError(f"failed to create label-selector: {problem}")
         names = []
-        for namespace in self.namespaces.items():
+        for name in self.namespaces.list_keys():
+            namespace = self.namespaces.peek(name)  # read only: no copy of every namespace
+            if namespace is None:
+                continue
             meta = namespace["metadata"]
             if meta.get("deletionTimestamp"):
                 continue
