@@ -31,10 +31,15 @@ def comparable(netinfo: NetInfo) -> NetInfo:
     return replace(netinfo, nad_key="")
 
 
+def _namespace_of(nad_key: str) -> str:
+    return nad_key.split("/", 1)[0]
+
+
 class NetworkRegistry:
     def __init__(self) -> None:
         self._networks: dict[str, NetworkEntry] = {}
         self._nad_network: dict[str, str] = {}
+        self._nads_by_namespace: dict[str, set[str]] = {}  # index: pod events ask per namespace
         self._lock = threading.RLock()
 
     def set_nad(self, nad_key: str, netinfo: NetInfo) -> NetworkEntry:
@@ -59,6 +64,7 @@ class NetworkRegistry:
                 entry = self._networks[netinfo.name] = NetworkEntry(netinfo)
             entry.nads.add(nad_key)
             self._nad_network[nad_key] = netinfo.name
+            self._nads_by_namespace.setdefault(_namespace_of(nad_key), set()).add(nad_key)
             return entry
 
     def remove_nad(self, nad_key: str) -> str | None:
@@ -67,6 +73,11 @@ class NetworkRegistry:
             name = self._nad_network.pop(nad_key, None)
             if name is None:
                 return None
+            in_namespace = self._nads_by_namespace.get(_namespace_of(nad_key))
+            if in_namespace is not None:
+                in_namespace.discard(nad_key)
+                if not in_namespace:
+                    del self._nads_by_namespace[_namespace_of(nad_key)]
             entry = self._networks.get(name)
             if entry is None:
                 return None
@@ -95,11 +106,10 @@ class NetworkRegistry:
             return dict(self._networks)
 
     def primary_nad_for_namespace(self, namespace: str) -> str | None:
+        """The namespace's NAD of a primary network (its own NADs only: an index, no scan)."""
         with self._lock:
-            for entry in self._networks.values():
-                if not entry.netinfo.is_primary:
-                    continue
-                for nad_key in entry.nads:
-                    if nad_key.split("/", 1)[0] == namespace:
-                        return nad_key
+            for nad_key in sorted(self._nads_by_namespace.get(namespace, ())):
+                entry = self._networks.get(self._nad_network[nad_key])
+                if entry is not None and entry.netinfo.is_primary:
+                    return nad_key
         return None
