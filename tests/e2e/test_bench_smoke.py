@@ -56,3 +56,19 @@ def test_mirror_benchmark_runs_and_checks_itself(tmp_path: Path) -> None:
         # Lags are measured from the update's response, so on a loaded machine a watch event
         # can come first and a lag be slightly negative: only check they were measured.
         assert math.isfinite(row["lag_p50_ms"]) and math.isfinite(row["echo_p50_ms"])
+
+
+def test_pod_latency_benchmark_runs(tmp_path: Path) -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import pod_latency
+    finally:
+        sys.path.remove(str(BENCH))
+    assert pod_latency.main(["--udns", "2", "--nodes", "2", "--pods", "6", "--rate", "10",
+                             "--results", str(tmp_path)]) == 0
+    [result] = tmp_path.glob("pod_latency-*.json")
+    [row] = json.loads(result.read_text())["rows"]
+    for measured in ("annotation_ms", "nb_port_ms", "echo_ms"):
+        assert math.isfinite(row[measured]["p99"]), measured
+    assert row["throughput_pods_per_s"] > 0
+    assert set(row["cpu_seconds_per_pod"]) == {"cluster-manager", "controller", "apiserver"}

@@ -1,0 +1,298 @@
+"""Benchmark: pod start latency and throughput as the number of networks grows.
+
+For each U (primary Layer3 UDNs) and N (nodes), on a fresh ``ovnk local`` cluster without a
+dataplane (API server, scheduler, kubelet stand-in, cluster manager and zone controller as
+their own processes, NB and SB with northd):
+
+* setup: U labelled namespaces, each with a primary Layer3 UDN (the same CIDR: isolated
+  networks may overlap), until every NAD has its network ID;
+* for each offered rate R: P pods are created round-robin over the namespaces at a steady R
+  pods/s (the scheduler places them); per pod, from the create request's response:
+  **annotation** (its ``k8s.ovn.org/pod-networks`` seen by a separate watch in this process)
+  and **NB port** (its primary-network port seen by a separate OVSDB monitor);
+* **floor** (what any controller must spend, same run, same server): an *echo* handler in
+  this process watches a namespace of host-network pods (which ovnk leaves alone) and
+  patches each new pod's annotation at once — one API write and two watch deliveries; its
+  create→annotation latency is measured the same way;
+* percentiles p50/p95/p99/max, sustained throughput (pods annotated per second over the
+  run) and CPU-seconds per pod of the cluster manager, the zone controller and the API
+  server (from ``/proc/<pid>/stat``).
+
+    python bench/pod_latency.py --udns 10,100 --nodes 3 --pods 200 --rate 10,50
+
+prints a table and writes ``bench/results/pod_latency-<time>.json``.  Targets (issue 20, at
+U = 1000, 20 nodes, R = 50): annotation and NB-port p99 ≤ 3x the floor's p99, ≥ 100 pods/s
+when offered, CPU per pod at U = 1000 within 1.25x of U = 10.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
+from ovnk_core.kube.resources import NADS, NAMESPACES, PODS, UDNS
+from ovnk_core.local.cluster import LocalCluster
+from ovnk_core.ovn.nb import NbClient
+from ovnk_core.testing.waiting import wait_until
+from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
+
+POD_NETWORKS = "k8s.ovn.org/pod-networks"
+ECHO_NS = "bench-echo"
+ECHO_ANNOTATION = "bench.ovnk/echo"
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"p50": float("nan"), "p95": float("nan"), "p99": float("nan"),
+                "max": float("nan")}
+    ordered = sorted(values)
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    return {"p50": statistics.median(ordered), "p95": at(0.95), "p99": at(0.99),
+            "max": ordered[-1]}
+
+
+@dataclass
+class Seen:
+    """First time each pod key was seen (annotation / NB port / echo), from watchers."""
+
+    created: dict[str, float] = field(default_factory=dict)
+    annotated: dict[str, float] = field(default_factory=dict)
+    ported: dict[str, float] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def mark(self, table: dict[str, float], key: str) -> None:
+        now = time.monotonic()
+        with self.lock:
+            table.setdefault(key, now)
+
+
+def follow_pods(client: KubeClient, stop: threading.Event, namespace: str | None,
+                on_event: Callable[[str, JSON], None]) -> None:
+    """Call ``on_event(type, pod)`` for every pod event until ``stop`` (watch resumed when
+    the server ends it; the cluster going away at the end is not an error)."""
+    try:
+        rv = client.list(PODS, namespace=namespace)["metadata"]["resourceVersion"]
+        while not stop.is_set():
+            stream = client.watch(PODS, namespace=namespace, resource_version=rv,
+                                  timeout_seconds=5, read_timeout=30)
+            for event in stream:
+                if not isinstance(event, dict):
+                    continue  # an object that cannot be decoded: not one of ours
+                obj = event.get("object") or {}
+                rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
+                on_event(str(event.get("type")), obj)
+                if stop.is_set():
+                    stream.close()
+                    break
+    except Exception:
+        if not stop.is_set():
+            raise
+
+
+def watch_annotations(client: KubeClient, seen: Seen, key: str, stop: threading.Event,
+                      namespace: str | None = None) -> None:
+    """Mark pods whose ``key`` annotation appears."""
+    def on_event(_type: str, obj: JSON) -> None:
+        meta = obj.get("metadata") or {}
+        if key in (meta.get("annotations") or {}):
+            seen.mark(seen.annotated, f"{meta.get('namespace')}/{meta.get('name')}")
+    follow_pods(client, stop, namespace, on_event)
+
+
+def watch_ports(nb: NbClient, seen: Seen, stop: threading.Event) -> None:
+    """Mark pods whose port appears in NB (the IDL follows NB; polled every 5 ms)."""
+    known: set[Any] = set()
+    while not stop.is_set():
+        table = nb.idl.tables.get("Logical_Switch_Port")
+        rows = list(table.rows.values()) if table is not None else []
+        for row in rows:
+            if row.uuid in known:
+                continue
+            known.add(row.uuid)
+            ids = dict(row.external_ids)
+            owner = ids.get("k8s.ovn.org/owner") or ""
+            # the pod's port on its primary UDN (owner scope pod:<ns>/<name>)
+            if owner.startswith("pod:") and ids.get("k8s.ovn.org/network", "default") != \
+                    "default":
+                seen.mark(seen.ported, owner[len("pod:"):])
+        time.sleep(0.005)
+
+
+def echo(client: KubeClient, seen: Seen, stop: threading.Event) -> None:
+    """The floor: patch each new pod of the echo namespace at once, from a watch."""
+    def on_event(kind: str, obj: JSON) -> None:
+        meta = obj.get("metadata") or {}
+        if kind == "ADDED" and ECHO_ANNOTATION not in (meta.get("annotations") or {}):
+            client.patch(PODS, meta["name"], {"metadata": {"annotations": {
+                ECHO_ANNOTATION: "1"}}}, ECHO_NS)
+    follow_pods(client, stop, ECHO_NS, on_event)
+
+
+def pod(name: str, host_network: bool = False) -> JSON:
+    spec: JSON = {"containers": [{"name": "c", "image": "agnhost"}]}
+    if host_network:
+        spec["hostNetwork"] = True
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def create_at_rate(client: KubeClient, seen: Seen, names: list[tuple[str, str]], rate: float,
+                   host_network: bool = False) -> float:
+    """Create the pods at a steady ``rate``; returns the offered duration."""
+    start = time.monotonic()
+    for index, (namespace, name) in enumerate(names):
+        due = start + index / rate
+        delay = due - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        client.create(PODS, pod(name, host_network), namespace)
+        seen.mark(seen.created, f"{namespace}/{name}")
+    return time.monotonic() - start
+
+
+def latencies(seen: Seen, table: dict[str, float], keys: list[str]) -> list[float]:
+    return [(table[k] - seen.created[k]) * 1000 for k in keys if k in table and k in seen.created]
+
+
+def run_size(udns: int, nodes: int, pods: int, rates: list[float], workdir: Path) -> list[JSON]:
+    cluster = LocalCluster(workdir / ".ovnk")
+    cluster.up(nodes=nodes, timeout=120, dataplane=False)
+    rows: list[JSON] = []
+    try:
+        admin = KubeClient(api_client_from_kubeconfig(str(cluster.kubeconfig)))
+        namespaces = [f"u{i}" for i in range(udns)]
+        for namespace in namespaces:
+            admin.create(NAMESPACES, {"metadata": {"name": namespace, "labels": {
+                PRIMARY_NAMESPACE_LABEL: ""}}})
+            admin.create(UDNS, {"metadata": {"name": "net", "namespace": namespace},
+                                "spec": {"topology": "Layer3", "layer3": {
+                                    "role": "Primary", "subnets": [
+                                        {"cidr": "10.128.0.0/14", "hostSubnet": 24}]}}})
+        admin.create(NAMESPACES, {"metadata": {"name": ECHO_NS}})
+        wait_until(lambda: sum("k8s.ovn.org/network-id" in (n["metadata"].get("annotations")
+                                                            or {})
+                               for n in admin.list(NADS)["items"]) == udns,
+                   timeout=60 + udns, interval=0.5, what=f"{udns} networks accepted")
+        state = cluster.state()
+        pids = {name: state.processes[name].pid
+                for name in ("cluster-manager", "controller", "apiserver")}
+        nb = NbClient([f"unix:{cluster.nb_socket}"]).start()
+        try:
+            for rate in rates:
+                seen, stop = Seen(), threading.Event()
+                watchers = [
+                    threading.Thread(target=watch_annotations, args=(
+                        KubeClient(api_client_from_kubeconfig(str(cluster.kubeconfig))), seen,
+                        POD_NETWORKS, stop), daemon=True),
+                    threading.Thread(target=watch_annotations, args=(
+                        KubeClient(api_client_from_kubeconfig(str(cluster.kubeconfig))), seen,
+                        ECHO_ANNOTATION, stop, ECHO_NS), daemon=True),
+                    threading.Thread(target=watch_ports, args=(nb, seen, stop), daemon=True),
+                    threading.Thread(target=echo, args=(
+                        KubeClient(api_client_from_kubeconfig(str(cluster.kubeconfig))), seen,
+                        stop), daemon=True)]
+                for thread in watchers:
+                    thread.start()
+                time.sleep(0.5)  # watches established
+                tag = f"r{int(rate)}"
+                echo_names = [(ECHO_NS, f"{tag}-e{i}") for i in range(pods)]
+                create_at_rate(admin, seen, echo_names, rate, host_network=True)
+                echo_keys = [f"{ns}/{name}" for ns, name in echo_names]
+                wait_until(lambda keys=echo_keys, seen=seen: all(  # type: ignore[misc]
+                    k in seen.annotated for k in keys), timeout=60, what="echo annotations")
+                before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+                names = [(namespaces[i % udns], f"{tag}-p{i}") for i in range(pods)]
+                offered = create_at_rate(admin, seen, names, rate)
+                keys = [f"{ns}/{name}" for ns, name in names]
+                wait_until(lambda keys=keys, seen=seen: all(  # type: ignore[misc]
+                    k in seen.annotated and k in seen.ported for k in keys),
+                    timeout=120 + pods, interval=0.2, what="pods annotated and ported")
+                cpu = {name: (cpu_seconds(pid) - before[name]) / pods
+                       for name, pid in pids.items()}
+                stop.set()
+                for thread in watchers:
+                    thread.join(timeout=10)
+                annotated = latencies(seen, seen.annotated, keys)
+                ported = latencies(seen, seen.ported, keys)
+                floor = latencies(seen, seen.annotated, echo_keys)
+                first = min(seen.created[k] for k in keys)
+                last = max(seen.annotated[k] for k in keys)
+                rows.append({
+                    "udns": udns, "nodes": nodes, "pods": pods, "rate": rate,
+                    "offered_seconds": offered,
+                    "annotation_ms": percentiles(annotated), "nb_port_ms": percentiles(ported),
+                    "echo_ms": percentiles(floor),
+                    "throughput_pods_per_s": pods / max(last - first, 1e-9),
+                    "cpu_seconds_per_pod": cpu})
+        finally:
+            nb.stop()
+    finally:
+        cluster.down()
+    return rows
+
+
+def table(rows: list[JSON]) -> str:
+    lines = ["| UDNs | nodes | rate | annotation p50/p99 ms | NB port p99 ms | echo p50/p99 ms "
+             "| p99 / echo p99 | pods/s | CPU ms/pod (cm, zone, api) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for row in rows:
+        a, p, e, c = row["annotation_ms"], row["nb_port_ms"], row["echo_ms"], \
+            row["cpu_seconds_per_pod"]
+        ratio = a["p99"] / e["p99"] if e["p99"] else float("nan")
+        lines.append(
+            f"| {row['udns']} | {row['nodes']} | {row['rate']:g} | {a['p50']:.0f} / "
+            f"{a['p99']:.0f} | {p['p99']:.0f} | {e['p50']:.0f} / {e['p99']:.0f} | "
+            f"{ratio:.2f}x | {row['throughput_pods_per_s']:.1f} | "
+            f"{c['cluster-manager'] * 1000:.1f}, {c['controller'] * 1000:.1f}, "
+            f"{c['apiserver'] * 1000:.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--udns", default="10,100", help="comma-separated U values")
+    parser.add_argument("--nodes", default="3", help="comma-separated N values")
+    parser.add_argument("--pods", type=int, default=200)
+    parser.add_argument("--rate", default="10,50", help="comma-separated offered pods/s")
+    parser.add_argument("--results", default=str(Path(__file__).parent / "results"))
+    args = parser.parse_args(argv)
+    rows: list[JSON] = []
+    for nodes in (int(n) for n in args.nodes.split(",")):
+        for udns in (int(u) for u in args.udns.split(",")):
+            with tempfile.TemporaryDirectory(prefix="ovnk-podlat-") as workdir:
+                rows += run_size(udns, nodes, args.pods,
+                                 [float(r) for r in args.rate.split(",")], Path(workdir))
+    print(table(rows))
+    results = Path(args.results)
+    results.mkdir(parents=True, exist_ok=True)
+    out = results / f"pod_latency-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.write_text(json.dumps({"machine": {"cpus": os.cpu_count(),
+                                           "python": platform.python_version()},
+                               "rows": rows}, indent=2))
+    print(f"results: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
