@@ -31,7 +31,9 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -39,12 +41,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.resources import NADS, NAMESPACES, PODS, UDNS
 from ovnk_core.local.cluster import LocalCluster
-from ovnk_core.ovn.nb import NbClient
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
 
@@ -121,23 +121,30 @@ def watch_annotations(client: KubeClient, seen: Seen, key: str, stop: threading.
     follow_pods(client, stop, namespace, on_event)
 
 
-def watch_ports(nb: NbClient, seen: Seen, stop: threading.Event) -> None:
-    """Mark pods whose port appears in NB (the IDL follows NB; polled every 5 ms)."""
-    known: set[Any] = set()
-    while not stop.is_set():
-        table = nb.idl.tables.get("Logical_Switch_Port")
-        rows = list(table.rows.values()) if table is not None else []
-        for row in rows:
-            if row.uuid in known:
-                continue
-            known.add(row.uuid)
-            ids = dict(row.external_ids)
-            owner = ids.get("k8s.ovn.org/owner") or ""
-            # the pod's port on its primary UDN (owner scope pod:<ns>/<name>)
-            if owner.startswith("pod:") and ids.get("k8s.ovn.org/network", "default") != \
-                    "default":
-                seen.mark(seen.ported, owner[len("pod:"):])
-        time.sleep(0.005)
+OWNER = re.compile(r'""k8s\.ovn\.org/owner"",""pod:([^"]+)""')
+NETWORK = re.compile(r'""k8s\.ovn\.org/network"",""([^"]+)""')
+
+
+def watch_ports(nb_socket: Path, seen: Seen, stop: threading.Event) -> None:
+    """Mark pods whose primary-UDN port appears in NB, from ``ovsdb-client monitor`` in its
+    own process (an in-process IDL would compete with the watchers for this process's CPU
+    and delay what they observe)."""
+    monitor = subprocess.Popen(
+        ["ovsdb-client", "monitor", f"unix:{nb_socket}", "OVN_Northbound",
+         "Logical_Switch_Port", "external_ids", "-f", "csv", "-d", "json", "--no-headings"],
+        stdout=subprocess.PIPE, text=True)
+    assert monitor.stdout is not None
+    def end_when_stopped() -> None:
+        stop.wait()
+        monitor.terminate()
+
+    threading.Thread(target=end_when_stopped, daemon=True).start()
+    for line in monitor.stdout:
+        owner, network = OWNER.search(line), NETWORK.search(line)
+        # the pod's port on its primary UDN (owner scope pod:<ns>/<name>)
+        if owner and network and network.group(1) != "default" and ",insert," in line:
+            seen.mark(seen.ported, owner.group(1))
+    monitor.wait()
 
 
 def echo(client: KubeClient, seen: Seen, stop: threading.Event) -> None:
@@ -197,56 +204,53 @@ def run_size(udns: int, nodes: int, pods: int, rates: list[float], workdir: Path
         state = cluster.state()
         pids = {name: state.processes[name].pid
                 for name in ("cluster-manager", "controller", "apiserver")}
-        nb = NbClient([f"unix:{cluster.nb_socket}"]).start()
-        try:
-            for rate in rates:
-                seen, stop = Seen(), threading.Event()
-                watchers = [
-                    threading.Thread(target=watch_annotations, args=(
-                        KubeClient(api_client_from_kubeconfig(str(cluster.kubeconfig))), seen,
-                        POD_NETWORKS, stop), daemon=True),
-                    threading.Thread(target=watch_annotations, args=(
-                        KubeClient(api_client_from_kubeconfig(str(cluster.kubeconfig))), seen,
-                        ECHO_ANNOTATION, stop, ECHO_NS), daemon=True),
-                    threading.Thread(target=watch_ports, args=(nb, seen, stop), daemon=True),
-                    threading.Thread(target=echo, args=(
-                        KubeClient(api_client_from_kubeconfig(str(cluster.kubeconfig))), seen,
-                        stop), daemon=True)]
-                for thread in watchers:
-                    thread.start()
-                time.sleep(0.5)  # watches established
-                tag = f"r{int(rate)}"
-                echo_names = [(ECHO_NS, f"{tag}-e{i}") for i in range(pods)]
-                create_at_rate(admin, seen, echo_names, rate, host_network=True)
-                echo_keys = [f"{ns}/{name}" for ns, name in echo_names]
-                wait_until(lambda keys=echo_keys, seen=seen: all(  # type: ignore[misc]
-                    k in seen.annotated for k in keys), timeout=60, what="echo annotations")
-                before = {name: cpu_seconds(pid) for name, pid in pids.items()}
-                names = [(namespaces[i % udns], f"{tag}-p{i}") for i in range(pods)]
-                offered = create_at_rate(admin, seen, names, rate)
-                keys = [f"{ns}/{name}" for ns, name in names]
-                wait_until(lambda keys=keys, seen=seen: all(  # type: ignore[misc]
-                    k in seen.annotated and k in seen.ported for k in keys),
-                    timeout=120 + pods, interval=0.2, what="pods annotated and ported")
-                cpu = {name: (cpu_seconds(pid) - before[name]) / pods
-                       for name, pid in pids.items()}
-                stop.set()
-                for thread in watchers:
-                    thread.join(timeout=10)
-                annotated = latencies(seen, seen.annotated, keys)
-                ported = latencies(seen, seen.ported, keys)
-                floor = latencies(seen, seen.annotated, echo_keys)
-                first = min(seen.created[k] for k in keys)
-                last = max(seen.annotated[k] for k in keys)
-                rows.append({
-                    "udns": udns, "nodes": nodes, "pods": pods, "rate": rate,
-                    "offered_seconds": offered,
-                    "annotation_ms": percentiles(annotated), "nb_port_ms": percentiles(ported),
-                    "echo_ms": percentiles(floor),
-                    "throughput_pods_per_s": pods / max(last - first, 1e-9),
-                    "cpu_seconds_per_pod": cpu})
-        finally:
-            nb.stop()
+        for rate in rates:
+            seen, stop = Seen(), threading.Event()
+            watchers = [
+                threading.Thread(target=watch_annotations, args=(
+                    KubeClient(api_client_from_kubeconfig(str(cluster.kubeconfig))), seen,
+                    POD_NETWORKS, stop), daemon=True),
+                threading.Thread(target=watch_annotations, args=(
+                    KubeClient(api_client_from_kubeconfig(str(cluster.kubeconfig))), seen,
+                    ECHO_ANNOTATION, stop, ECHO_NS), daemon=True),
+                threading.Thread(target=watch_ports, args=(cluster.nb_socket, seen, stop),
+                                 daemon=True),
+                threading.Thread(target=echo, args=(
+                    KubeClient(api_client_from_kubeconfig(str(cluster.kubeconfig))), seen,
+                    stop), daemon=True)]
+            for thread in watchers:
+                thread.start()
+            time.sleep(0.5)  # watches established
+            tag = f"r{int(rate)}"
+            echo_names = [(ECHO_NS, f"{tag}-e{i}") for i in range(pods)]
+            create_at_rate(admin, seen, echo_names, rate, host_network=True)
+            echo_keys = [f"{ns}/{name}" for ns, name in echo_names]
+            wait_until(lambda keys=echo_keys, seen=seen: all(  # type: ignore[misc]
+                k in seen.annotated for k in keys), timeout=60, what="echo annotations")
+            before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            names = [(namespaces[i % udns], f"{tag}-p{i}") for i in range(pods)]
+            offered = create_at_rate(admin, seen, names, rate)
+            keys = [f"{ns}/{name}" for ns, name in names]
+            wait_until(lambda keys=keys, seen=seen: all(  # type: ignore[misc]
+                k in seen.annotated and k in seen.ported for k in keys),
+                timeout=120 + pods, interval=0.2, what="pods annotated and ported")
+            cpu = {name: (cpu_seconds(pid) - before[name]) / pods
+                   for name, pid in pids.items()}
+            stop.set()
+            for thread in watchers:
+                thread.join(timeout=10)
+            annotated = latencies(seen, seen.annotated, keys)
+            ported = latencies(seen, seen.ported, keys)
+            floor = latencies(seen, seen.annotated, echo_keys)
+            first = min(seen.created[k] for k in keys)
+            last = max(seen.annotated[k] for k in keys)
+            rows.append({
+                "udns": udns, "nodes": nodes, "pods": pods, "rate": rate,
+                "offered_seconds": offered,
+                "annotation_ms": percentiles(annotated), "nb_port_ms": percentiles(ported),
+                "echo_ms": percentiles(floor),
+                "throughput_pods_per_s": pods / max(last - first, 1e-9),
+                "cpu_seconds_per_pod": cpu})
     finally:
         cluster.down()
     return rows
