@@ -132,7 +132,7 @@ def watch_ports(nb_socket: Path, seen: Seen, stop: threading.Event) -> None:
     monitor = subprocess.Popen(
         ["ovsdb-client", "monitor", f"unix:{nb_socket}", "OVN_Northbound",
          "Logical_Switch_Port", "external_ids", "-f", "csv", "-d", "json", "--no-headings"],
-        stdout=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert monitor.stdout is not None
     def end_when_stopped() -> None:
         stop.wait()

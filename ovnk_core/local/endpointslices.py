@@ -129,7 +129,8 @@ def _comparable(slice_: JSON) -> Any:
 class EndpointSliceController:
     def __init__(self, client: KubeClient, resync_period: float = 60.0) -> None:
         self.client = client
-        self.services = Informer(client, SERVICES, resync_period=resync_period)
+        self.services = Informer(client, SERVICES, resync_period=resync_period,
+                                 indexers={"namespace": index_by_namespace})
         self.pods = Informer(client, PODS, resync_period=resync_period,
                              indexers={"namespace": index_by_namespace})
         self.slices = Informer(client, ENDPOINTSLICES, resync_period=resync_period,
@@ -149,9 +150,10 @@ class EndpointSliceController:
     def _services_of_pod(self, pod: JSON) -> list[str]:
         namespace = pod["metadata"].get("namespace")
         labels = pod["metadata"].get("labels") or {}
-        return [object_key(svc) for svc in self.services.items()
-                if svc["metadata"].get("namespace") == namespace
-                and selector_matches((svc.get("spec") or {}).get("selector") or {}, labels)]
+        # the namespace's services only, read in place (this runs for every pod event)
+        return [object_key(svc) for svc in self.services.peek_by_index("namespace",
+                                                                       str(namespace))
+                if selector_matches((svc.get("spec") or {}).get("selector") or {}, labels)]
 
     def reconcile(self, key: str) -> None:
         namespace, name = split_key(key)
@@ -162,7 +164,7 @@ class EndpointSliceController:
             for stale in existing:
                 self._delete(stale)
             return
-        desired = build_slices(service, self.pods.by_index("namespace", str(namespace)))
+        desired = build_slices(service, self.pods.peek_by_index("namespace", str(namespace)))
         owner = {"apiVersion": "v1", "kind": "Service", "name": name,
                  "uid": service["metadata"].get("uid", ""), "controller": True,
                  "blockOwnerDeletion": True}

@@ -81,12 +81,12 @@ class Scheduler:
 
     def pods_per_node(self) -> dict[str, int]:
         """Pods per node as the informer shows them plus bindings not yet seen there."""
-        counts = {node["metadata"]["name"]: len(self.pods.by_index("node",
-                                                                     node["metadata"]["name"]))
-                  for node in self.nodes.items()}
+        # counts from the index (no copy of any pod: this runs for every pod scheduled)
+        counts = {name: len(self.pods.keys_by_index("node", name))
+                  for name in self.nodes.list_keys()}
         with self._assumed_lock:
             for key, node in list(self._assumed.items()):
-                seen = self.pods.get(key)
+                seen = self.pods.peek(key)
                 if seen is None or (seen.get("spec") or {}).get("nodeName"):
                     del self._assumed[key]  # the informer caught up (or the pod is gone)
                 else:
