@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from ovnk_core.apiserver.errors import JSON, OMIT, FieldError
-from ovnk_core.apiserver.objectmeta import name_errors, now_rfc3339
+from ovnk_core.apiserver.objectmeta import now_rfc3339
 from ovnk_core.apiserver.resources import PrinterColumn, ResourceType, version_priority
+from ovnk_core.kube.names import name_errors
 
 CRD_STORAGE = "apiextensions.k8s.io/customresourcedefinitions"
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ovnk_core.apiserver.errors import JSON, bad_request
-from ovnk_core.apiserver.objectmeta import dig, qualified_name_errors
+from ovnk_core.apiserver.objectmeta import dig
+from ovnk_core.kube.names import qualified_name_errors
 
 _SET_TERM = re.compile(r"^(\S+)\s+(in|notin)\s*\((.*)\)$", re.DOTALL)
 _OP_TERM = re.compile(r"^([^=!<>\s]+)\s*(==|=|!=|<|>)\s*(.*)$", re.DOTALL)

@@ -14,13 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from ovnk_core.apiserver.errors import JSON, OMIT, FieldError, go_value
-from ovnk_core.apiserver.objectmeta import (
-    meta,
-    name_errors,
-    validate_annotations,
-    validate_labels,
-)
+from ovnk_core.apiserver.objectmeta import meta, validate_annotations, validate_labels
 from ovnk_core.apiserver.resources import ResourceType
+from ovnk_core.kube.names import name_errors
 
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
                  "deletionGracePeriodSeconds", "generation", "selfLink")

@@ -36,6 +36,7 @@ from ovnk_core.kube.errors import Conflict, NotFound
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import CUDNS, NODES, UDNS
+from ovnk_core.networks.join_subnets import MAX_NODE_ID
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
 from ovnk_core.networks.registry import NetworkRegistry
 from ovnk_core.udn.nad import CUDN_PREFIX
@@ -45,7 +46,6 @@ log = logging.getLogger(__name__)
 NODE_ID_ANNOTATION = "k8s.ovn.org/node-id"
 NODE_SUBNETS_ANNOTATION = "k8s.ovn.org/node-subnets"
 ALLOCATION_CONDITION = "NetworkAllocationSucceeded"
-MAX_NODE_ID = 65535
 
 
 def parse_node_subnets(node: JSON) -> dict[str, list[str]]:

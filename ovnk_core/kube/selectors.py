@@ -17,6 +17,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ovnk_core.kube.names import LABEL_VALUE_MSG, qualified_name_errors
+
 OPERATORS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
 
 
@@ -29,9 +31,6 @@ def _go_strings(values: Any) -> str:
 
 def _requirement_errors(key: Any, operator: str, values: list[Any]) -> list[str]:
     """apimachinery's ``labels.NewRequirement`` checks, with its messages."""
-    # imported here: the apiserver package imports this module (RBAC aggregation), and
-    # importing any of its modules first runs its __init__, which imports the server
-    from ovnk_core.apiserver.objectmeta import LABEL_VALUE_MSG, qualified_name_errors
     errors = [f'key: Invalid value: {json.dumps(str(key))}: {problem}'
               for problem in qualified_name_errors(str(key))]
     if operator in ("in", "notin") and not values:

@@ -12,10 +12,16 @@ with the same explanation instead of waiting for a binding that never comes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-from ovnk_core.topology import Topology
+from typing import Protocol
 
 REASON = "NetworkNotRendered"
+
+
+class Topology(Protocol):
+    """What this module reads of a topology plugin (``ovnk_core.topology.Topology``)."""
+
+    @property
+    def renders(self) -> bool: ...
 
 
 def rendering_problem(topologies: Mapping[str, Topology], topology: str) -> str | None:

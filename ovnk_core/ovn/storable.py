@@ -16,10 +16,26 @@ message naming the table, row, column and what is wrong, and nothing else.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from ovnk_core.ovn.declarative import DesiredRow
+from ovnk_core.ovn.ownership import ObjectIDs
+
+
+class DesiredRow(Protocol):
+    """What this module reads of ``declarative.DesiredRow`` (declared here so the check
+    sits below the declarative layer that calls it, not beside it)."""
+
+    @property
+    def table(self) -> str: ...
+
+    @property
+    def ids(self) -> ObjectIDs: ...
+
+    @property
+    def columns(self) -> Mapping[str, Any]: ...
+
+    @property
+    def extra_external_ids(self) -> Mapping[str, str]: ...
 
 
 def string_problem(text: str) -> str | None:

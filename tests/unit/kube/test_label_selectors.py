@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ovnk_core.apiserver.objectmeta import LABEL_VALUE_MSG, QUALIFIED_NAME_MSG
+from ovnk_core.kube.names import LABEL_VALUE_MSG, QUALIFIED_NAME_MSG
 from ovnk_core.kube.selectors import selector_matches, selector_problem
 
 LABELS = {"team": "blue", "tier": "web"}

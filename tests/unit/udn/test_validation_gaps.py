@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from ovnk_core.apiserver.objectmeta import QUALIFIED_NAME_MSG
 from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.errors import Invalid
+from ovnk_core.kube.names import QUALIFIED_NAME_MSG
 from ovnk_core.kube.resources import CUDNS, EVENTS, NADS, NAMESPACES, PODS, UDNS
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn import admission
