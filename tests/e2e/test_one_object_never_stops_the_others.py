@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.factory import InformerFactory
@@ -30,7 +29,7 @@ from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.local.cluster import build_node
 from ovnk_core.ovn.snapshot import Snapshot, committed_names, difference, snapshot
 from ovnk_core.testing.configs import udn_config
-from ovnk_core.testing.control_plane import ControlPlane, Zone, cluster_with_nodes
+from ovnk_core.testing.control_plane import ControlPlane, Zone
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
@@ -41,18 +40,6 @@ CONFIG = udn_config()
 POD_NETWORKS = "k8s.ovn.org/pod-networks"
 PROMPTLY = 30.0  # seconds: the time a normal network takes on this machine, with margin
 DEEP_CONFIG = "[" * 1100 + "]" * 1100
-
-
-@pytest.fixture
-def client(kube_apiserver: ServerHandle) -> KubeClient:
-    return cluster_with_nodes(kube_apiserver)
-
-
-@pytest.fixture
-def plane(client: KubeClient, kube_apiserver: ServerHandle) -> Iterator[ControlPlane]:
-    running = ControlPlane(kube_apiserver, CONFIG)
-    yield running
-    running.stop()
 
 
 @pytest.fixture

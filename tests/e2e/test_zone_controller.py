@@ -12,13 +12,12 @@ import dataclasses
 import ipaddress
 import json
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.clustermanager.node_allocator import parse_node_subnets
 from ovnk_core.kube.client import KubeClient
@@ -38,7 +37,7 @@ from ovnk_core.reachability.endpoints import find_endpoint
 from ovnk_core.reachability.matrix import build_matrix
 from ovnk_core.reachability.render import render_svg, render_text, write_picture
 from ovnk_core.testing.configs import udn_config
-from ovnk_core.testing.control_plane import ControlPlane, Zone, cluster_with_nodes
+from ovnk_core.testing.control_plane import ControlPlane, Zone
 from ovnk_core.testing.neighbors import learn_neighbor
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
 from ovnk_core.testing.waiting import wait_until
@@ -49,19 +48,6 @@ pytestmark = pytest.mark.e2e
 
 CONFIG = udn_config()
 POD_NETWORKS = "k8s.ovn.org/pod-networks"
-
-
-@pytest.fixture
-def client(kube_apiserver: ServerHandle) -> KubeClient:
-    return cluster_with_nodes(kube_apiserver)
-
-
-@pytest.fixture
-def plane(client: KubeClient, kube_apiserver: ServerHandle) -> Iterator[ControlPlane]:
-    # both components run as their own service accounts under the RBAC that ships for them
-    running = ControlPlane(kube_apiserver, CONFIG)
-    yield running
-    running.stop()
 
 
 @pytest.fixture

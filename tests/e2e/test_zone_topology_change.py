@@ -9,63 +9,31 @@ enabled plugin renders into NB yet) — and renders them again when it changes b
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from ovnk_core.apiserver.server import ServerHandle
-from ovnk_core.clustermanager.app import ClusterManager
-from ovnk_core.identities import CLUSTER_MANAGER_USER, CONTROLLER_USER
 from ovnk_core.kube.client import KubeClient
-from ovnk_core.kube.events import EventRecorder
-from ovnk_core.kube.factory import InformerFactory
-from ovnk_core.kube.resources import NADS, NAMESPACES, NODES, PODS
-from ovnk_core.local.cluster import build_node
+from ovnk_core.kube.resources import NADS, NAMESPACES, PODS
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.processes import OvsdbServer
 from ovnk_core.ovn.snapshot import committed_names
-from ovnk_core.ovn.writer import NbWriter
-from ovnk_core.plugins import PluginHost
-from ovnk_core.testing.apiserver_fixtures import component_client, with_crds
-from ovnk_core.testing.configs import udn_config
+from ovnk_core.testing.control_plane import ControlPlane
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.zone.controller import ZoneController
 
 pytestmark = pytest.mark.e2e
 
-CONFIG = udn_config()
 PREFIX = "blue_side_"  # the network blue_side's OVN names
 PORT = "blue.side_blue_p"  # its pod port (NAD key blue/side)
 
 
 @pytest.fixture
-def client(kube_apiserver: ServerHandle) -> KubeClient:
-    api = with_crds(kube_apiserver)
-    for index, name in enumerate(("ovn-worker", "ovn-worker2")):
-        api.create(NODES, build_node(name, index))
-    api.create(NAMESPACES, {"metadata": {"name": "blue"}})
-    return api
-
-
-@pytest.fixture
-def running(client: KubeClient, kube_apiserver: ServerHandle, ovn_nb: NbClient,
-            nb_server: OvsdbServer) -> Iterator[ZoneController]:
-    manager = ClusterManager(CONFIG, component_client(kube_apiserver, CLUSTER_MANAGER_USER),
-                             PluginHost.load(CONFIG), identity="t")
-    manager.start_controllers()
-    own = component_client(kube_apiserver, CONTROLLER_USER)
-    writer = NbWriter([nb_server.remote]).start()
-    informers = InformerFactory(own)
-    zone = ZoneController(informers, CONFIG, PluginHost.load(CONFIG), writer,
-                          EventRecorder(own, "ovnkube-controller", "t"))
-    informers.start()
-    zone.start()
-    yield zone
-    zone.stop()
-    informers.stop()
-    writer.stop()
-    manager.stop_controllers()
+def running(client: KubeClient, plane: ControlPlane, nb_server: OvsdbServer,
+            ovn_nb: NbClient) -> ZoneController:
+    client.create(NAMESPACES, {"metadata": {"name": "blue"}})
+    plane.start_manager()
+    return plane.start_zone(nb_server.remote).controller
 
 
 def netconf(topology: str, subnets: str) -> str:
