@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ovnk_core.allocators.ids import IdAllocator
+from ovnk_core.allocators.tunnel_keys import TunnelKeyAllocator
 from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager.app import ClusterManager
+from ovnk_core.clustermanager.nad_controller import NadController
 from ovnk_core.config import Config
 from ovnk_core.identities import CLUSTER_MANAGER_USER, CONTROLLER_USER
 from ovnk_core.kube.client import KubeClient
@@ -19,6 +22,7 @@ from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import NODES
 from ovnk_core.local.cluster import build_node
+from ovnk_core.networks.registry import NetworkRegistry
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
@@ -40,6 +44,25 @@ class Zone:
         self.informers.stop()
         self.writer.stop()
         self.nb.stop()
+
+
+class RunningNadController:
+    """The cluster manager's NAD controller alone (network IDs, tunnel keys, the registry)
+    on its own informers, for tests of network acceptance; ``stop()`` ends it."""
+
+    def __init__(self, client: KubeClient, config: Config) -> None:
+        self.informers = InformerFactory(client, resync_period=0)
+        self.ids = IdAllocator("NetworkIDs", 4096, reserved=(0,))
+        self.registry = NetworkRegistry()
+        self.controller = NadController(client, self.informers, PluginHost.load(config),
+                                        EventRecorder(client, "ovnkube-cluster-manager"),
+                                        self.registry, self.ids, TunnelKeyAllocator())
+        self.informers.start()
+        self.controller.start()
+
+    def stop(self) -> None:
+        self.controller.stop()
+        self.informers.stop()
 
 
 def cluster_with_nodes(handle: ServerHandle, nodes: int = 2) -> KubeClient:
@@ -94,4 +117,4 @@ class ControlPlane:
         self.managers.clear()
 
 
-__all__ = ["ControlPlane", "Zone", "cluster_with_nodes"]
+__all__ = ["ControlPlane", "RunningNadController", "Zone", "cluster_with_nodes"]

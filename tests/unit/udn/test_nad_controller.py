@@ -21,6 +21,7 @@ from ovnk_core.manifests.crds import build_crds
 from ovnk_core.networks.registry import NetworkRegistry
 from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.apiserver_fixtures import client_for
+from ovnk_core.testing.control_plane import RunningNadController as Running
 from ovnk_core.testing.waiting import wait_until
 
 CONFIG = load_config({"enable_multi_network": "true", "enable_network_segmentation": "true",
@@ -38,22 +39,6 @@ def nad(namespace: str, name: str, network: str, subnets: str = "10.100.0.0/16/2
             "spec": {"config": json.dumps(config)}}
 
 
-class Running:
-    def __init__(self, client: KubeClient) -> None:
-        self.informers = InformerFactory(client, resync_period=0)
-        self.ids = IdAllocator("NetworkIDs", 4096, reserved=(0,))
-        self.registry = NetworkRegistry()
-        self.controller = NadController(client, self.informers, PluginHost.load(CONFIG),
-                                        EventRecorder(client, "ovnkube-cluster-manager"),
-                                        self.registry, self.ids, TunnelKeyAllocator())
-        self.informers.start()
-        self.controller.start()
-
-    def stop(self) -> None:
-        self.controller.stop()
-        self.informers.stop()
-
-
 @pytest.fixture
 def client(kube_apiserver: ServerHandle) -> KubeClient:
     api = KubeClient(client_for(kube_apiserver))
@@ -67,7 +52,7 @@ def client(kube_apiserver: ServerHandle) -> KubeClient:
 
 @pytest.fixture
 def running(client: KubeClient) -> Iterator[Running]:
-    controller = Running(client)
+    controller = Running(client, CONFIG)
     yield controller
     controller.stop()
 
@@ -130,14 +115,14 @@ def test_ids_survive_a_restart_and_are_released_with_the_last_nad(client: KubeCl
     client.create(NADS, nad("blue", "blue", "blue_blue", annotations={
         "k8s.ovn.org/network-id": "7", "k8s.ovn.org/network-name": "blue_blue",
         "k8s.ovn.org/tunnel-keys": "[]"}))
-    first = Running(client)
+    first = Running(client, CONFIG)
     try:
         client.create(NADS, nad("green", "green", "green_green", subnets="10.50.0.0/16/24"))
         green = wait_until(lambda: annotated(client, "green", "green"))
         assert annotations(client, "blue", "blue")["k8s.ovn.org/network-id"] == "7"
     finally:
         first.stop()
-    second = Running(client)  # a restarted cluster manager with no memory
+    second = Running(client, CONFIG)  # a restarted cluster manager with no memory
     try:
         wait_until(lambda: second.registry.get("green_green") is not None
                    and second.registry.get("green_green").network_id is not None)  # type: ignore[union-attr]

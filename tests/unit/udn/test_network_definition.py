@@ -13,13 +13,8 @@ from typing import Any
 
 import pytest
 
-from ovnk_core.allocators.ids import IdAllocator
-from ovnk_core.allocators.tunnel_keys import TunnelKeyAllocator
 from ovnk_core.apiserver.server import ServerHandle
-from ovnk_core.clustermanager.nad_controller import NadController
 from ovnk_core.kube.client import KubeClient
-from ovnk_core.kube.events import EventRecorder
-from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES
 from ovnk_core.networks.definition import accepted_id, decide
 from ovnk_core.networks.registry import NetworkEntry, NetworkRegistry
@@ -27,6 +22,7 @@ from ovnk_core.node.networks import primary_networks
 from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.apiserver_fixtures import with_crds
 from ovnk_core.testing.configs import udn_config
+from ovnk_core.testing.control_plane import RunningNadController as Running
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.zone.networks import READY, WAITING, lookup_network
 
@@ -120,23 +116,6 @@ def test_the_node_agent_serves_the_accepted_definition_only() -> None:
 
 
 # -- the cluster manager against the API server -------------------------------------------------
-class Running:
-    def __init__(self, client: KubeClient) -> None:
-        self.informers = InformerFactory(client, resync_period=0)
-        self.registry = NetworkRegistry()
-        self.controller = NadController(client, self.informers, PluginHost.load(CONFIG),
-                                        EventRecorder(client, "ovnkube-cluster-manager"),
-                                        self.registry,
-                                        IdAllocator("NetworkIDs", 4096, reserved=(0,)),
-                                        TunnelKeyAllocator())
-        self.informers.start()
-        self.controller.start()
-
-    def stop(self) -> None:
-        self.controller.stop()
-        self.informers.stop()
-
-
 @pytest.fixture
 def client(kube_apiserver: ServerHandle) -> KubeClient:
     api = with_crds(kube_apiserver)
@@ -147,7 +126,7 @@ def client(kube_apiserver: ServerHandle) -> KubeClient:
 
 @pytest.fixture
 def running(client: KubeClient) -> Iterator[Running]:
-    controller = Running(client)
+    controller = Running(client, CONFIG)
     yield controller
     controller.stop()
 
@@ -194,14 +173,14 @@ def test_a_claim_is_refused_and_a_forged_acceptance_removed(client: KubeClient,
 
 def test_a_restarted_cluster_manager_keeps_the_accepted_definition(client: KubeClient) -> None:
     client.create(NADS, plain(nad(*VICTIM)))
-    first = Running(client)
+    first = Running(client, CONFIG)
     try:
         accepted = wait_until(lambda: nad_annotations(client, *VICTIM).get(ID))
     finally:
         first.stop()
     time.sleep(1.1)
     client.create(NADS, plain(attacker))  # "aaa/claim" is listed first after a restart
-    second = Running(client)
+    second = Running(client, CONFIG)
     try:
         wait_until(lambda: conflict_events(client))
         entry = wait_until(lambda: with_id(second.registry))
@@ -216,7 +195,7 @@ def test_a_restarted_cluster_manager_keeps_the_accepted_definition(client: KubeC
 def test_a_forged_network_id_on_a_newer_nad_cannot_take_the_network_id(
         client: KubeClient) -> None:
     client.create(NADS, plain(nad(*VICTIM)))
-    first = Running(client)
+    first = Running(client, CONFIG)
     try:
         accepted = wait_until(lambda: nad_annotations(client, *VICTIM).get(ID))
     finally:
@@ -225,7 +204,7 @@ def test_a_forged_network_id_on_a_newer_nad_cannot_take_the_network_id(
     # "aaa/claim" is listed first after a restart, and claims another ID for the network
     client.create(NADS, plain(nad("aaa", "claim", subnets="10.200.0.0/16/24",
                                   annotations={ID: "7", NAME: NETWORK, KEYS: "[]"})))
-    second = Running(client)
+    second = Running(client, CONFIG)
     try:
         entry = wait_until(lambda: with_id(second.registry))
         assert entry is not None and str(entry.network_id) == accepted != "7"
