@@ -24,9 +24,11 @@ from ovnk_core.kube.resources import NODES
 from ovnk_core.local.cluster import build_node
 from ovnk_core.networks.registry import NetworkRegistry
 from ovnk_core.ovn.nb import NbClient
+from ovnk_core.ovn.snapshot import Snapshot, snapshot
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.apiserver_fixtures import component_client, with_crds
+from ovnk_core.testing.waiting import wait_until
 from ovnk_core.zone.controller import ZoneController
 
 
@@ -44,6 +46,21 @@ class Zone:
         self.informers.stop()
         self.writer.stop()
         self.nb.stop()
+
+
+def settled(zone: Zone, interval: float = 0.3) -> Snapshot:
+    """The zone's owned NB rows once they stop changing and its queues are idle."""
+    last: list[Snapshot] = [{}]
+
+    def stable() -> Snapshot:  # empty (falsy) until settled
+        current = snapshot(zone.nb)
+        done = current == last[0] and zone.controller.network_controller.queue.idle() \
+            and zone.controller.pod_controller.queue.idle()
+        last[0] = current
+        return current if done else {}
+
+    result: Snapshot = wait_until(stable, timeout=30, interval=interval)
+    return result
 
 
 class RunningNadController:
@@ -117,4 +134,4 @@ class ControlPlane:
         self.managers.clear()
 
 
-__all__ = ["ControlPlane", "RunningNadController", "Zone", "cluster_with_nodes"]
+__all__ = ["ControlPlane", "RunningNadController", "Zone", "cluster_with_nodes", "settled"]

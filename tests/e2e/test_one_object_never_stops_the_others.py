@@ -27,9 +27,9 @@ from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.local.cluster import build_node
-from ovnk_core.ovn.snapshot import Snapshot, committed_names, difference, snapshot
+from ovnk_core.ovn.snapshot import committed_names, difference
 from ovnk_core.testing.configs import udn_config
-from ovnk_core.testing.control_plane import ControlPlane, Zone
+from ovnk_core.testing.control_plane import ControlPlane, Zone, settled
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
@@ -80,21 +80,6 @@ def warnings(client: KubeClient, ns: str, name: str, reason: str) -> list[str]:
     return [e["message"] for e in client.list(EVENTS, ns)["items"]
             if e["involvedObject"]["name"] == name and e["reason"] == reason
             and e["type"] == "Warning"]
-
-
-def settled(zone: Zone) -> Snapshot:
-    """NB once it stopped changing and both queues are idle."""
-    last: list[Snapshot] = [{}]
-
-    def stable() -> Snapshot | None:
-        current = snapshot(zone.nb)
-        done = current == last[0] and zone.controller.network_controller.queue.idle() \
-            and zone.controller.pod_controller.queue.idle()
-        last[0] = current
-        return current if done and current else None
-    result = wait_until(stable, timeout=30, interval=0.5)
-    assert result is not None
-    return result
 
 
 def nad_informer_errors(informers: InformerFactory) -> int:

@@ -28,7 +28,7 @@ from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.local.cluster import build_node
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
-from ovnk_core.ovn.snapshot import Snapshot, committed_names, difference, snapshot
+from ovnk_core.ovn.snapshot import committed_names, difference, snapshot
 from ovnk_core.ovn.trace import TraceResult, packet_flow, trace, wait_for_sb
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
@@ -37,7 +37,7 @@ from ovnk_core.reachability.endpoints import find_endpoint
 from ovnk_core.reachability.matrix import build_matrix
 from ovnk_core.reachability.render import render_svg, render_text, write_picture
 from ovnk_core.testing.configs import udn_config
-from ovnk_core.testing.control_plane import ControlPlane, Zone
+from ovnk_core.testing.control_plane import ControlPlane, Zone, settled
 from ovnk_core.testing.neighbors import learn_neighbor
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
 from ovnk_core.testing.waiting import wait_until
@@ -93,20 +93,6 @@ def port_names(nb: NbClient) -> set[str]:
 
 def switch_and_router_names(nb: NbClient) -> set[str]:
     return committed_names(nb, "Logical_Switch") | committed_names(nb, "Logical_Router")
-
-
-def settled(zone: Zone) -> Snapshot:
-    """Wait until the zone's NB stops changing, and return it."""
-    last: list[Snapshot] = [{}]
-
-    def stable() -> Snapshot | None:
-        current = snapshot(zone.nb)
-        done = current == last[0] and zone.controller.network_controller.queue.idle() \
-            and zone.controller.pod_controller.queue.idle()
-        last[0] = current
-        return current if done and current else None
-    result: Snapshot = wait_until(stable, timeout=30, interval=0.3)
-    return result
 
 
 def trace_between(stack: OvnStack, switch: str, port: str, entry: dict[str, Any], dst: str
