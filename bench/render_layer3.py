@@ -49,7 +49,7 @@ from ovnk_core.ovn.declarative import DesiredRow, apply_many
 from ovnk_core.ovn.jsonrpc import OvsdbConnection
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
-from ovnk_core.zone.model import GatewayConfig, NetworkState, NodeState, PodAttachment
+from ovnk_core.render_state import GatewayConfig, NetworkState, NodeState, PodAttachment
 from ovnk_core.zone.owners import network_owner, node_owner, pod_owner
 
 MASQUERADE = (ipaddress.ip_network("169.254.0.0/17"),)

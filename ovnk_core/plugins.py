@@ -136,6 +136,21 @@ class PluginHost:
             except ConfigError as exc:
                 raise ConfigError(f"plugin {impl.plugin_name}: {exc}") from None
 
+    def default_topology(self) -> Topology:
+        """The topology that renders the cluster default network.
+
+        :raises ConfigError: ``--default-network-topology`` names no enabled topology.
+        """
+        name = self.config.default_network_topology
+        if name not in self.topologies:
+            state = "enabled (--topologies)" if _installed(TOPOLOGY_GROUP, name) \
+                else "installed"
+            raise ConfigError(
+                f"the default network's topology {name!r} (--default-network-topology) is "
+                f"not {state}; enabled topologies: "
+                f"{', '.join(sorted(self.topologies)) or 'none'}")
+        return self.topologies[name]
+
     def topology(self, name: str) -> Topology:
         """The enabled topology plugin for ``name``.
 
@@ -145,6 +160,10 @@ class PluginHost:
             return self.topologies[name]
         except KeyError:
             raise TopologyNotSupported(name, list(self.topologies)) from None
+
+
+def _installed(group: str, name: str) -> bool:
+    return any(ep.name == name for ep in metadata.entry_points(group=group))
 
 
 def _load_group(config: Config, group: str, names: Iterable[str] | None) -> dict[str, Any]:

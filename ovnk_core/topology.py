@@ -24,19 +24,38 @@ the zone reports that nothing is rendered for them.
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ovnk_core.config import Config
+from ovnk_core.networks.addressing import IPAddress
 from ovnk_core.networks.netconf import NetConf
 from ovnk_core.networks.netinfo import NetInfo
 
 if TYPE_CHECKING:
     from ovnk_core.ovn.declarative import DesiredRow
-    from ovnk_core.zone.model import NetworkState, NodeState, PodAttachment
+    from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
 
 
 class RenderingNotSupported(Exception):
     """The topology has no Northbound rendering; its networks stay unrendered."""
+
+
+@dataclass(frozen=True)
+class PodRouting:
+    """The gateway and routes a pod's ``k8s.ovn.org/pod-networks`` entry carries.
+
+    :ivar gateway_ips: the pod's default gateways through this network (one per family),
+        empty for a network that is not the pod's way out.
+    :ivar routes: ``(destination CIDR, next hop)`` pairs, as strings.
+    :ivar ipv6_lla_gateway_ip: the link-local gateway of an IPv6 pod, when the topology's
+        router answers there (empty otherwise).
+    """
+
+    gateway_ips: tuple[str, ...] = ()
+    routes: tuple[tuple[str, str], ...] = ()
+    ipv6_lla_gateway_ip: str = ""
 
 
 class Topology(abc.ABC):
@@ -70,6 +89,22 @@ class Topology(abc.ABC):
             message is shown on the network's status (and the NAD is ignored), other
             networks are unaffected.
         """
+
+    def pod_routing(self, netinfo: NetInfo, gateways: Sequence[IPAddress]) -> PodRouting:
+        """The gateway and routes of a pod's entry for this network.
+
+        **When:** in the cluster manager, each time a pod gets its pod-networks entry for a
+        network of this topology (once per pod and network), and in the zone controller,
+        which checks that an entry is exactly what this gives.  Must be pure and quick.
+
+        :param netinfo: the network (as this topology parsed it).
+        :param gateways: the gateway address of each subnet the pod got an address in (the
+            subnet's first host), in the order of the pod's addresses.
+        :returns: empty (``PodRouting()``) by default: no routes, no gateway — right for a
+            secondary network without a router.  ``ovnk_core.pods.routing`` has the routes
+            upstream gives primary networks, for topologies to reuse.
+        """
+        return PodRouting()
 
     renders: ClassVar[bool] = False
     """Whether this topology implements the ``build_*`` methods below."""

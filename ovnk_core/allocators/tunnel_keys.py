@@ -1,9 +1,9 @@
 """Datapath tunnel keys of user-defined networks (zone interconnect).
 
-The network's transit switch (Layer3) or layer2 switch uses
-``BASE + networkID``; topologies that need more keys (a primary Layer2
-network: its switch and its transit router) get extra keys from the range
-above the per-network block, recorded on the NAD as ``k8s.ovn.org/tunnel-keys``.
+A network's interconnect switch uses ``BASE + networkID``; a topology that
+needs more keys declares how many (``NetworkNeeds.extra_tunnel_keys``) and
+gets them from the range above the per-network block, recorded on the NAD as
+``k8s.ovn.org/tunnel-keys``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ def network_tunnel_key(network_id: int) -> int:
 
 
 def extra_keys_needed(netinfo: NetInfo) -> int:
-    return 2 if netinfo.topology == "layer2" and netinfo.is_primary else 0
+    """How many keys besides ``BASE + networkID`` the network's topology asks for."""
+    return netinfo.needs.extra_tunnel_keys
 
 
 class TunnelKeyAllocator:

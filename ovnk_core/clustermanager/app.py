@@ -23,6 +23,7 @@ from ovnk_core.clustermanager.context import ClusterManagerContext
 from ovnk_core.clustermanager.nad_controller import NadController
 from ovnk_core.clustermanager.network_catalog import DefaultNetworkOnly, NetworkCatalog
 from ovnk_core.clustermanager.node_allocator import NodeAllocator
+from ovnk_core.clustermanager.pod_ipam import PodAllocator
 from ovnk_core.config import Config
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.controller import Controller
@@ -32,7 +33,6 @@ from ovnk_core.kube.leader import LeaderElector
 from ovnk_core.metrics import ControllerCollector, GaugeFromCache, serve_metrics
 from ovnk_core.networks.registry import NetworkRegistry
 from ovnk_core.plugins import PluginHost
-from ovnk_core.pods.controller import PodAllocator
 from ovnk_core.udn import nad as nadlib
 from ovnk_core.udn.controller import UdnControllers
 
@@ -66,7 +66,7 @@ class ClusterManager:
         self.nodes = NodeAllocator(client, self.informers, config, self.registry_networks,
                                    self.recorder, catalog)
         self.pods = PodAllocator(client, self.informers, config, self.registry_networks,
-                                 self.recorder, catalog)
+                                 self.recorder, catalog, host.topology)
         self.context = ClusterManagerContext(config, client, self.informers, self.recorder,
                                              self.registry_networks)
         if self.nad is not None:

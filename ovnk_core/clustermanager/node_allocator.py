@@ -3,7 +3,7 @@
 For every node it writes ``k8s.ovn.org/node-id`` and
 ``k8s.ovn.org/node-subnets`` — a JSON object keyed by network name with a
 list of CIDRs per network (the default network from ``--cluster-subnets``,
-and every Layer3 network of the registry).
+and every registered network whose topology asks for node subnets).
 
 An allocation of a live network is never released or moved.  Allocation
 starts only once the network catalog is synced (every network that existed at
@@ -91,10 +91,12 @@ class NodeAllocator:
         self.controller.watch(self.nodes, primary=True)
 
     # -- which networks get node subnets ---------------------------------------------------
-    def layer3_networks(self) -> dict[str, Any]:
+    def node_subnet_networks(self) -> dict[str, Any]:
+        """The default network and every registered network whose topology gives each node
+        a host subnet (``NetInfo.needs.node_subnets``)."""
         networks: dict[str, Any] = {DEFAULT_NETWORK_NAME: self.config.cluster_subnets}
         for name, entry in self.registry.networks().items():
-            if entry.netinfo.topology == "layer3" and entry.network_id is not None:
+            if entry.netinfo.needs.node_subnets and entry.network_id is not None:
                 networks[name] = entry.netinfo.subnets
         return networks
 
@@ -125,7 +127,7 @@ class NodeAllocator:
         network is not (yet, or not fully) in the registry but a NAD still names it."""
         entry = self.registry.get(network)
         if entry is not None and entry.network_id is not None \
-                and entry.netinfo.topology != "layer3":
+                and not entry.netinfo.needs.node_subnets:
             return False  # known, and not a network with node subnets
         return self.catalog.network_exists(network)
 
@@ -139,7 +141,7 @@ class NodeAllocator:
                     self.node_ids.reserve(name, int(raw))
                 except (IdAllocationError, ValueError) as exc:
                     log.warning("node %s: annotated node ID %r not reused: %s", name, raw, exc)
-        for network, subnets in self.layer3_networks().items():
+        for network, subnets in self.node_subnet_networks().items():
             self._allocator(network, subnets)
 
     def networks_changed(self) -> None:
@@ -149,7 +151,7 @@ class NodeAllocator:
     # -- one node ----------------------------------------------------------------------------
     def reconcile(self, name: str) -> None:
         node = self.nodes.get(name)
-        networks = self.layer3_networks()
+        networks = self.node_subnet_networks()
         if node is None or node["metadata"].get("deletionTimestamp"):
             self.node_ids.release(name)
             for allocator in self.subnets.values():

@@ -10,12 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ovnk_core.config.defaults import DYNAMIC_ALLOCATION_FEATURES, SEGMENTATION_FEATURES
 from ovnk_core.config.values import ClusterSubnet, IPNetwork
-
-# Features that upstream switches with a flag of its own; third-party features
-# are named with --enable-feature.
-SEGMENTATION_FEATURES = ("isolation", "mirror")
-DYNAMIC_FEATURE = "dynamic"
 
 # Per-network masquerade IPs start after 10 reserved offsets and use two
 # addresses per network ID (gateway router, management port).
@@ -37,6 +33,7 @@ class Config:
     extra_features: tuple[str, ...]
     disabled_features: tuple[str, ...]
     topologies: tuple[str, ...]
+    default_network_topology: str
     cluster_subnets: tuple[ClusterSubnet, ...]
     service_cidrs: tuple[IPNetwork, ...]
     v4_masquerade_subnet: IPNetwork
@@ -64,7 +61,7 @@ class Config:
         if self.enable_network_segmentation:
             wanted.extend(SEGMENTATION_FEATURES)
         if self.enable_dynamic_udn_allocation:
-            wanted.append(DYNAMIC_FEATURE)
+            wanted.extend(DYNAMIC_ALLOCATION_FEATURES)
         wanted.extend(self.extra_features)
         seen: list[str] = []
         for name in wanted:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ovnk_core.config import values
+from ovnk_core.config import defaults, values
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("topologies", "topologies", values.parse_str_list, (),
            "Comma-separated topology plugins to load (entry points in ovnk.topologies). "
            "Empty: every installed topology."),
+    Option("default-network-topology", "default_network_topology", values.parse_name,
+           defaults.DEFAULT_NETWORK_TOPOLOGY,
+           "The topology plugin that renders the cluster default network (it must be "
+           "installed and enabled)."),
     # Addressing
     Option("cluster-subnets", "cluster_subnets", values.parse_cluster_subnets,
            "10.244.0.0/16/24", "Default-network pod subnets, CIDR/HOSTPREFIX, comma-separated."),

@@ -78,6 +78,15 @@ def parse_str_list(raw: Any) -> tuple[str, ...]:
     return tuple(item for item in items if item)
 
 
+def parse_name(raw: Any) -> str:
+    """A plugin name: a lower-case word of letters, digits, ``-`` and ``_``."""
+    text = str(raw).strip()
+    if not text or not all(ch.isalnum() or ch in "-_" for ch in text) \
+            or text != text.lower() or not text.isascii():
+        raise ValueError(f"{raw!r} is not a plugin name (lower-case letters, digits, - and _)")
+    return text
+
+
 def parse_cidr(raw: Any, *, strict: bool = True) -> IPNetwork:
     """A CIDR; with ``strict=False`` host bits are masked off as Go's ``net.ParseCIDR`` does
     (``192.168.100.0/16`` is ``192.168.0.0/16``), which upstream uses for network subnets."""

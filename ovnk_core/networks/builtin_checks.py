@@ -40,7 +40,7 @@ def find_internal_overlaps(netinfo: NetInfo, config: Config) -> list[str]:
     reserved = [
         (kind, subnet)
         for kind, _flag, subnet in builtin_subnets(config)
-        if kind != "transit switch subnet" or netinfo.topology == "layer3"
+        if kind != "transit switch subnet" or netinfo.needs.transit_switch_subnet
     ]
     # A built-in subnet entirely excluded from the network's IPAM cannot clash.
     reserved = [

@@ -24,15 +24,52 @@ NETWORK_ROLES = (ROLE_PRIMARY, ROLE_SECONDARY)
 
 
 @dataclass(frozen=True)
+class NetworkNeeds:
+    """What the core allocates and plumbs for a network, as its topology declares it.
+
+    The core never asks which topology a network has; it reads these facts, set by the
+    topology plugin's ``parse_netconf`` (``ovnk_core.topology``):
+
+    :ivar node_subnets: each node gets a host subnet (``host_prefix`` long) of every subnet,
+        annotated in ``k8s.ovn.org/node-subnets``, and a pod takes its addresses from its
+        node's slice; otherwise pods take addresses from the network's whole subnets
+        (cluster-wide IPAM), if it has any.
+    :ivar pod_tunnel_ids: every pod attachment gets a ``tunnel_id`` in its pod-networks entry.
+    :ivar extra_tunnel_keys: datapath tunnel keys the network needs besides
+        ``BASE + networkID`` (recorded on the NAD as ``k8s.ovn.org/tunnel-keys``).
+    :ivar transit_switch_subnet: the network's routers take addresses from the cluster's
+        transit switch subnet, so its subnets must not overlap it.
+    :ivar node_gateway: a primary network whose nodes get the gateway plumbing (masquerade
+        addresses, the gateway router's patch on the external bridge).
+    :ivar management_port: each node gets a management port into the network, with an
+        address from the node's host subnet (needs ``node_subnets``).
+    """
+
+    node_subnets: bool = False
+    pod_tunnel_ids: bool = False
+    extra_tunnel_keys: int = 0
+    transit_switch_subnet: bool = False
+    node_gateway: bool = False
+    management_port: bool = False
+
+
+# The cluster default network: per-node host subnets, a gateway and a management port on
+# every node — whichever topology renders it.
+DEFAULT_NETWORK_NEEDS = NetworkNeeds(node_subnets=True, transit_switch_subnet=True,
+                                     node_gateway=True, management_port=True)
+
+
+@dataclass(frozen=True)
 class NetInfo:
     """One network, as every component sees it.
 
     :ivar name: network name (``<ns>_<udn>``, ``cluster_udn_<cudn>`` or ``default``).
-    :ivar topology: topology string from the netconf (``layer3``, ``layer2``, ``localnet``
-        or a third-party topology's name).
+    :ivar topology: topology string from the netconf: the name of the topology plugin
+        that parsed it (a bundled one or a third party's).
     :ivar role: ``primary``, ``secondary`` or ``default``.
-    :ivar subnets: pod subnets; ``host_prefix`` is the per-node slice for Layer3 and the
-        subnet's own prefix for topologies that share one subnet across nodes.
+    :ivar subnets: pod subnets; ``host_prefix`` is the per-node slice when the network
+        has ``needs.node_subnets``, else the subnet's own prefix (one subnet across nodes).
+    :ivar needs: what the core allocates and plumbs for it (set by the topology).
     :ivar extra: topology-specific settings of third-party topologies.
     """
 
@@ -48,6 +85,7 @@ class NetInfo:
     physical_network_name: str = ""
     allow_persistent_ips: bool = False
     nad_key: str = ""
+    needs: NetworkNeeds = NetworkNeeds()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property

@@ -19,15 +19,15 @@ from typing import Any
 
 from ovnk_core import jsondepth
 from ovnk_core.config import Config
-from ovnk_core.config.values import IPNetwork
 from ovnk_core.errors import OvnkError
 from ovnk_core.networks.addressing import (
     IPAddress,
     gateway_ip,
-    link_local_from_mac,
     mac_from_ip,
 )
 from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.pods.routing import routes_to
+from ovnk_core.topology import PodRouting, Topology
 
 ANNOTATION = "k8s.ovn.org/pod-networks"
 OVN_SERVICE_HAIRPIN_OFFSET = 5
@@ -159,52 +159,42 @@ def merge(existing: Mapping[str, PodNetwork], wanted: Mapping[str, PodNetwork]) 
     return result
 
 
-def _routes(destinations: Sequence[IPNetwork], gateways: Sequence[IPAddress]) -> list[
-        tuple[str, str]]:
-    routes = []
-    for dest in destinations:
-        for gateway in gateways:
-            if gateway.version == dest.version:
-                routes.append((str(dest), str(gateway)))
-    return routes
-
-
 def build_pod_network(config: Config, netinfo: NetInfo | None, role: str,
                       ips: Sequence[ipaddress.IPv4Interface | ipaddress.IPv6Interface],
-                      tunnel_id: int | None = None) -> PodNetwork:
-    """One entry.  ``netinfo`` is ``None`` for the default network."""
+                      tunnel_id: int | None = None,
+                      topology: Topology | None = None) -> PodNetwork:
+    """One entry.  ``netinfo`` is ``None`` for the default network, whose routes are the
+    core's; a user-defined network's gateway and routes come from ``topology`` (the plugin
+    that parsed ``netinfo``, required then)."""
     gateways = [gateway_ip(ip.network) for ip in ips]
-    routes: list[tuple[str, str]] = []
-    gateway_ips: list[IPAddress] = []
-    services = list(config.service_cidrs)
-    if netinfo is None:  # the default network
-        cluster = [s.cidr for s in config.cluster_subnets]
-        joins = [config.join_subnet(v) for v in sorted({g.version for g in gateways})]
-        routes += _routes(cluster, gateways)
-        if role != "infrastructure-locked":
-            hairpin = [ipaddress.ip_network(
-                f"{config.masquerade_subnet(v).network_address + OVN_SERVICE_HAIRPIN_OFFSET}/"
-                f"{32 if v == 4 else 128}") for v in sorted({g.version for g in gateways})]
-            routes += _routes(services, gateways) + _routes(hairpin, gateways)
-            gateway_ips = gateways
-        routes += _routes(joins, gateways)
-    elif netinfo.topology == "layer3":
-        routes += _routes([s.cidr for s in netinfo.subnets], gateways)
-        if netinfo.is_primary:
-            routes += _routes(services, gateways) + _routes(list(netinfo.join_subnets), gateways)
-            gateway_ips = gateways
-    lla = ""
-    if netinfo is not None and netinfo.topology == "layer2" and netinfo.is_primary:
-        routes += _routes(services, gateways) + _routes(list(netinfo.join_subnets), gateways)
-        gateway_ips = gateways
-        if any(g.version == 6 for g in gateways):
-            # The router port's MAC comes from the v4 gateway IP, or the v6 one without v4.
-            router_ip = next((g for g in gateways if g.version == 4), gateways[0])
-            lla = str(link_local_from_mac(mac_from_ip(router_ip)))
+    if netinfo is None or netinfo.is_default:
+        routing = default_network_routing(config, role, gateways)
+    else:
+        if topology is None:
+            raise TypeError(f"network {netinfo.name}: the entry needs its topology plugin")
+        routing = topology.pod_routing(netinfo, gateways)
     mac = mac_from_ip(next((ip.ip for ip in ips if ip.version == 4), ips[0].ip)) if ips else ""
     return PodNetwork(ip_addresses=tuple(str(ip) for ip in ips), mac_address=mac, role=role,
-                      gateway_ips=tuple(str(g) for g in gateway_ips), routes=tuple(routes),
-                      tunnel_id=tunnel_id, ipv6_lla_gateway_ip=lla)
+                      gateway_ips=routing.gateway_ips, routes=routing.routes,
+                      tunnel_id=tunnel_id, ipv6_lla_gateway_ip=routing.ipv6_lla_gateway_ip)
+
+
+def default_network_routing(config: Config, role: str, gateways: Sequence[IPAddress]
+                            ) -> PodRouting:
+    """The default network's entry: routes to the cluster and join subnets; unless the
+    pod's primary network is a user-defined one (``infrastructure-locked``), also its
+    default gateway and routes to the services and the service hairpin address."""
+    versions = sorted({g.version for g in gateways})
+    routes = routes_to([s.cidr for s in config.cluster_subnets], gateways)
+    gateway_ips: list[IPAddress] = []
+    if role != "infrastructure-locked":
+        hairpin = [ipaddress.ip_network(
+            f"{config.masquerade_subnet(v).network_address + OVN_SERVICE_HAIRPIN_OFFSET}/"
+            f"{32 if v == 4 else 128}") for v in versions]
+        routes += routes_to(config.service_cidrs, gateways) + routes_to(hairpin, gateways)
+        gateway_ips = list(gateways)
+    routes += routes_to([config.join_subnet(v) for v in versions], gateways)
+    return PodRouting(gateway_ips=tuple(str(g) for g in gateway_ips), routes=tuple(routes))
 
 
 __all__ = ["ANNOTATION", "PodAnnotationError", "PodNetwork", "build_pod_network",

@@ -149,6 +149,14 @@ class MissingNad(OvnkError):
     """A selected NAD does not exist (yet): the pod waits for it."""
 
 
+def requested_networks(pod: dict[str, Any]) -> list[str]:
+    """NAD keys named in ``k8s.v1.cni.cncf.io/networks`` (comma list or JSON selections).
+
+    :raises NetworkSelectionError: the annotation cannot be honoured.
+    """
+    return [selection.nad_key for selection in pod_selections(pod)]
+
+
 def is_ovn_nad(nad: dict[str, Any]) -> bool:
     """Whether a NAD is OVN-Kubernetes' (other CNI plugins' NADs are Multus' business)."""
     return nad_config.ovn_config_of(nad) is not None

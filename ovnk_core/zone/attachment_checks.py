@@ -22,7 +22,7 @@ node, here, as pure functions (no I/O, no state):
   ``k8s.ovn.org/node-subnets``) or in the network's own subnets (cluster-wide
   IPAM: Layer2, Localnet, ...), with that subnet's prefix length, one per
   subnet, and is not an address the pod IPAM never hands out
-  (``pods.controller.excluded_subnets`` and ``allocators.ips.unusable_reason``:
+  (``pods.ip_pools.excluded_subnets`` and ``allocators.ips.unusable_reason``:
   network and IPv4 broadcast addresses, the gateway and management port
   addresses, ``excludeSubnets``).
 * **gateways and routes**: ``gateway_ips`` (and ``ipv6_lla_gateway_ip``) are
@@ -58,11 +58,9 @@ from ovnk_core.networks.netinfo import (
     NetInfo,
 )
 from ovnk_core.pods.annotation import ANNOTATION, PodNetwork, build_pod_network
-from ovnk_core.pods.controller import (
-    NETWORKS_ANNOTATION,
-    excluded_subnets,
-    uses_node_subnets,
-)
+from ovnk_core.pods.ip_pools import excluded_subnets, uses_node_subnets
+from ovnk_core.pods.network_selections import NETWORKS_ANNOTATION
+from ovnk_core.topology import Topology
 
 REASON = "ErrorAddingLogicalPort"
 """The Warning event reason of a refused attachment (upstream's, for a port not added)."""
@@ -100,8 +98,12 @@ def refusal_message(pod: PodContext, nad_key: str, network: str, problems: Seque
 
 
 def check_attachment(config: Config, pod: PodContext, nad_key: str, entry: PodNetwork,
-                     netinfo: NetInfo, node_subnets: Sequence[IPNetwork]) -> list[str]:
+                     netinfo: NetInfo, node_subnets: Sequence[IPNetwork],
+                     topology: Topology | None = None) -> list[str]:
     """Every problem of one entry (empty: it may be rendered).
+
+    :param topology: the network's topology plugin (its ``pod_routing`` says which gateway
+        and routes the entry must carry); not needed for the default network.
 
     :param nad_key: the entry's key (``default`` or the NAD ``ns/name``); it names
         ``netinfo``'s network.
@@ -115,7 +117,7 @@ def check_attachment(config: Config, pod: PodContext, nad_key: str, entry: PodNe
     interfaces = _address_problems(pod, entry, netinfo, node_subnets, problems)
     problems += mac_problems(entry.mac_address)
     if role_ok and interfaces is not None:
-        problems += _gateway_problems(config, entry, netinfo, interfaces)
+        problems += _gateway_problems(config, entry, netinfo, interfaces, topology)
     return problems
 
 
@@ -216,9 +218,10 @@ def _reserved(netinfo: NetInfo, subnet: IPNetwork, ip: ipaddress.IPv4Address |
 
 
 def _gateway_problems(config: Config, entry: PodNetwork, netinfo: NetInfo,
-                      interfaces: Sequence[Interface]) -> list[str]:
+                      interfaces: Sequence[Interface], topology: Topology | None
+                      ) -> list[str]:
     expected = build_pod_network(config, None if netinfo.is_default else netinfo, entry.role,
-                                 interfaces)
+                                 interfaces, topology=topology)
     problems = []
     gateways = []
     for text in entry.gateway_ips:

@@ -67,11 +67,12 @@ from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
 from ovnk_core.pods import annotation
-from ovnk_core.pods.controller import requested_networks, uses_node_subnets
+from ovnk_core.pods.ip_pools import uses_node_subnets
+from ovnk_core.pods.network_selections import requested_networks
+from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
 from ovnk_core.topology import RenderingNotSupported, Topology
 from ovnk_core.zone import attachment_checks, owners
 from ovnk_core.zone.attachment_checks import PodContext
-from ovnk_core.zone.model import NetworkState, NodeState, PodAttachment
 from ovnk_core.zone.networks import GONE, READY, lookup_network
 from ovnk_core.zone.node_facts import read_node
 
@@ -143,8 +144,10 @@ def primary_nad_namespace(nad: JSON) -> list[str]:
 class ZoneController:
     def __init__(self, informers: InformerFactory, config: Config, host: PluginHost,
                  nb: NbWriter, recorder: EventRecorder | None = None) -> None:
+        """:raises ConfigError: the default network's topology is not enabled."""
         self.config = config
         self.host = host
+        host.default_topology()
         self.nb = nb
         self.recorder = recorder
         self.nads = informers.get(NADS, indexers={"network": nad_network_name,
@@ -400,7 +403,7 @@ class ZoneController:
                 attachment = attachment_of(pod, nad_key, entry)
                 rows: list[DesiredRow] = []
                 problems = attachment_checks.check_attachment(
-                    self.config, context, nad_key, entry, netinfo, node_subnets)
+                    self.config, context, nad_key, entry, netinfo, node_subnets, topology)
                 if not problems:
                     rows = topology.build_pod(state, attachment)
                     problems = self._claim(key, state, topology, attachment, rows)

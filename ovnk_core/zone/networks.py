@@ -27,10 +27,10 @@ from ovnk_core.kube.client import JSON
 from ovnk_core.kube.resources import object_key
 from ovnk_core.networks import definition
 from ovnk_core.networks.netconf import parse_netconf
-from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, NetInfo
+from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, DEFAULT_NETWORK_NEEDS, NetInfo
 from ovnk_core.networks.registry import comparable
 from ovnk_core.plugins import PluginHost
-from ovnk_core.zone.model import NetworkState
+from ovnk_core.render_state import NetworkState
 
 READY, WAITING, GONE = "ready", "waiting", "gone"
 
@@ -44,9 +44,11 @@ class NetworkLookup:
 
 
 def default_network(config: Config) -> NetworkState:
-    """The cluster default network: Layer3, role ``default``, the cluster subnets."""
-    netinfo = NetInfo(name=DEFAULT_NETWORK_NAME, topology="layer3", role="default",
-                      mtu=config.mtu, subnets=tuple(config.cluster_subnets))
+    """The cluster default network: role ``default``, the cluster subnets, rendered by the
+    topology ``--default-network-topology`` names."""
+    netinfo = NetInfo(name=DEFAULT_NETWORK_NAME, topology=config.default_network_topology,
+                      role="default", mtu=config.mtu, subnets=tuple(config.cluster_subnets),
+                      needs=DEFAULT_NETWORK_NEEDS)
     return NetworkState(netinfo, 0, masquerade_subnets(config),
                         tuple(config.join_subnet(v) for v in sorted(config.ip_families)))
 

@@ -18,7 +18,7 @@ from ovnk_core import jsondepth
 from ovnk_core.clustermanager.node_allocator import NODE_ID_ANNOTATION, parse_node_subnets
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.kube.client import JSON
-from ovnk_core.zone.model import GatewayConfig
+from ovnk_core.render_state import GatewayConfig
 
 GATEWAY_CONFIG_ANNOTATION = "k8s.ovn.org/l3-gateway-config"
 CHASSIS_ID_ANNOTATION = "k8s.ovn.org/node-chassis-id"

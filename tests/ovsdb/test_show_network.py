@@ -20,7 +20,7 @@ from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.ovn.declarative import apply
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.writer import NbWriter
-from ovnk_core.zone.model import GatewayConfig, NetworkState, NodeState, PodAttachment
+from ovnk_core.render_state import GatewayConfig, NetworkState, NodeState, PodAttachment
 from ovnk_core.zone.owners import network_owner, node_owner, pod_owner
 
 pytestmark = pytest.mark.ovsdb

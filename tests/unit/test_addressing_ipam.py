@@ -97,20 +97,3 @@ def test_host_subnet_reservations_after_restart() -> None:
         alloc.reserve("n3", ["10.244.5.0/24"])
     with pytest.raises(SubnetConflict, match="not a host subnet of this network"):
         alloc.reserve("n3", ["10.1.0.0/24"])
-
-
-def test_layer2_primary_ipv6_gets_the_link_local_gateway() -> None:
-    from ovnk_core.config import load_config
-    from ovnk_core.networks.addressing import link_local_from_mac
-    from ovnk_core.networks.netinfo import NetInfo
-    from ovnk_core.pods.annotation import build_pod_network
-
-    assert str(link_local_from_mac("0a:58:0a:64:00:01")) == "fe80::858:aff:fe64:1"
-    config = load_config({}, env={})
-    netinfo = NetInfo(name="ns_l2", topology="layer2", role="primary", mtu=1400,
-                      join_subnets=(net("100.65.0.0/16"), net("fd99::/64")))
-    entry = build_pod_network(config, netinfo, "primary", [
-        ipaddress.ip_interface("10.100.0.5/24"), ipaddress.ip_interface("fd00:100::5/64")])
-    assert entry.to_json()["ipv6_lla_gateway_ip"] == "fe80::858:aff:fe64:1"
-    assert entry.gateway_ips == ("10.100.0.1", "fd00:100::1")
-    assert ("fd99::/64", "fd00:100::1") in entry.routes

@@ -56,12 +56,14 @@ TEAL2 = network("teal_l2", "teal/l2", topology="layer2", role="primary",
 def entry(netinfo: NetInfo | None, role: str, *ips: str) -> PodNetwork:
     """What the cluster manager's pod IPAM writes."""
     return build_pod_network(CONFIG, netinfo, role,
-                             [ipaddress.ip_interface(ip) for ip in ips])
+                             [ipaddress.ip_interface(ip) for ip in ips],
+                             topology=HOST.topology(netinfo.topology) if netinfo else None)
 
 
 def check(pod: PodContext, nad_key: str, value: PodNetwork, netinfo: NetInfo,
           node_subnets: tuple[Any, ...] = (NODE_SUBNET,)) -> list[str]:
-    return check_attachment(CONFIG, pod, nad_key, value, netinfo, node_subnets)
+    return check_attachment(CONFIG, pod, nad_key, value, netinfo, node_subnets,
+                            HOST.topology(netinfo.topology))
 
 
 # -- what the pod IPAM writes passes ------------------------------------------------------------

@@ -55,6 +55,7 @@ def test_defaults_match_upstream() -> None:
         extra_features=(),
         disabled_features=(),
         topologies=(),
+        default_network_topology="layer3",
         cluster_subnets=(ClusterSubnet(ip_network("10.244.0.0/16"), 24),),
         service_cidrs=(ip_network("10.96.0.0/16"),),
         v4_masquerade_subnet=ip_network("169.254.169.0/29"),

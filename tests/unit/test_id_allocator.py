@@ -12,7 +12,7 @@ from ovnk_core.allocators.tunnel_keys import (
     TunnelKeyAllocator,
     network_tunnel_key,
 )
-from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.networks.netinfo import NetInfo, NetworkNeeds
 
 
 def test_round_robin_skips_reserved_and_does_not_reuse_at_once() -> None:
@@ -65,15 +65,18 @@ def test_never_hands_out_one_id_twice_across_restarts() -> None:
 
 def test_tunnel_keys() -> None:
     assert network_tunnel_key(2) == 16711685
-    l2 = NetInfo(name="ns_l2", topology="layer2", role="primary", mtu=1400)
-    l3 = NetInfo(name="ns_l3", topology="layer3", role="primary", mtu=1400)
+    # the topology declares how many extra keys its networks need
+    l2 = NetInfo(name="ns_l2", topology="two-keys", role="primary", mtu=1400,
+                 needs=NetworkNeeds(extra_tunnel_keys=2))
+    l3 = NetInfo(name="ns_l3", topology="no-extra", role="primary", mtu=1400)
     keys = TunnelKeyAllocator()
     assert keys.keys_for(l3) == []
     assert keys.keys_for(l2) == [EXTRA_KEYS_START, EXTRA_KEYS_START + 1] == [16715779, 16715780]
     assert keys.keys_for(l2) == [16715779, 16715780]
     restarted = TunnelKeyAllocator()
     restarted.reserve("ns_l2", [16715779, 16715780])
-    other = NetInfo(name="ns_other", topology="layer2", role="primary", mtu=1400)
+    other = NetInfo(name="ns_other", topology="two-keys", role="primary", mtu=1400,
+                    needs=NetworkNeeds(extra_tunnel_keys=2))
     assert restarted.keys_for(other) == [16715781, 16715782]
     restarted.release("ns_l2")
     assert restarted.keys_for(l2) == [16715783, 16715784]

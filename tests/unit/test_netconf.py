@@ -19,7 +19,7 @@ from ovnk_core.errors import NetworkConfigError, TopologyNotSupported
 from ovnk_core.networks.builtin_checks import BuiltinNetworkChecks, find_internal_overlaps
 from ovnk_core.networks.netconf import parse_common, parse_netconf
 from ovnk_core.networks.netconf_fields import DEFAULT_UDN_JOIN_SUBNETS
-from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.networks.netinfo import NetInfo, NetworkNeeds
 from ovnk_core.plugins import PluginHost
 
 UDN = {"enable_multi_network": "true", "enable_network_segmentation": "true",
@@ -104,6 +104,8 @@ def test_golden_primary_layer3_masks_host_bits_like_upstream(
         name="mynamespace_test-net", topology="layer3", role="primary", mtu=1500,
         subnets=(cs("192.168.0.0/16", 24), cs("2001:dbb::/60", 64)),
         join_subnets=nets("100.65.0.0/16", "fd99::/64"), nad_key="mynamespace/test-net",
+        needs=NetworkNeeds(node_subnets=True, transit_switch_subnet=True, node_gateway=True,
+                           management_port=True),
     )
     assert netinfo.is_primary and not netinfo.is_default
     assert netinfo.prefix == "mynamespace_test.net_"
@@ -119,6 +121,7 @@ def test_golden_primary_layer2_with_persistent_ips(hosts: dict[str, PluginHost])
         join_subnets=nets("100.65.0.0/16", "fd99::/64"),
         transit_subnets=nets("100.88.0.0/16", "fd97::/64"),
         allow_persistent_ips=True, nad_key="mynamespace/test-net",
+        needs=NetworkNeeds(pod_tunnel_ids=True, extra_tunnel_keys=2, node_gateway=True),
     )
 
 

@@ -6,7 +6,10 @@ needs subnets and also gets a transit subnet for its transit router.
 
 from __future__ import annotations
 
-from ovnk_core import NetworkConfigError, Topology
+from collections.abc import Sequence
+
+from ovnk_core import NetworkConfigError, PodRouting, Topology
+from ovnk_core.networks.addressing import IPAddress, link_local_from_mac, mac_from_ip
 from ovnk_core.networks.netconf import NetConf
 from ovnk_core.networks.netconf_fields import (
     read_exclude_subnets,
@@ -15,11 +18,26 @@ from ovnk_core.networks.netconf_fields import (
     read_persistent_ips,
     read_plain_subnets,
 )
-from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.networks.netinfo import NetInfo, NetworkNeeds
+from ovnk_core.pods.routing import primary_network_routes
 
 
 class Layer2Topology(Topology):
     name = "layer2"
+
+    def pod_routing(self, netinfo: NetInfo, gateways: Sequence[IPAddress]) -> PodRouting:
+        """A secondary Layer2 network has no router: nothing.  A primary one is the pod's
+        way out; an IPv6 pod also gets the router port's link-local address as gateway."""
+        if not netinfo.is_primary:
+            return PodRouting()
+        lla = ""
+        if any(g.version == 6 for g in gateways):
+            # The router port's MAC comes from the v4 gateway IP, or the v6 one without v4.
+            router_ip = next((g for g in gateways if g.version == 4), gateways[0])
+            lla = str(link_local_from_mac(mac_from_ip(router_ip)))
+        return PodRouting(gateway_ips=tuple(str(g) for g in gateways),
+                          routes=tuple(primary_network_routes(self.config, netinfo, gateways)),
+                          ipv6_lla_gateway_ip=lla)
 
     def parse_netconf(self, netconf: NetConf) -> NetInfo:
         subnets = read_plain_subnets(netconf)
@@ -36,4 +54,9 @@ class Layer2Topology(Topology):
             exclude_subnets=read_exclude_subnets(netconf, subnets),
             join_subnets=read_join_subnets(netconf, subnets), transit_subnets=transit,
             allow_persistent_ips=allow_persistent, nad_key=netconf.nad_key,
+            # one switch across nodes: pods get tunnel IDs; a primary network's transit
+            # router and switch need two more tunnel keys, and its nodes a gateway
+            needs=NetworkNeeds(pod_tunnel_ids=True,
+                               extra_tunnel_keys=2 if netconf.role == "primary" else 0,
+                               node_gateway=netconf.role == "primary"),
         )

@@ -37,7 +37,7 @@ from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.networks.port_names import DEFAULT_NAD_KEY
 from ovnk_core.ovn.declarative import DesiredRow, Link, Ref
 from ovnk_core.ovn.ownership import ObjectIDs, Owner
-from ovnk_core.zone.model import NetworkState, NodeState, PodAttachment
+from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
 from ovnk_core.zone.owners import network_owner, node_owner, pod_owner
 
 CLUSTER_ROUTER = "ovn_cluster_router"

@@ -6,14 +6,17 @@ gets a slice of HOSTPREFIX length (default /24 for IPv4, /64 for IPv6).
 
 from __future__ import annotations
 
-from ovnk_core import NetworkConfigError, Topology
+from collections.abc import Sequence
+
+from ovnk_core import NetworkConfigError, PodRouting, Topology
 from ovnk_core.config.values import ClusterSubnet, parse_cluster_subnet, parse_str_list
-from ovnk_core.networks.addressing import v4_host_prefix_problem
+from ovnk_core.networks.addressing import IPAddress, v4_host_prefix_problem
 from ovnk_core.networks.netconf import NetConf
 from ovnk_core.networks.netconf_fields import read_join_subnets, read_mtu
-from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.networks.netinfo import NetInfo, NetworkNeeds
 from ovnk_core.ovn.declarative import DesiredRow
-from ovnk_core.zone.model import NetworkState, NodeState, PodAttachment
+from ovnk_core.pods.routing import primary_network_routes, routes_to
+from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
 from ovnk_layer3 import desired
 
 
@@ -30,6 +33,15 @@ class Layer3Topology(Topology):
     def build_pod(self, network: NetworkState, pod: PodAttachment) -> list[DesiredRow]:
         return desired.build_pod(network, pod)
 
+    def pod_routing(self, netinfo: NetInfo, gateways: Sequence[IPAddress]) -> PodRouting:
+        """Routes to the network's other node subnets through the node switch's router
+        port; a primary network is also the pod's way out."""
+        routes = routes_to([s.cidr for s in netinfo.subnets], gateways)
+        if not netinfo.is_primary:
+            return PodRouting(routes=tuple(routes))
+        routes += primary_network_routes(self.config, netinfo, gateways)
+        return PodRouting(gateway_ips=tuple(str(g) for g in gateways), routes=tuple(routes))
+
     def parse_netconf(self, netconf: NetConf) -> NetInfo:
         if netconf.get_bool("allowPersistentIPs"):
             raise NetworkConfigError("layer3 topology does not allow persistent IPs")
@@ -42,7 +54,15 @@ class Layer3Topology(Topology):
             name=netconf.name, topology=self.name, role=netconf.role,
             mtu=read_mtu(netconf, self.default_mtu(), subnets), subnets=subnets,
             join_subnets=read_join_subnets(netconf, subnets), nad_key=netconf.nad_key,
+            needs=layer3_needs(netconf.role == "primary"),
         )
+
+
+def layer3_needs(primary: bool) -> NetworkNeeds:
+    """Per-node subnets and the transit switch; a primary network also gets each node's
+    gateway and management port."""
+    return NetworkNeeds(node_subnets=True, transit_switch_subnet=True,
+                        node_gateway=primary, management_port=primary)
 
 
 def parse_layer3_subnets(text: str) -> tuple[ClusterSubnet, ...]:

@@ -19,9 +19,9 @@ from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.ovn.declarative import apply, apply_many
 from ovnk_core.ovn.trace import TraceResult, packet_flow, trace, wait_for_sb
 from ovnk_core.ovn.writer import NbWriter
+from ovnk_core.render_state import GatewayConfig, NetworkState, NodeState, PodAttachment
 from ovnk_core.testing.neighbors import learn_neighbor
 from ovnk_core.testing.ovsdb_fixtures import OvnStack, read_rows
-from ovnk_core.zone.model import GatewayConfig, NetworkState, NodeState, PodAttachment
 from ovnk_core.zone.owners import network_owner, node_owner, pod_owner
 
 pytestmark = pytest.mark.e2e

@@ -27,6 +27,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ovnk_core.allocators.ids import IdAllocationError, IdAllocator
@@ -34,7 +35,6 @@ from ovnk_core.allocators.ips import IpAllocationError, IpAllocator
 from ovnk_core.clustermanager.network_catalog import NetworkCatalog, wait_for_networks
 from ovnk_core.clustermanager.node_allocator import parse_node_subnets
 from ovnk_core.config import Config
-from ovnk_core.config.values import IPNetwork
 from ovnk_core.errors import NotReady, PermanentError
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.controller import Controller
@@ -43,10 +43,11 @@ from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.informer import index_by_namespace, index_by_node
 from ovnk_core.kube.resources import NADS, NAMESPACES, NODES, PODS, object_key, split_key
-from ovnk_core.networks.addressing import gateway_ip, management_ip
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, NetInfo
 from ovnk_core.networks.registry import NetworkRegistry
 from ovnk_core.pods import annotation, network_selections
+from ovnk_core.pods.ip_pools import excluded_subnets, uses_node_subnets
+from ovnk_core.topology import Topology
 from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL, invalid_primary_network_message
 
 log = logging.getLogger(__name__)
@@ -56,41 +57,14 @@ MAX_POD_TUNNEL_ID = 32768
 Interface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
 
 
-def uses_node_subnets(netinfo: NetInfo | None) -> bool:
-    """Whether a network's pods take addresses from their node's host subnet (the default
-    network, Layer3) rather than from the network's own subnets (cluster-wide IPAM)."""
-    return netinfo is None or netinfo.is_default or netinfo.topology == "layer3"
-
-
-def excluded_subnets(netinfo: NetInfo | None, subnet: IPNetwork) -> list[IPNetwork]:
-    """The ranges of ``subnet`` never given to pods (besides its network and broadcast
-    addresses): the gateway (.1) and management port (.2) addresses of per-node subnets
-    and of primary networks, and a network's ``excludeSubnets``.  ``netinfo`` is ``None``
-    for the default network."""
-    reserved: list[IPNetwork] = [
-        ipaddress.ip_network(f"{gateway_ip(subnet)}/{subnet.max_prefixlen}"),
-        ipaddress.ip_network(f"{management_ip(subnet)}/{subnet.max_prefixlen}")]
-    if not uses_node_subnets(netinfo):
-        assert netinfo is not None
-        if not netinfo.is_primary:
-            reserved = []
-        reserved += list(netinfo.exclude_subnets)
-    return reserved
-
-
-def requested_networks(pod: JSON) -> list[str]:
-    """NAD keys named in ``k8s.v1.cni.cncf.io/networks`` (comma list or JSON selections).
-
-    :raises NetworkSelectionError: the annotation cannot be honoured (``network_selections``).
-    """
-    return [selection.nad_key for selection in network_selections.pod_selections(pod)]
-
-
 class PodAllocator:
     def __init__(self, client: KubeClient, informers: InformerFactory, config: Config,
                  registry: NetworkRegistry, recorder: EventRecorder,
-                 catalog: NetworkCatalog) -> None:
+                 catalog: NetworkCatalog, topologies: Callable[[str], Topology]) -> None:
+        """``topologies`` gives the topology plugin of a network's ``topology`` name (its
+        ``pod_routing`` makes the entry's gateway and routes)."""
         self.client = client
+        self.topologies = topologies
         self.config = config
         self.registry = registry
         self.recorder = recorder
@@ -314,10 +288,12 @@ class PodAllocator:
                     raise NotReady(f"pod {pod_key}: {exc}", backoff=True) from None
                 self.held.setdefault(pod_key, []).append((key, owner))
                 interfaces.append(ipaddress.ip_interface(f"{address}/{subnet.prefixlen}"))
-            if netinfo is not None and netinfo.topology == "layer2":
+            if netinfo is not None and netinfo.needs.pod_tunnel_ids:
                 tunnel_id = self._tunnel_allocator(network).allocate(owner)
                 self.held_tunnels.setdefault(pod_key, []).append((network, owner))
-        return annotation.build_pod_network(self.config, netinfo, role, interfaces, tunnel_id)
+        topology = None if netinfo is None else self.topologies(netinfo.topology)
+        return annotation.build_pod_network(self.config, netinfo, role, interfaces, tunnel_id,
+                                            topology)
 
     def _secondary_nads(self, pod: JSON, primary: str | None) -> list[str]:
         """The OVN-Kubernetes NADs the pod selects; what cannot be honoured is a Warning

@@ -1,0 +1,20 @@
+"""The bundled plugins the default configuration names — the only place the core does.
+
+Upstream switches UDN isolation and the EndpointSlice mirror with
+``--enable-network-segmentation`` and dynamic allocation with
+``--enable-dynamic-udn-allocation``; those flags enable the feature plugins
+listed here.  The default network is rendered by the topology named by
+``--default-network-topology``.  Nothing else in ``ovnk_core`` may name a
+bundled plugin (``tests/unit/test_core_names_no_plugin.py`` checks it).
+"""
+
+from __future__ import annotations
+
+SEGMENTATION_FEATURES = ("isolation", "mirror")
+"""Feature plugins ``--enable-network-segmentation`` enables."""
+
+DYNAMIC_ALLOCATION_FEATURES = ("dynamic",)
+"""Feature plugins ``--enable-dynamic-udn-allocation`` enables."""
+
+DEFAULT_NETWORK_TOPOLOGY = "layer3"
+"""The topology that renders the cluster default network unless configured otherwise."""
