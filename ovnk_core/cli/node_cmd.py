@@ -81,18 +81,19 @@ def run(args: argparse.Namespace) -> int:
     vsctl = vsctl_for(args.ovs_db)
     recorder = EventRecorder(client, "ovnkube-node", node)
     informers = InformerFactory(client, on_undecodable=undecodable_reporter(recorder))
+    topologies = PluginHost.load(config).topologies
     gateway = None
     if args.gateway:
         rundir = args.ovs_rundir or Path(args.ovs_db.removeprefix("unix:")).parent
         gateway = NodeGateway(informers, node, vsctl, rundir, args.node_netns,
                               str(config.v4_masquerade_subnet), args.physical_network,
-                              uplink=args.uplink)
+                              uplink=args.uplink, topologies=topologies)
     ports = ManagementPorts(informers, node, vsctl, args.node_netns,
                             [str(s.cidr) for s in config.cluster_subnets],
-                            recorder)
+                            recorder, topologies)
     agent = NodeAgent(client, node, vsctl, args.pod_netns_prefix, args.cni_socket,
                       node_netns=args.node_netns, gateway=gateway, management_ports=ports,
-                      informers=informers, topologies=PluginHost.load(config).topologies)
+                      informers=informers, topologies=topologies)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

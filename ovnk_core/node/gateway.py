@@ -40,6 +40,7 @@ from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, network_prefix
 from ovnk_core.node import netlink, nft
 from ovnk_core.node.netns import run_in_netns
 from ovnk_core.node.networks import primary_networks, watch_node_and_networks
+from ovnk_core.topology import Topology
 from ovnk_core.zone.node_facts import GATEWAY_CONFIG_ANNOTATION, parse_gateway_config
 
 log = logging.getLogger(__name__)
@@ -182,7 +183,11 @@ class NodeGateway:
 
     def __init__(self, informers: InformerFactory, node: str, vsctl: Vsctl, ovs_rundir: Path,
                  node_netns: str | None, masquerade_subnet: str, physical_network: str,
-                 uplink: str = "eth0", resync: float = 2.0) -> None:
+                 uplink: str = "eth0", resync: float = 2.0,
+                 topologies: Mapping[str, Topology] | None = None) -> None:
+        """:param topologies: the enabled topology plugins (they say which networks need a
+            gateway); none: only the default network is served."""
+        self.topologies: Mapping[str, Topology] = topologies or {}
         self.node = node
         self.vsctl = vsctl
         self.ovs_rundir = ovs_rundir
@@ -199,9 +204,10 @@ class NodeGateway:
         self._neighbors: set[str] = set()
 
     def networks(self) -> list[GatewayNetwork]:
-        """Primary user-defined networks (Layer3/Layer2) with their masquerade IPs."""
+        """Primary user-defined networks that need a node gateway, with their masquerade
+        IPs."""
         found = []
-        for network in primary_networks(self.nads.items()):
+        for network in primary_networks(self.nads.items(), self.topologies):
             try:
                 ip = masquerade_ips(self.masquerade_subnet, network.network_id)[0]
             except ValueError:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ovnk_core.clustermanager.node_allocator import parse_node_subnets
@@ -31,6 +32,7 @@ from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, network_prefix
 from ovnk_core.node import netlink
 from ovnk_core.node.networks import primary_networks, watch_node_and_networks
 from ovnk_core.node.pod_network import INTEGRATION_BRIDGE, Vsctl
+from ovnk_core.topology import Topology
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +138,11 @@ class ManagementPorts:
 
     def __init__(self, informers: InformerFactory, node: str, vsctl: Vsctl,
                  node_netns: str | None, default_cluster_subnets: list[str],
-                 recorder: EventRecorder) -> None:
+                 recorder: EventRecorder,
+                 topologies: Mapping[str, Topology] | None = None) -> None:
+        """:param topologies: the enabled topology plugins (they say which networks need a
+            management port); none: only the default network's port."""
+        self.topologies: Mapping[str, Topology] = topologies or {}
         self.node = node
         self.vsctl = vsctl
         self.node_netns = node_netns
@@ -153,8 +159,8 @@ class ManagementPorts:
         ports = [build_management_port(self.node, DEFAULT_NETWORK_NAME, 0,
                                        subnets.get(DEFAULT_NETWORK_NAME, []),
                                        self.default_cluster_subnets)]
-        for network in primary_networks(self.nads.items()):
-            if network.topology == "layer3":
+        for network in primary_networks(self.nads.items(), self.topologies):
+            if network.needs.management_port:
                 ports.append(build_management_port(self.node, network.name,
                                                    network.network_id,
                                                    subnets.get(network.name, []),

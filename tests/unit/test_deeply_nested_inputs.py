@@ -22,8 +22,10 @@ from ovnk_core.local.cluster import build_node
 from ovnk_core.networks.nad_config import config_of, network_name
 from ovnk_core.networks.netconf import parse_common
 from ovnk_core.node.networks import primary_networks
+from ovnk_core.plugins import PluginHost
 from ovnk_core.pods import annotation
 from ovnk_core.pods.network_selections import is_ovn_nad, parse_selections
+from ovnk_core.testing.configs import udn_config
 from ovnk_core.udn.nad import nad_needs_update
 from ovnk_core.zone.controller import pod_ip_keys, pod_nad_keys, primary_nad_namespace
 from ovnk_core.zone.node_facts import read_node
@@ -62,8 +64,10 @@ def test_every_quick_look_at_a_deep_nad_config_sees_no_network(config: str) -> N
     assert primary_nad_namespace(deep) == []  # the zone's "primary-namespace" index
     assert ovn_netconf(deep) is None and not is_ovn_nad(deep)
     # the node agent takes the normal network and leaves the deep one out
+    topologies = PluginHost.load(udn_config()).topologies
     assert [n.name for n in primary_networks(
-        [deep, nad("blue", good_config(), {"k8s.ovn.org/network-id": "2"})])] == ["ns_blue"]
+        [deep, nad("blue", good_config(), {"k8s.ovn.org/network-id": "2"})], topologies)] \
+        == ["ns_blue"]
 
 
 def test_a_nad_rendered_from_a_udn_whose_config_was_made_deep_is_rewritten() -> None:

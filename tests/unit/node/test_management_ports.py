@@ -6,8 +6,13 @@ import json
 
 import pytest
 
+from ovnk_core.networks.netinfo import NetworkNeeds
 from ovnk_core.node.management_port import TABLE_BASE, build_management_port
 from ovnk_core.node.networks import PrimaryNetwork, cluster_subnets, primary_networks
+from ovnk_core.plugins import PluginHost
+from ovnk_core.testing.configs import udn_config
+
+TOPOLOGIES = PluginHost.load(udn_config()).topologies
 
 pytestmark = pytest.mark.unit
 
@@ -48,8 +53,12 @@ def test_primary_networks_come_from_readable_annotated_primary_nads() -> None:
         nad("secondary", {**conf, "name": "ns_sec", "role": "secondary"}, "2"),
         nad("unannotated", {**conf, "name": "ns_new"}, None),
         nad("broken", "{not json", "4"),
-        nad("local", {**conf, "name": "ns_loc", "topology": "localnet"}, "5")])
-    assert networks == [PrimaryNetwork("ns_blue", 1, "layer3", ("103.103.0.0/16",))]
+        nad("local", {**conf, "name": "ns_loc", "topology": "localnet"}, "5"),
+        nad("unknown", {**conf, "name": "ns_unk", "topology": "no-such-plugin"}, "6")],
+        TOPOLOGIES)
+    assert networks == [PrimaryNetwork("ns_blue", 1, "layer3", ("103.103.0.0/16",),
+                                       NetworkNeeds(node_subnets=True, transit_switch_subnet=True,
+                                                    node_gateway=True, management_port=True))]
 
 
 def test_cluster_subnets_accept_host_prefixes_and_skip_garbage() -> None:

@@ -110,7 +110,7 @@ def test_the_zone_renders_the_network_from_the_accepted_nad_only() -> None:
 def test_the_node_agent_serves_the_accepted_definition_only() -> None:
     for claim in (attacker, forger):
         for order in ([claim, victim], [victim, claim]):
-            networks = primary_networks(order)
+            networks = primary_networks(order, PluginHost.load(CONFIG).topologies)
             assert [(n.name, n.network_id, n.cluster_subnets) for n in networks] == [
                 (NETWORK, 3, ("10.100.0.0/16",))]
 
