@@ -45,7 +45,7 @@ from ovnk_mirror.controller import EndpointSliceMirror
 from ovnk_mirror.mirror import MIRROR_CONTROLLER, SOURCE_ANNOTATION, SOURCE_VERSION_ANNOTATION
 from ovnk_mirror.testing import CONFIG, MirrorEnv, endpoint
 
-from ovnk_core.clustermanager.context import ClusterManagerContext
+from ovnk_core.contexts import ClusterManagerContext
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory

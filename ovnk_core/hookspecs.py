@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from ovnk_core.clustermanager.context import ClusterManagerContext
     from ovnk_core.config import Config
+    from ovnk_core.contexts import ClusterManagerContext, NodeContext, ZoneContext
     from ovnk_core.kube.controller import Controller
     from ovnk_core.networks.netinfo import NetInfo
 
@@ -33,7 +33,7 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 __all__ = ["hookimpl", "hookspec", "ovnk_cluster_manager_controllers", "ovnk_configure",
-           "ovnk_validate_network"]
+           "ovnk_node_controllers", "ovnk_validate_network", "ovnk_zone_controllers"]
 
 
 @hookspec
@@ -83,7 +83,52 @@ def ovnk_cluster_manager_controllers(context: ClusterManagerContext) -> list[Con
     runs its ``initial_sync`` (the startup repair) before its workers start.
 
     :param context: the cluster manager's shared parts (client, informers, event recorder,
-        network registry); see ``ovnk_core.clustermanager.context``.
+        network registry); see ``ovnk_core.contexts``.
+    :returns: the controllers to run (an empty list is fine).
+    :raises ConfigError: the plugin cannot build its controllers; startup aborts with the
+        message.
+    """
+    raise NotImplementedError  # a specification: plugins implement it
+
+
+@hookspec
+def ovnk_zone_controllers(context: ZoneContext) -> list[Controller]:
+    """Contribute controllers to the zone-controller process (upstream: ovnkube-controller).
+
+    **When:** once per zone-controller process, while it is being built (nothing runs
+    yet).  The returned controllers are started after the zone's own controllers, with the
+    shared informers synced, and stopped before them.  Their reconcile counters appear in
+    the process's metrics.
+
+    A feature writes its Northbound rows through ``context.nb`` under
+    ``ovnk_core.contexts.feature_owner(<feature>, scope)`` only; the zone controller never
+    touches them, and deletes every row of a feature that is no longer enabled when it
+    starts.  Read the rendered networks with ``context.rendered_network(name)`` and hear
+    about changes with ``context.on_networks_changed``.
+
+    :param context: the zone controller's shared parts; see ``ovnk_core.contexts``.
+    :returns: the controllers to run (an empty list is fine).
+    :raises ConfigError: the plugin cannot build its controllers; startup aborts with the
+        message.
+    """
+    raise NotImplementedError  # a specification: plugins implement it
+
+
+@hookspec
+def ovnk_node_controllers(context: NodeContext) -> list[Controller]:
+    """Contribute controllers to the node agent of one node (upstream: ovnkube-node).
+
+    **When:** once per node-agent process, while it is being built (nothing runs yet).
+    The returned controllers are started after the agent's own (CNI server, gateway,
+    management ports), with the shared informers synced, and stopped before them.
+
+    A feature keeps its host rules in its own nftables table,
+    ``context.nft_table(<feature>)`` (family ``inet``), inside ``context.node_netns``; the
+    agent never touches it, and deletes the table of a feature that is no longer enabled
+    when it starts.  A missing kernel feature must be detected and reported (an Event
+    through ``context.recorder``), never crash-loop the agent.
+
+    :param context: the node agent's shared parts; see ``ovnk_core.contexts``.
     :returns: the controllers to run (an empty list is fine).
     :raises ConfigError: the plugin cannot build its controllers; startup aborts with the
         message.

@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from ovnk_core.config import add_config_arguments, load_config
+from ovnk_core.contexts import NodeContext
 from ovnk_core.errors import OvnkError
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.events import EventRecorder, undecodable_reporter
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.logsetup import setup_logging
 from ovnk_core.node.agent import NodeAgent
+from ovnk_core.node.feature_controllers import NodeFeatureControllers
 from ovnk_core.node.gateway import NodeGateway
 from ovnk_core.node.management_port import ManagementPorts
 from ovnk_core.plugins import PluginHost
@@ -81,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     vsctl = vsctl_for(args.ovs_db)
     recorder = EventRecorder(client, "ovnkube-node", node)
     informers = InformerFactory(client, on_undecodable=undecodable_reporter(recorder))
-    topologies = PluginHost.load(config).topologies
+    host = PluginHost.load(config)
+    topologies = host.topologies
     gateway = None
     if args.gateway:
         rundir = args.ovs_rundir or Path(args.ovs_db.removeprefix("unix:")).parent
@@ -94,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
     agent = NodeAgent(client, node, vsctl, args.pod_netns_prefix, args.cni_socket,
                       node_netns=args.node_netns, gateway=gateway, management_ports=ports,
                       informers=informers, topologies=topologies)
+    features = NodeFeatureControllers(host, NodeContext(
+        config, client, informers, recorder, node, args.node_netns))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -102,11 +107,13 @@ def run(args: argparse.Namespace) -> int:
     # restarts it, rather than leaving an agent whose controllers never start
     informers.wait_for_sync(config.informer_sync_timeout)
     agent.start()
+    features.start()
     if args.ready_file is not None:
         args.ready_file.parent.mkdir(parents=True, exist_ok=True)
         args.ready_file.write_text("ready\n")
     stop.wait()
     if args.ready_file is not None:
         args.ready_file.unlink(missing_ok=True)
+    features.stop()
     agent.stop()
     return 0

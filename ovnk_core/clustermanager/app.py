@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from ovnk_core.allocators.ids import IdAllocator
 from ovnk_core.allocators.tunnel_keys import MAX_NETWORKS, TunnelKeyAllocator
-from ovnk_core.clustermanager.context import ClusterManagerContext
+from ovnk_core.contexts import ClusterManagerContext
 from ovnk_core.clustermanager.nad_controller import NadController
 from ovnk_core.clustermanager.network_catalog import DefaultNetworkOnly, NetworkCatalog
 from ovnk_core.clustermanager.node_allocator import NodeAllocator

@@ -16,8 +16,10 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from ovnk_core.config import Config
+from ovnk_core.contexts import ZoneContext
 from ovnk_core.errors import ConfigError
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
+from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.events import EventRecorder, undecodable_reporter
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.metrics import ControllerCollector, serve_metrics
@@ -41,8 +43,17 @@ class ZoneApp:
         self.informers = InformerFactory(client,
                                          on_undecodable=undecodable_reporter(self.recorder))
         self.zone = ZoneController(self.informers, config, host, nb, self.recorder)
+        self.context = ZoneContext(config, client, self.informers, self.recorder, nb,
+                                   self.zone.rendered_network)
+        self.zone.network_listeners.append(self.context.networks_changed)
+        self.plugin_controllers: list[Controller] = [
+            controller
+            for contributed in host.hook.ovnk_zone_controllers(context=self.context)
+            for controller in contributed
+        ]
         self.registry = CollectorRegistry()
-        self.registry.register(ControllerCollector(lambda: list(self.zone.controllers())))
+        self.registry.register(ControllerCollector(
+            lambda: [*self.zone.controllers(), *self.plugin_controllers]))
 
     def run(self, stop: threading.Event, ready_file: Path | None = None) -> None:
         """Run until ``stop`` is set.
@@ -57,12 +68,16 @@ class ZoneApp:
             self.informers.start()
             self.informers.wait_for_sync(self.config.informer_sync_timeout)
             self.zone.start()
+            for controller in self.plugin_controllers:
+                controller.start()
             log.info("zone controller %s: running against %s", self.identity, self.nb.remote)
             if ready_file is not None:
                 ready_file.parent.mkdir(parents=True, exist_ok=True)
                 ready_file.write_text("running\n")
             stop.wait()
         finally:
+            for controller in self.plugin_controllers:
+                controller.stop()
             self.zone.stop()
             self.informers.stop()
             self.nb.stop()

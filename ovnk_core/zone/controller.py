@@ -49,11 +49,12 @@ from __future__ import annotations
 import ipaddress
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ovnk_core.clustermanager.nad_controller import nad_network_name
 from ovnk_core.config import Config
 from ovnk_core.config.values import IPNetwork
+from ovnk_core.contexts import feature_of_controller
 from ovnk_core.errors import NotReady, PermanentError, TopologyNotSupported
 from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
@@ -179,7 +180,17 @@ class ZoneController:
         self.pod_controller.watch(self.pods, primary=True)
         self._stop = threading.Event()
         self._resync_thread: threading.Thread | None = None
+        self.network_listeners: list[Callable[[str], None]] = []
         nb.on_drift = self._repair
+
+    def rendered_network(self, name: str) -> NetworkState | None:
+        """The network as last rendered (``None``: not rendered, or removed)."""
+        with self._lock:
+            return self.rendered.get(name)
+
+    def _tell_listeners(self, network: str) -> None:
+        for listener in list(self.network_listeners):
+            listener(network)
 
     # -- names ---------------------------------------------------------------------------
     def network_names(self) -> list[str]:
@@ -221,12 +232,19 @@ class ZoneController:
 
     # -- startup ---------------------------------------------------------------------------
     def sync_networks(self) -> None:
-        """Enqueue every live network and every network that still owns rows in NB."""
+        """Enqueue every live network and every network that still owns rows in NB; remove
+        the rows of features that are not enabled any more."""
         names = set(self.network_names())
         for controller in self.nb.owner_controllers():
             network = owners.network_of_controller(controller)
             if network is not None:
                 names.add(network)
+            feature = feature_of_controller(controller)
+            if feature is not None and feature not in self.host.features:
+                found = self.nb.owners(controller=controller)
+                apply_many(self.nb, {owner: [] for owner in found})
+                log.info("feature %s is not enabled: removed its rows (%d owner(s))",
+                         feature, len(found))
         for name in sorted(names):
             self.network_controller.queue.add(name)
 
@@ -246,12 +264,13 @@ class ZoneController:
     def _repair(self, changed: set[Owner]) -> None:
         """Enqueue the networks and pods owning rows another writer changed."""
         for owner in changed:
+            network = owners.network_of_controller(owner.controller)
+            if network is None:
+                continue  # a feature's rows: its own controllers repair them
             pod = owners.scope_pod(owner)
             if pod is not None:
                 self.pod_controller.queue.add(pod)
-                continue
-            network = owners.network_of_controller(owner.controller)
-            if network is not None:
+            else:
                 self.network_controller.queue.add(network)
         log.warning("OVN Northbound: rows of %d owner(s) were changed by another writer; "
                     "repairing", len(changed))
@@ -325,6 +344,8 @@ class ZoneController:
             previous = self.rendered.get(name)
             self.rendered[name] = state
         self._reported.pop(f"network/{name}", None)
+        if previous != state:
+            self._tell_listeners(name)
         if changed or previous != state:
             log.info("network %s: rendered (%d node(s))", name, len(live_nodes))
             for nad_key in (lookup.nads or (DEFAULT_NETWORK_NAME,)):
@@ -364,9 +385,11 @@ class ZoneController:
             if group:
                 apply_many(self.nb, {owner: [] for owner in group})
         with self._lock:
-            self.rendered.pop(name, None)
+            was_rendered = self.rendered.pop(name, None) is not None
         with self._claims_lock:
             self._holders.pop(name, None)
+        if was_rendered:
+            self._tell_listeners(name)
         if found:
             log.info("network %s: removed (%d owner(s))", name, len(found))
 
@@ -418,6 +441,8 @@ class ZoneController:
         self._report_refused(pod, key, refused)
         namespace, name = split_key(key)
         for owner in self.nb.owners(owner_key=f"{owners.POD_SCOPE_PREFIX}{key}"):
+            if owners.network_of_controller(owner.controller) is None:
+                continue  # not a network's rows (a feature's): never the zone's to remove
             if owner not in wanted and owner.controller not in keep:
                 wanted[owner] = []
         if wanted:

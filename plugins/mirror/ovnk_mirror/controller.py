@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from ovnk_core.clustermanager.context import ClusterManagerContext
+from ovnk_core.contexts import ClusterManagerContext
 from ovnk_core.errors import NotReady, TemporaryError
 from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller

@@ -6,7 +6,7 @@ controller to the cluster-manager process and nothing to the others.
 
 from __future__ import annotations
 
-from ovnk_core.clustermanager.context import ClusterManagerContext
+from ovnk_core.contexts import ClusterManagerContext
 from ovnk_core.feature import Feature
 from ovnk_core.hookspecs import hookimpl
 from ovnk_core.kube.controller import Controller

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ovnk_core.clustermanager.context import ClusterManagerContext
+from ovnk_core.contexts import ClusterManagerContext
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.resources import ENDPOINTSLICES, NAMESPACES, PODS, SERVICES
 from ovnk_core.networks.netconf import parse_netconf

@@ -9,7 +9,7 @@ from ovnk_mirror.controller import EndpointSliceMirror
 from ovnk_mirror.testing import CONFIG, MirrorEnv
 
 from ovnk_core.apiserver.server import ServerHandle
-from ovnk_core.clustermanager.context import ClusterManagerContext
+from ovnk_core.contexts import ClusterManagerContext
 from ovnk_core.kube.backoff import Backoff
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.events import EventRecorder
