@@ -22,8 +22,8 @@ class GatewayConfig:
     """A node's external gateway, from its ``k8s.ovn.org/l3-gateway-config`` annotation.
 
     :ivar mode: ``shared`` or ``local``.
-    :ivar bridge_id: the external bridge (``breth0``); the localnet port of a network's
-        external switch is named ``<bridge_id>_<prefix><node>``.
+    :ivar bridge_id: the external bridge (``breth0``); the port of a network's external
+        switch onto the physical network is named ``<bridge_id>_<prefix><node>``.
     :ivar mac: the bridge MAC.
     :ivar ips: the node's addresses on the bridge, with prefix length.
     :ivar next_hops: the default gateways.
@@ -42,7 +42,8 @@ class GatewayConfig:
 class NodeState:
     """One node as one network sees it.
 
-    :ivar subnets: the node's host subnets in this network (Layer3; empty otherwise).
+    :ivar subnets: the node's host subnets in this network (when its topology asks for
+        node subnets; empty otherwise).
     :ivar node_id: ``k8s.ovn.org/node-id`` (join and transit addresses derive from it).
     :ivar chassis_id: ``k8s.ovn.org/node-chassis-id`` (gateway routers are pinned to it).
     :ivar gateway: the node's gateway config, or ``None`` while the node has not published

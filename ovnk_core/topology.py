@@ -1,8 +1,8 @@
 """The contract a topology plugin implements.
 
-A topology (``layer3``, ``layer2``, ``localnet``, or one shipped by a third
-party) is a class registered in the ``ovnk.topologies`` entry-point group
-under the same name that networks use in their netconf ``topology`` key::
+A topology (a bundled one or one shipped by a third party) is a class
+registered in the ``ovnk.topologies`` entry-point group under the same name
+that networks use in their netconf ``topology`` key::
 
     [project.entry-points."ovnk.topologies"]
     evpn = "ovnk_evpn.topology:EvpnTopology"

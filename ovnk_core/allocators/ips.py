@@ -1,7 +1,8 @@
 """Pod addresses within a subnet: never the same address twice, rebuilt after restarts.
 
-One ``IpAllocator`` serves one subnet (a node's slice of a Layer3 network,
-or the whole subnet of a Layer2 network).  The network address, the IPv4
+One ``IpAllocator`` serves one subnet (a node's slice of a network whose
+topology asks for node subnets, or the whole subnet of a network with
+cluster-wide IPAM).  The network address, the IPv4
 broadcast address and the excluded ranges (gateway .1 and management .2,
 ``excludeSubnets``) are never handed out.  Allocation continues after the
 last address given out, so a freed address is not reused at once.

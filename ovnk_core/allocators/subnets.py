@@ -1,4 +1,5 @@
-"""Per-node host subnets carved out of a network's subnets (Layer3 and the default network).
+"""Per-node host subnets carved out of a network's subnets (the default network and every
+network whose topology asks for node subnets, ``NetworkNeeds.node_subnets``).
 
 Each node gets one slice per IP family, of the subnet's host prefix length
 (``10.244.0.0/16/24`` gives /24 slices).  Slices are numbered across the

@@ -53,7 +53,8 @@ def register(subparsers: Any) -> None:
                         help="OVS run directory with the bridges' .mgmt sockets (default: the "
                              "directory of --ovs-db)")
     parser.add_argument("--physical-network", default="physnet",
-                        help="physical network name of the gateway routers' localnet ports")
+                        help="physical network name (OVN network_name) of the gateway routers' "
+                             "ports onto the external bridge")
     parser.add_argument("--uplink", default="eth0", help="the gateway bridge's uplink port")
     parser.add_argument("--ready-file", type=Path, default=None,
                         help="write this file once serving (for supervisors)")

@@ -6,8 +6,9 @@ primary user-defined network), the namespace's primary UDN, and secondary
 networks named in ``k8s.v1.cni.cncf.io/networks`` (``network_selections``:
 a selection ovnk cannot honour is a Warning event ``ErrorAllocatingPod``) —
 allocates one address
-per subnet family from the node's slice (Layer3, default network) or the
-network's shared subnet (Layer2), and writes the annotation once.  Existing
+per subnet family from the node's slice (networks with per-node subnets,
+``NetworkNeeds.node_subnets``) or the network's shared subnet (cluster-wide
+IPAM), and writes the annotation once.  Existing
 entries are never rewritten with other IPs; addresses go back to the pool
 when the pod is deleted or completes.  After a restart the allocators are
 rebuilt from the annotations before any new allocation, so no address is

@@ -1,9 +1,10 @@
 """Addresses derived from subnets and IDs, by upstream's formulas.
 
-Inside a node (or Layer2) subnet the first host is the gateway (router
-port) and the second the management port; MACs of OVN-managed addresses are
-``0a:58:`` followed by the IPv4 bytes (IPv6: the first four bytes of the
-address's SHA-256); per-network masquerade IPs come from the network ID.
+Inside a node's host subnet (or a network's shared subnet) the first host
+is the gateway (router port) and the second the management port; MACs of
+OVN-managed addresses are ``0a:58:`` followed by the IPv4 bytes (IPv6: the
+first four bytes of the address's SHA-256); per-network masquerade IPs come
+from the network ID.
 """
 
 from __future__ import annotations

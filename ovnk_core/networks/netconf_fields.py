@@ -27,7 +27,8 @@ def check_dual_stack(cidrs: tuple[IPNetwork, ...], key: str) -> None:
 
 
 def read_plain_subnets(conf: NetConf) -> tuple[ClusterSubnet, ...]:
-    """``subnets`` as plain CIDRs shared by every node (Layer2, Localnet)."""
+    """``subnets`` as plain CIDRs shared by every node (cluster-wide IPAM, no per-node
+    slices)."""
     cidrs = conf.get_cidrs("subnets")
     check_dual_stack(cidrs, "subnets")
     return tuple(ClusterSubnet(cidr, cidr.prefixlen) for cidr in cidrs)

@@ -1,7 +1,7 @@
 """The node's shared gateway: OpenFlow on ``breth0`` and the host's part of UDN egress.
 
 In shared-gateway mode the node IP lives on the OVS bridge ``breth0`` and the
-gateway routers' localnet ports are patched onto the same bridge, sharing the
+gateway routers' external switch ports are patched onto the same bridge, sharing the
 node IP and MAC.  Left to ``NORMAL`` switching, each gateway router would
 answer ARP for the node IP and take the node's traffic (geneve included), so
 the node agent owns the bridge's flows, as upstream's gateway code does:
@@ -65,8 +65,8 @@ class GatewayNetwork:
 
 
 def patch_port_name(bridge: str, network: str, node: str) -> str:
-    """The patch port ovn-controller creates on ``bridge`` for a network's localnet port
-    ``<bridge>_<prefix><node>`` (the gateway router's external switch)."""
+    """The patch port ovn-controller creates on ``bridge`` for a network's port onto the
+    physical network, ``<bridge>_<prefix><node>`` (the gateway router's external switch)."""
     return f"patch-{bridge}_{network_prefix(network)}{node}-to-br-int"
 
 

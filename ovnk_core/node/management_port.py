@@ -81,7 +81,8 @@ def build_management_port(node: str, network: str, network_id: int,
 
 def ensure_management_port(port: ManagementPort, vsctl: Vsctl, netns: str | None,
                            use_vrf: bool) -> None:
-    """Create (or complete) the port, its addresses, routes and, for a UDN, its isolation.
+    """Create (or complete) the port, its addresses, routes and, for a UDN, its own VRF or
+    routing table (kept apart from the host's and other networks' routes).
 
     :param use_vrf: put a UDN's port in a VRF (else: policy-routing table and rules).
     """

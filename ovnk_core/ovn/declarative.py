@@ -7,7 +7,8 @@ port is a member of its switch's ``ports``, an ACL of its port group's
 ``acls``).  ``apply`` then, in one transaction:
 
 * inserts missing rows, and rewrites only the declared columns that differ
-  (columns not declared — ``up``, ``dynamic_addresses`` — are never touched);
+  (columns not declared — such as those ``snapshot.RUNTIME_COLUMNS`` lists — are
+  never touched);
 * adds missing links with set mutations (so rows of other owners in the same
   parent column are left alone) and removes links the row no longer declares.
   Reference sets (``ports``, ``acls``, ``nat``, ``static_routes``...) are built

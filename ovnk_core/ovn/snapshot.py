@@ -18,7 +18,7 @@ from ovnk_core.ovn.ownership import ID_KEY, is_owned
 
 Snapshot = dict[tuple[str, str], dict[str, Any]]
 
-# Columns other daemons write (ovn-northd sets ``up``, ``dynamic_addresses``, ``status``):
+# Columns other daemons write (ovn-northd sets a port's state and the addresses it assigns):
 # not ovnk's desired state, so not compared.
 RUNTIME_COLUMNS = frozenset({"up", "dynamic_addresses", "status"})
 

@@ -12,16 +12,17 @@ node, here, as pure functions (no I/O, no state):
   there, or the NAD a CUDN rendered there), or a secondary network the pod
   requests in ``k8s.v1.cni.cncf.io/networks`` (an unqualified name means the
   pod's namespace; a ``ns/name`` selection may name any namespace, as Multus
-  allows without ``namespaceIsolation`` and as the pod IPAM allocates).  The
+  allows unless told to keep pods to their own namespace's NADs, and as the pod
+  IPAM allocates).  The
   entry's role must be the network's (``infrastructure-locked`` or
   ``primary`` on the default network; ``infrastructure-locked`` when the zone
   knows a primary network of the namespace).  A host-network pod has no
   attachments.
 * **addresses**: each IP, in canonical CIDR form, lies in the node's host
-  subnet for the network (the default network and Layer3; from the node's
-  ``k8s.ovn.org/node-subnets``) or in the network's own subnets (cluster-wide
-  IPAM: Layer2, Localnet, ...), with that subnet's prefix length, one per
-  subnet, and is not an address the pod IPAM never hands out
+  subnet for the network (the default network and networks whose topology asks
+  for node subnets; from the node's ``k8s.ovn.org/node-subnets``) or in the
+  network's own subnets (cluster-wide IPAM), with that subnet's prefix length,
+  one per subnet, and is not an address the pod IPAM never hands out
   (``pods.ip_pools.excluded_subnets`` and ``allocators.ips.unusable_reason``:
   network and IPv4 broadcast addresses, the gateway and management port
   addresses, ``excludeSubnets``).

@@ -6,7 +6,7 @@ Two level-driven controllers share the zone's informers:
   and the rows of every node in it, through the network's topology plugin,
   and removes the rows of nodes that are gone.  A network whose definition
   now names a topology that does not render loses every row it had (its NAD
-  was edited from Layer3 to Layer2, say); another topology's rows replace
+  was edited to name such a topology, say); another topology's rows replace
   the old ones owner by owner.  A network whose last NAD is
   gone loses every row its controller owns (pods, nodes, network).  NAD
   changes enqueue their network; node changes enqueue every network.
@@ -308,7 +308,7 @@ class ZoneController:
             self._note(f"network/{name}", f"network {name}: topology "
                        f"{state.netinfo.topology} does not render into OVN Northbound")
             # Nothing of the network is rendered now: rows an earlier definition rendered
-            # (a NAD edited from Layer3 to Layer2, say) must not stay behind.
+            # (a NAD edited from a rendering topology to this one, say) must not stay behind.
             self.delete_network(name)
             return
         netinfo = state.netinfo
