@@ -64,7 +64,7 @@ CLUSTER_MANAGER_NODE_ANNOTATIONS = frozenset({
     "k8s.ovn.org/node-gateway-router-lrp-ifaddrs",               # join addresses (per net)
     "k8s.ovn.org/node-transit-switch-port-ifaddr",               # transit switch addresses
     "k8s.ovn.org/network-ids",                                   # network ids per node
-    "k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids",  # Layer2 UDN tunnel ids
+    "k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids",  # gateway port tunnel ids
 })
 """Node annotations the cluster manager allocates: only it may write them."""
 

@@ -33,6 +33,7 @@ def run_network(args: argparse.Namespace) -> int:
     skip = ("name", "format", "what", "func", "command", "connect_timeout")
     config = tool_config({k: v for k, v in vars(args).items() if k not in skip})
     with northbound(config, args.connect_timeout) as nb:
-        view = build_view(nb, resolve_network_name(nb, args.name))
+        view = build_view(nb, resolve_network_name(nb, args.name),
+                          default_topology=config.default_network_topology)
     sys.stdout.write(render_dot(view) if args.format == "dot" else render_tree(view))
     return 0

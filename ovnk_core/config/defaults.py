@@ -16,5 +16,12 @@ SEGMENTATION_FEATURES = ("isolation", "mirror")
 DYNAMIC_ALLOCATION_FEATURES = ("dynamic",)
 """Feature plugins ``--enable-dynamic-udn-allocation`` enables."""
 
+FEATURES_BY_FLAG: dict[str, tuple[str, ...]] = {
+    "enable_network_segmentation": SEGMENTATION_FEATURES,
+    "enable_dynamic_udn_allocation": DYNAMIC_ALLOCATION_FEATURES,
+}
+"""Upstream's feature flags (as ``Config`` fields) and the feature plugins each enables, in
+the order ``Config.enabled_features`` lists them."""
+
 DEFAULT_NETWORK_TOPOLOGY = "layer3"
 """The topology that renders the cluster default network unless configured otherwise."""

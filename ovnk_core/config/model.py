@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ovnk_core.config.defaults import DYNAMIC_ALLOCATION_FEATURES, SEGMENTATION_FEATURES
+from ovnk_core.config.defaults import FEATURES_BY_FLAG
 from ovnk_core.config.values import ClusterSubnet, IPNetwork
 
 # Per-network masquerade IPs start after 10 reserved offsets and use two
@@ -56,12 +56,13 @@ class Config:
 
     @property
     def enabled_features(self) -> tuple[str, ...]:
-        """Feature plugins to load, in a stable order."""
+        """Feature plugins to load, in a stable order: those the feature flags that are on
+        enable (``config.defaults.FEATURES_BY_FLAG``), then ``--enable-feature``'s, less
+        ``--disable-feature``'s."""
         wanted: list[str] = []
-        if self.enable_network_segmentation:
-            wanted.extend(SEGMENTATION_FEATURES)
-        if self.enable_dynamic_udn_allocation:
-            wanted.extend(DYNAMIC_ALLOCATION_FEATURES)
+        for flag, features in FEATURES_BY_FLAG.items():
+            if getattr(self, flag):
+                wanted.extend(features)
         wanted.extend(self.extra_features)
         seen: list[str] = []
         for name in wanted:

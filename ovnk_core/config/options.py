@@ -34,23 +34,31 @@ def _bool(flag: str, field: str, help: str) -> Option:
     return Option(flag, field, values.parse_bool, False, help, is_bool=True)
 
 
+def _enables(field: str) -> str:
+    """The feature plugins a feature flag enables, as its help text names them."""
+    return "feature plugins: " + ", ".join(defaults.FEATURES_BY_FLAG[field])
+
+
 OPTIONS: tuple[Option, ...] = (
     # Features (upstream [ovnkubernetesfeature])
     _bool("enable-multi-network", "enable_multi_network",
           "Enable secondary networks through NetworkAttachmentDefinitions."),
     _bool("enable-network-segmentation", "enable_network_segmentation",
-          "Enable user-defined networks (UDN/CUDN), primary networks, UDN isolation and the "
-          "EndpointSlice mirror. Requires --enable-multi-network."),
+          "Enable user-defined networks (UDN/CUDN) and primary networks "
+          f"({_enables('enable_network_segmentation')}). Requires --enable-multi-network."),
     _bool("enable-dynamic-udn-allocation", "enable_dynamic_udn_allocation",
-          "Render a user-defined network only on nodes that have pods (or EgressIPs) using it. "
+          "Render a user-defined network only on nodes that have pods (or EgressIPs) using it "
+          f"({_enables('enable_dynamic_udn_allocation')}). "
           "Requires --enable-network-segmentation."),
     Option("udn-deletion-grace-period", "udn_deletion_grace_period", values.parse_duration,
-           120.0, "How long a node keeps an unused network before dynamic allocation removes it "
-           "(Go duration, e.g. 120s, 2m)."),
+           120.0, "How long a node keeps an unused network before it stops rendering it there "
+           "(with --enable-dynamic-udn-allocation; Go duration, e.g. 120s, 2m)."),
     _bool("enable-persistent-ips", "enable_persistent_ips",
-          "Allow ipam.lifecycle: Persistent (IPAMClaims) on Layer2 and Localnet networks."),
+          "Allow ipam.lifecycle: Persistent (IPAMClaims) on networks whose topology supports "
+          "it."),
     _bool("enable-preconfigured-udn-addresses", "enable_preconfigured_udn_addresses",
-          "Allow reservedSubnets, infrastructureSubnets and defaultGatewayIPs on Layer2 UDNs."),
+          "Allow reservedSubnets, infrastructureSubnets and defaultGatewayIPs on user-defined "
+          "networks whose topology supports them."),
     Option("enable-feature", "extra_features", values.parse_str_list, (),
            "Comma-separated extra feature plugins to enable (entry points in ovnk.features)."),
     Option("disable-feature", "disabled_features", values.parse_str_list, (),

@@ -15,6 +15,7 @@ from ovnk_core.errors import OvnkError
 from ovnk_core.kube.resources import split_key
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.ownership import NETWORK_KEY, OWNER_KEY, ROLE_KEY, TOPOLOGY_KEY
+from ovnk_core.ovn.port_types import LSP_TYPE_LOCALNET, LSP_TYPE_ROUTER
 from ovnk_core.zone.owners import POD_SCOPE_PREFIX
 
 CUDN_PREFIX = "cluster_udn_"
@@ -62,10 +63,10 @@ def _owned_by_network(row: Any, network: str) -> bool:
 
 def _switch_port_detail(port: Any) -> str:
     owner = port.external_ids.get(OWNER_KEY, "")
-    if port.type == "router":
+    if port.type == LSP_TYPE_ROUTER:
         return "router port"
-    if port.type == "localnet":
-        return f"localnet to {port.options.get('network_name', '?')}"
+    if port.type == LSP_TYPE_LOCALNET:
+        return f"{LSP_TYPE_LOCALNET} to {port.options.get('network_name', '?')}"
     addresses = " ".join(port.addresses)
     if owner.startswith(POD_SCOPE_PREFIX):
         namespace, pod = split_key(owner[len(POD_SCOPE_PREFIX):])
@@ -75,13 +76,18 @@ def _switch_port_detail(port: Any) -> str:
     return addresses
 
 
-def build_view(nb: NbClient, network: str) -> NetworkView:
+def build_view(nb: NbClient, network: str, default_topology: str = "") -> NetworkView:
+    """The network's rows as a view.
+
+    :param default_topology: the topology shown for the default network when its rows do
+        not record one (``Config.default_network_topology``).
+    """
     switches = [s for s in nb.rows("Logical_Switch").values() if _owned_by_network(s, network)]
     routers = [r for r in nb.rows("Logical_Router").values() if _owned_by_network(r, network)]
     switch_of_lrp: dict[str, str] = {}
     for switch in switches:
         for port in switch.ports:
-            if port.type == "router":
+            if port.type == LSP_TYPE_ROUTER:
                 switch_of_lrp[port.options.get("router-port", "")] = switch.name
     router_of_lrp = {lrp.name: router.name for router in routers for lrp in router.ports}
     topology = role = ""
@@ -115,13 +121,13 @@ def build_view(nb: NbClient, network: str) -> NetworkView:
         device = DeviceView("switch", switch.name, config)
         for port in sorted(switch.ports, key=lambda p: p.name):
             peer = router_of_lrp.get(port.options.get("router-port", ""), "") \
-                if port.type == "router" else ""
+                if port.type == LSP_TYPE_ROUTER else ""
             device.ports.append(PortView(port.name, _switch_port_detail(port), peer))
         devices.append(device)
     if not devices:
         raise OvnkError(f"network {network!r} has no routers or switches in OVN Northbound")
     if network == "default":
-        topology, role = topology or "layer3", "default"
+        topology, role = topology or default_topology, "default"
     return NetworkView(network, topology or "?", role or "?", devices)
 
 
