@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -28,7 +28,9 @@ from stevedore import ExtensionManager, NamedExtensionManager
 from ovnk_core import hookspecs
 from ovnk_core.config import Config
 from ovnk_core.errors import ConfigError, PluginLoadError, TopologyNotSupported
-from ovnk_core.networks.builtin_checks import BuiltinNetworkChecks
+from ovnk_core.networks import builtin_checks
+from ovnk_core.networks.netconf import parse_common
+from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,15 @@ def _is_enabled(config: Config, group: str, name: str) -> bool:
     if group == FEATURE_GROUP:
         return name in config.enabled_features
     return not config.topologies or name in config.topologies
+
+
+class BuiltinNetworkChecks:
+    """The core's own network checks (``networks.builtin_checks``), registered first so
+    they run after every plugin's."""
+
+    @hookspecs.hookimpl
+    def ovnk_validate_network(self, netinfo: NetInfo, config: Config) -> None:
+        builtin_checks.check_network(netinfo, config)
 
 
 class PluginHost:
@@ -160,6 +171,20 @@ class PluginHost:
             return self.topologies[name]
         except KeyError:
             raise TopologyNotSupported(name, list(self.topologies)) from None
+
+    def parse_netconf(self, document: str | Mapping[str, Any]) -> NetInfo:
+        """Full parse of a NAD's CNI config: the keys every netconf shares
+        (``networks.netconf.parse_common``), the rest by the topology plugin named by
+        ``topology`` (``Topology.parse_netconf``), then every plugin's
+        ``ovnk_validate_network``.
+
+        :raises NetworkConfigError: the config is invalid (a plugin's veto included).
+        :raises TopologyNotSupported: no enabled plugin provides its topology.
+        """
+        conf = parse_common(document)
+        netinfo = self.topology(conf.topology).parse_netconf(conf)
+        self.hook.ovnk_validate_network(netinfo=netinfo, config=self.config)
+        return netinfo
 
 
 def _installed(group: str, name: str) -> bool:

@@ -45,9 +45,9 @@ from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.informer import index_by_namespace
 from ovnk_core.kube.resources import NADS, object_key
-from ovnk_core.networks import definition, nad_config
-from ovnk_core.networks.netconf import parse_netconf
-from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, NetInfo
+from ovnk_core.networks import definition
+from ovnk_core.networks.nad_config import nad_network_name
+from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.networks.registry import NetworkEntry, NetworkRegistry, comparable
 from ovnk_core.plugins import PluginHost
 
@@ -68,14 +68,6 @@ class NetworkIds(Protocol):
     def release(self, owner: str) -> int | None: ...
 
     def get(self, owner: str) -> int | None: ...
-
-
-def nad_network_name(nad: JSON) -> list[str]:
-    """The network name a NAD's config declares (for OVN-Kubernetes NADs only; a config that
-    cannot be read, nested too deeply included, names none: ``nad_config``)."""
-    name = nad_config.network_name(nad)
-    # "default" is the default network's name, never a NAD's (unnamed_nad_problem says so)
-    return [name] if name and name != DEFAULT_NETWORK_NAME else []
 
 
 def annotated_id(nad: JSON) -> int | None:
@@ -167,7 +159,7 @@ class NadController:
     def _parse(self, nad: JSON) -> NetInfo | None:
         key = object_key(nad)
         try:
-            netinfo: NetInfo = parse_netconf(nad["spec"]["config"], self.host)
+            netinfo = self.host.parse_netconf(nad["spec"]["config"])
         except NetworkConfigError as exc:
             self._report(nad, exc.reason, f"NAD {key} is invalid: {exc}")
             return None

@@ -1,8 +1,9 @@
-"""The core's own network checks, registered as an internal plugin.
+"""The core's own network checks, as plain functions.
 
-Written as a hook implementation rather than inline code so the core uses
-the same path a plugin would, and so the order "plugins first, core last" is
-the one pluggy gives by registration.
+The plugin host registers them as an internal plugin
+(``ovnk_core.plugins.BuiltinNetworkChecks``), so the core uses the same path a
+plugin would, and the order "plugins first, core last" is the one pluggy gives
+by registration.
 """
 
 from __future__ import annotations
@@ -11,26 +12,25 @@ from ovnk_core.config import Config
 from ovnk_core.config.validation import builtin_subnets
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.errors import NetworkConfigError
-from ovnk_core.hookspecs import hookimpl
 from ovnk_core.networks.netinfo import NetInfo
 
 
-class BuiltinNetworkChecks:
+def check_network(netinfo: NetInfo, config: Config) -> None:
     """Subnet-overlap rules every user-defined network must satisfy: its subnets and join
     subnets clear of the cluster's built-in subnets and of each other (upstream checks
-    them all pairwise)."""
+    them all pairwise).  The default network is not checked.
 
-    @hookimpl
-    def ovnk_validate_network(self, netinfo: NetInfo, config: Config) -> None:
-        if netinfo.is_default:
-            return
-        overlaps = find_internal_overlaps(netinfo, config)
-        if overlaps:
-            raise NetworkConfigError(
-                "pod or join subnet overlaps with already configured internal subnets: "
-                + "; ".join(overlaps),
-                reason="SubnetOverlap",
-            )
+    :raises NetworkConfigError: (reason ``SubnetOverlap``) naming every overlap.
+    """
+    if netinfo.is_default:
+        return
+    overlaps = find_internal_overlaps(netinfo, config)
+    if overlaps:
+        raise NetworkConfigError(
+            "pod or join subnet overlaps with already configured internal subnets: "
+            + "; ".join(overlaps),
+            reason="SubnetOverlap",
+        )
 
 
 def find_internal_overlaps(netinfo: NetInfo, config: Config) -> list[str]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from ovnk_core import jsondepth
 from ovnk_core.networks.netconf import CNI_TYPE
+from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
 
 
 def config_of(nad: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -45,4 +46,13 @@ def network_name(nad: Mapping[str, Any] | None) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-__all__ = ["CNI_TYPE", "config_of", "network_name", "ovn_config_of"]
+def nad_network_name(nad: Mapping[str, Any] | None) -> list[str]:
+    """The network name a NAD's config declares, as the list an informer index or a
+    controller's key function wants (OVN-Kubernetes NADs only; a config that cannot be
+    read, nested too deeply included, names none)."""
+    name = network_name(nad)
+    # "default" is the default network's name, never a NAD's (unnamed_nad_problem says so)
+    return [name] if name and name != DEFAULT_NETWORK_NAME else []
+
+
+__all__ = ["CNI_TYPE", "config_of", "nad_network_name", "network_name", "ovn_config_of"]

@@ -3,10 +3,11 @@
 The core reads the keys every OVN-Kubernetes netconf shares (``type``,
 ``name``, ``topology``, ``role``, ``mtu``, ``netAttachDefName``,
 ``transport``; reserved names and transports other than the Geneve overlay
-are refused rather than rendered as something else), then hands
-the rest to the topology plugin named by ``topology``.  A topology that no
-enabled plugin provides is a ``TopologyNotSupported`` error on that network,
-never a crash.  Finally every plugin may veto the result through the
+are refused rather than rendered as something else): ``parse_common``.  The
+full parse is the plugin host's (``PluginHost.parse_netconf``): it hands the
+rest to the topology plugin named by ``topology`` — a topology that no enabled
+plugin provides is a ``TopologyNotSupported`` error on that network, never a
+crash — and then every plugin may veto the result through the
 ``ovnk_validate_network`` hook.
 """
 
@@ -15,16 +16,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ovnk_core import jsondepth
 from ovnk_core.config.values import IPNetwork, parse_cidr, parse_str_list
 from ovnk_core.errors import NetworkConfigError
 from ovnk_core.networks.netinfo import NETWORK_ROLES, ROLE_SECONDARY
 from ovnk_core.networks.reserved_names import reserved_name_problem
-
-if TYPE_CHECKING:
-    from ovnk_core.plugins import PluginHost
 
 CNI_TYPE = "ovn-k8s-cni-overlay"
 # The overlay every network gets; upstream's "no-overlay" and "evpn" are not rendered here.
@@ -119,13 +117,3 @@ def parse_common(document: str | Mapping[str, Any]) -> NetConf:
     nad_key = conf.get_str("netAttachDefName")
     return NetConf(name=name, topology=topology.lower(), role=role, mtu=mtu, nad_key=nad_key,
                    raw=raw)
-
-
-def parse_netconf(document: str | Mapping[str, Any], host: PluginHost) -> Any:
-    """Full parse: common keys, the topology plugin's ``parse_netconf``, then every
-    plugin's ``ovnk_validate_network``.  Returns a ``NetInfo``."""
-    conf = parse_common(document)
-    topology = host.topology(conf.topology)
-    netinfo = topology.parse_netconf(conf)
-    host.hook.ovnk_validate_network(netinfo=netinfo, config=host.config)
-    return netinfo

@@ -36,7 +36,6 @@ from ovnk_core.kube.informer import index_by_namespace
 from ovnk_core.kube.resources import CUDNS, NADS, NAMESPACES, PODS, UDNS, object_key, split_key
 from ovnk_core.kube.selectors import selector_matches, selector_problem
 from ovnk_core.networks import nad_config
-from ovnk_core.networks.netconf import parse_netconf
 from ovnk_core.plugins import PluginHost
 from ovnk_core.udn import nad as nadlib
 from ovnk_core.udn.unrendered import UnrenderedWarnings
@@ -198,7 +197,7 @@ class UdnControllers:
                 if PRIMARY_NAMESPACE_LABEL not in labels:
                     raise NetworkConfigError(invalid_primary_network_message(namespace))
             desired = nadlib.build_nad(obj, namespace, self.config)
-            topology = str(parse_netconf(desired["spec"]["config"], self.host).topology)
+            topology = str(self.host.parse_netconf(desired["spec"]["config"]).topology)
         except NetworkConfigError as exc:
             return NadOutcome(namespace, str(exc))
         existing = self.nads.get(f"{namespace}/{name}")

@@ -51,7 +51,6 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 
-from ovnk_core.clustermanager.nad_controller import nad_network_name
 from ovnk_core.config import Config
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.contexts import feature_of_controller
@@ -62,6 +61,7 @@ from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import NADS, NODES, PODS, object_key, split_key
 from ovnk_core.networks import nad_config
+from ovnk_core.networks.nad_config import nad_network_name
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, ROLE_PRIMARY
 from ovnk_core.ovn.declarative import DesiredRow, MissingReference, UnstorableValue, apply_many
 from ovnk_core.ovn.ownership import Owner

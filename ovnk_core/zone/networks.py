@@ -26,7 +26,6 @@ from ovnk_core.errors import NetworkConfigError
 from ovnk_core.kube.client import JSON
 from ovnk_core.kube.resources import object_key
 from ovnk_core.networks import definition
-from ovnk_core.networks.netconf import parse_netconf
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, DEFAULT_NETWORK_NEEDS, NetInfo
 from ovnk_core.networks.registry import comparable
 from ovnk_core.plugins import PluginHost
@@ -72,7 +71,7 @@ def lookup_network(name: str, nads: list[JSON], config: Config, host: PluginHost
         if definition.accepted_id(nad, name) is None:
             continue  # not accepted by the cluster manager (yet, or ever)
         try:
-            candidates.append((nad, parse_netconf(nad["spec"]["config"], host)))
+            candidates.append((nad, host.parse_netconf(nad["spec"]["config"])))
         except (NetworkConfigError, KeyError, TypeError) as exc:
             problems.append(f"NAD {object_key(nad)}: {exc}")
     decision = definition.decide(name, candidates,

@@ -14,12 +14,12 @@ import json
 import pytest
 
 from ovnk_core.clustermanager.nad_checks import ovn_netconf, unnamed_nad_problem
-from ovnk_core.clustermanager.nad_controller import annotated_tunnel_keys, nad_network_name
+from ovnk_core.clustermanager.nad_controller import annotated_tunnel_keys
 from ovnk_core.clustermanager.node_allocator import parse_node_subnets
 from ovnk_core.errors import NetworkConfigError
 from ovnk_core.kube.client import JSON
 from ovnk_core.local.cluster import build_node
-from ovnk_core.networks.nad_config import config_of, network_name
+from ovnk_core.networks.nad_config import config_of, nad_network_name, network_name
 from ovnk_core.networks.netconf import parse_common
 from ovnk_core.node.networks import primary_networks
 from ovnk_core.plugins import PluginHost

@@ -11,7 +11,6 @@ import pytest
 from ovnk_core import hookimpl, hookspecs
 from ovnk_core.config import load_config
 from ovnk_core.errors import ConfigError, NetworkConfigError
-from ovnk_core.networks.netconf import parse_netconf
 from ovnk_core.plugins import PluginHost
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,11 +78,11 @@ def test_hook_ovnk_validate_network() -> None:
 
     host = PluginHost.load(load_config(UDN, env={}))
     host.manager.register(Veto())
-    assert parse_netconf(netconf(), host).name == "ns1_blue"
+    assert host.parse_netconf(netconf()).name == "ns1_blue"
     with pytest.raises(NetworkConfigError, match="red is not allowed") as caught:
-        parse_netconf(netconf("ns1_red"), host)
+        host.parse_netconf(netconf("ns1_red"))
     assert caught.value.reason == "Vetoed"
     assert seen == ["ns1_blue", "ns1_red"]
     # The core's own check runs through the same hook.
     with pytest.raises(NetworkConfigError, match="overlaps cluster subnet 10.244.0.0/16"):
-        parse_netconf(netconf(subnets="10.244.0.0/16/24"), host)
+        host.parse_netconf(netconf(subnets="10.244.0.0/16/24"))

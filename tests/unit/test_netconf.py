@@ -16,8 +16,8 @@ import pytest
 from ovnk_core.config import load_config
 from ovnk_core.config.values import ClusterSubnet
 from ovnk_core.errors import NetworkConfigError, TopologyNotSupported
-from ovnk_core.networks.builtin_checks import BuiltinNetworkChecks, find_internal_overlaps
-from ovnk_core.networks.netconf import parse_common, parse_netconf
+from ovnk_core.networks.builtin_checks import check_network, find_internal_overlaps
+from ovnk_core.networks.netconf import parse_common
 from ovnk_core.networks.netconf_fields import DEFAULT_UDN_JOIN_SUBNETS
 from ovnk_core.networks.netinfo import NetInfo, NetworkNeeds
 from ovnk_core.plugins import PluginHost
@@ -53,7 +53,7 @@ def nc(base: Mapping[str, Any], **changes: Any) -> dict[str, Any]:
 
 
 def parse(host: PluginHost, doc: str | Mapping[str, Any]) -> NetInfo:
-    netinfo = parse_netconf(doc, host)
+    netinfo = host.parse_netconf(doc)
     assert isinstance(netinfo, NetInfo)
     return netinfo
 
@@ -389,7 +389,7 @@ ERRORS: list[tuple[str, str, Any, str, str]] = [
 def test_invalid_netconf(hosts: dict[str, PluginHost], host: str, doc: Any, message: str,
                          reason: str) -> None:
     with pytest.raises(NetworkConfigError) as info:
-        parse_netconf(doc, hosts[host])
+        hosts[host].parse_netconf(doc)
     assert type(info.value) is NetworkConfigError
     assert str(info.value) == message
     assert info.value.reason == reason
@@ -468,7 +468,7 @@ OVERLAP = "pod or join subnet overlaps with already configured internal subnets:
 def test_subnet_overlapping_internal_subnets_is_rejected(
         hosts: dict[str, PluginHost], doc: dict[str, Any], phrases: list[str]) -> None:
     with pytest.raises(NetworkConfigError) as info:
-        parse_netconf(doc, hosts["udn"])
+        hosts["udn"].parse_netconf(doc)
     assert info.value.reason == "SubnetOverlap"
     assert str(info.value) == OVERLAP + "; ".join(phrases)
 
@@ -496,7 +496,7 @@ def test_default_network_is_not_checked_for_overlaps(hosts: dict[str, PluginHost
     default = NetInfo(name="default", topology="layer3", role="default", mtu=1400,
                       subnets=(cs("10.244.0.0/16", 24),), join_subnets=nets("100.64.0.0/16"))
     assert find_internal_overlaps(default, hosts["udn"].config)  # the overlaps exist...
-    BuiltinNetworkChecks().ovnk_validate_network(netinfo=default, config=hosts["udn"].config)
+    check_network(default, hosts["udn"].config)
 
 
 # --------------------------------------------------------------------------- topology plugins
@@ -517,7 +517,7 @@ def test_default_network_is_not_checked_for_overlaps(hosts: dict[str, PluginHost
 def test_topology_not_supported(hosts: dict[str, PluginHost], host: str, doc: dict[str, Any],
                                 message: str) -> None:
     with pytest.raises(TopologyNotSupported) as info:
-        parse_netconf(doc, hosts[host])
+        hosts[host].parse_netconf(doc)
     assert str(info.value) == message
     assert info.value.reason == "TopologyNotSupported"
     assert info.value.topology == doc["topology"]
@@ -536,7 +536,7 @@ def test_an_invalid_netconf_does_not_affect_the_next_one(hosts: dict[str, Plugin
                       nc(L2, subnets=DROP), '{"broken', nc(LOCALNET, vlanID=0)]
     for doc in bad:
         with pytest.raises(NetworkConfigError):
-            parse_netconf(doc, host)
+            host.parse_netconf(doc)
         assert parse(host, good) == expected
     assert parse(host, L2).topology == "layer2"
     assert parse(host, LOCALNET).topology == "localnet"

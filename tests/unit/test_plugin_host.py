@@ -16,7 +16,6 @@ from ovnk_core import hookimpl
 from ovnk_core.config import Config, load_config
 from ovnk_core.errors import ConfigError, NetworkConfigError, PluginLoadError
 from ovnk_core.feature import Feature
-from ovnk_core.networks.netconf import parse_netconf
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.plugins import FEATURE_GROUP, TOPOLOGY_GROUP, PluginHost, PluginInfo, discover
 from ovnk_core.topology import Topology
@@ -248,15 +247,15 @@ def test_inline_validate_network_plugin_is_called_and_can_reject() -> None:
                 raise NetworkConfigError(f"network {netinfo.name} is vetoed", reason="Vetoed")
 
     host.manager.register(NoRed(), name="no-red")
-    blue = parse_netconf(L3, host)
+    blue = host.parse_netconf(L3)
     assert blue.name == "ns1_blue"
     with pytest.raises(NetworkConfigError) as info:
-        parse_netconf({**L3, "name": "ns1_red"}, host)
+        host.parse_netconf({**L3, "name": "ns1_red"})
     assert str(info.value) == "network ns1_red is vetoed"
     assert info.value.reason == "Vetoed"
     assert calls == [("ns1_blue", host.config), ("ns1_red", host.config)]
     # The veto concerns one network only.
-    assert parse_netconf({**L3, "name": "ns1_green"}, host).name == "ns1_green"
+    assert host.parse_netconf({**L3, "name": "ns1_green"}).name == "ns1_green"
 
 
 def test_hooks_run_lifo_with_the_core_checks_last() -> None:
@@ -277,7 +276,7 @@ def test_hooks_run_lifo_with_the_core_checks_last() -> None:
     # The network overlaps the cluster subnet: the core check (registered first) runs last,
     # after every plugin has been asked.
     with pytest.raises(NetworkConfigError) as info:
-        parse_netconf({**L3, "subnets": "10.244.0.0/16/24"}, host)
+        host.parse_netconf({**L3, "subnets": "10.244.0.0/16/24"})
     assert info.value.reason == "SubnetOverlap"
     assert order == ["second", "first"]
 

@@ -194,7 +194,6 @@ SCRIPT = """
 import json, sys
 from ovnk_core.config import load_config
 from ovnk_core.errors import NetworkConfigError, OvnkError
-from ovnk_core.networks.netconf import parse_netconf
 from ovnk_core.plugins import PluginHost
 
 result = {}
@@ -208,7 +207,7 @@ else:
     parsed = []
     for doc in json.loads(sys.argv[2]):
         try:
-            netinfo = parse_netconf(doc, host)
+            netinfo = host.parse_netconf(doc)
         except NetworkConfigError as exc:
             parsed.append({"error": type(exc).__name__, "message": str(exc),
                            "reason": exc.reason})

@@ -16,7 +16,6 @@ from typing import Any
 from ovnk_core.contexts import ClusterManagerContext
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.resources import ENDPOINTSLICES, NAMESPACES, PODS, SERVICES
-from ovnk_core.networks.netconf import parse_netconf
 from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.waiting import wait_until
@@ -47,7 +46,7 @@ class MirrorEnv:
                    "name": network or name, "netAttachDefName": nad_key,
                    "topology": "layer3", "role": "primary",
                    "subnets": "10.132.0.0/16/24,fd00:10:132::/48/64"}
-        netinfo = parse_netconf(json.dumps(netconf), PluginHost.load(CONFIG))
+        netinfo = PluginHost.load(CONFIG).parse_netconf(json.dumps(netconf))
         self.context.networks.set_nad(nad_key, netinfo)
         self.context.networks_changed(netinfo.name)
         return str(netinfo.name)
