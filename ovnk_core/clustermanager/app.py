@@ -19,12 +19,12 @@ from prometheus_client import CollectorRegistry
 
 from ovnk_core.allocators.ids import IdAllocator
 from ovnk_core.allocators.tunnel_keys import MAX_NETWORKS, TunnelKeyAllocator
-from ovnk_core.contexts import ClusterManagerContext
 from ovnk_core.clustermanager.nad_controller import NadController
 from ovnk_core.clustermanager.network_catalog import DefaultNetworkOnly, NetworkCatalog
 from ovnk_core.clustermanager.node_allocator import NodeAllocator
 from ovnk_core.clustermanager.pod_ipam import PodAllocator
 from ovnk_core.config import Config
+from ovnk_core.contexts import ClusterManagerContext
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.events import EventRecorder, undecodable_reporter

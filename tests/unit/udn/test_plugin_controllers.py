@@ -11,8 +11,8 @@ import pytest
 
 from ovnk_core import hookimpl
 from ovnk_core.clustermanager.app import ClusterManager
-from ovnk_core.contexts import ClusterManagerContext
 from ovnk_core.config import load_config
+from ovnk_core.contexts import ClusterManagerContext
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.resources import ENDPOINTSLICES, NAMESPACES, NODES, PODS, SERVICES, UDNS
