@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import time
 import tomllib
 from collections.abc import Iterator
@@ -55,27 +56,51 @@ def version_of(directory: str) -> str:
         return str(tomllib.load(handle)["project"]["version"])
 
 
-def table(out: str) -> tuple[list[str], dict[str, list[str]]]:
-    lines = out.splitlines()
-    return lines[0].split(), {line.split()[0]: line.split() for line in lines[1:]}
-
-
 # --------------------------------------------------------------------------- plugins
+
+PLUGIN_COLUMNS = ["NAME", "GROUP", "DISTRIBUTION", "VERSION", "STATUS"]
+NOT_RENDERED = "parses only — its networks are not rendered into OVN"
+NOTHING = "contributes nothing in any component"
+DEFAULT_OK = "default network topology: layer3: enabled, renders into OVN"
+
+
+def plugin_table(out: str) -> tuple[list[str], dict[str, list[str]], dict[str, list[str]], str]:
+    """``ovnk plugins``'s table: header, cells by name (split on 2+ spaces, the STATUS cell
+    has single spaces), the indented lines under each row, and the last line."""
+    lines = out.splitlines()
+    rows: dict[str, list[str]] = {}
+    details: dict[str, list[str]] = {}
+    name = ""
+    for line in lines[1:]:
+        if not line or line.startswith("default network topology:"):
+            break
+        if line.startswith("  "):
+            details[name].append(line.strip())
+        else:
+            name = line.split()[0]
+            rows[name] = re.split(r" {2,}", line)
+            details[name] = []
+    return lines[0].split(), rows, details, lines[-1]
+
 
 def test_plugins_table_columns_and_rows(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "plugins")
     assert (code, err) == (0, "")
-    header, rows = table(out)
-    assert header == ["NAME", "GROUP", "DISTRIBUTION", "VERSION", "ENABLED"]
-    for name, group in BUNDLED.items():
-        enabled = "yes" if group == "ovnk.topologies" else "no"
-        assert rows[name] == [name, group, f"ovnk-{name}",
-                              version_of(f"plugins/{name}"), enabled]
+    header, rows, _details, last = plugin_table(out)
+    assert header == PLUGIN_COLUMNS
+    status = {"layer3": "enabled", "layer2": "enabled, parses only",
+              "localnet": "enabled, parses only"}
+    for name in BUNDLED:
+        assert rows[name] == [name, BUNDLED[name], f"ovnk-{name}",
+                              version_of(f"plugins/{name}"), status.get(name, "disabled")]
+    assert last == DEFAULT_OK
     # Columns are aligned: every cell starts where its header starts.
     lines = out.splitlines()
     starts = [lines[0].index(title) for title in header]
     for line in lines[1:]:
-        cells = line.split()
+        if not line or line.startswith((" ", "default network topology:")):
+            continue
+        cells = re.split(r" {2,}", line)
         assert [line.index(cell, start) for cell, start in zip(cells, starts, strict=True)] == (
             starts)
 
@@ -89,32 +114,104 @@ def test_plugins_table_columns_and_rows(capsys: pytest.CaptureFixture[str]) -> N
        "--topologies", "layer2,localnet"], {"isolation", "dynamic", "layer2", "localnet"})],
     ids=["defaults", "topologies", "segmentation", "dynamic-without-mirror"],
 )
-def test_plugins_enabled_column_follows_the_flags(capsys: pytest.CaptureFixture[str],
-                                                  flags: list[str], enabled: set[str]) -> None:
+def test_plugins_status_follows_the_flags(capsys: pytest.CaptureFixture[str],
+                                          flags: list[str], enabled: set[str]) -> None:
     code, out, _err = run(capsys, "plugins", *flags)
     assert code == 0
-    _header, rows = table(out)
-    assert {name for name in BUNDLED if rows[name][-1] == "yes"} == enabled
+    _header, rows, _details, _last = plugin_table(out)
+    assert {name for name in BUNDLED if rows[name][-1].startswith("enabled")} == enabled
+    assert {name for name in BUNDLED if rows[name][-1] == "disabled"} == set(BUNDLED) - enabled
+
+
+def test_plugins_show_what_each_contributes_and_never_enabled_for_nothing(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "plugins", *UDN_FLAGS, "--enable-dynamic-udn-allocation")
+    assert (code, err) == (0, "")
+    _header, rows, details, last = plugin_table(out)
+    assert {name: rows[name][-1] for name in BUNDLED} == {
+        "dynamic": "enabled, contributes nothing", "isolation": "enabled, contributes nothing",
+        "mirror": "enabled", "layer3": "enabled", "layer2": "enabled, parses only",
+        "localnet": "enabled, parses only"}
+    assert {name: details[name] for name in BUNDLED} == {
+        "dynamic": [NOTHING],
+        "isolation": [NOTHING],
+        "mirror": ["cluster-manager: controllers"],
+        "layer3": ["topology: parse, routes, render"],
+        "layer2": ["topology: parse, routes", NOT_RENDERED],
+        "localnet": ["topology: parse, mtu", NOT_RENDERED]}
+    # A bare "enabled" is only ever shown for a plugin that contributes and renders.
+    for name, row in rows.items():
+        if row[-1] == "enabled":
+            assert NOTHING not in details[name] and NOT_RENDERED not in details[name]
+    assert last == DEFAULT_OK
+
+
+def test_plugins_lists_an_enabled_plugin_that_is_not_installed(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "plugins", "--enable-feature", "nope")
+    assert (code, err) == (0, "")
+    _header, rows, details, _last = plugin_table(out)
+    assert rows["nope"] == ["nope", "ovnk.features", "-", "-", "not installed"]
+    assert details["nope"] == [
+        "problem: enabled by the configuration but not installed (no entry point 'nope' in "
+        "group 'ovnk.features')"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "problem"),
+    [(["--topologies", "layer2"],
+      "the default network's topology 'layer3' (--default-network-topology) is not enabled "
+      "(--topologies); enabled topologies: layer2"),
+     (["--default-network-topology", "evpn"],
+      "the default network's topology 'evpn' (--default-network-topology) is not installed; "
+      "enabled topologies: layer2, layer3, localnet"),
+     (["--default-network-topology", "layer2"],
+      "the default network's topology 'layer2' (--default-network-topology) only parses: the "
+      "default network is not rendered into OVN and its pods get no network")],
+    ids=["not-enabled", "not-installed", "parses-only"],
+)
+def test_plugins_reports_an_unusable_default_topology_and_check_fails_on_it(
+        capsys: pytest.CaptureFixture[str], flags: list[str], problem: str) -> None:
+    code, out, err = run(capsys, "plugins", *flags)
+    assert (code, err) == (0, "")  # listing is a diagnostic
+    name = flags[-1] if flags[0] == "--default-network-topology" else "layer3"
+    assert out.splitlines()[-1] == f"default network topology: {name}: PROBLEM: {problem}"
+    code, out, err = run(capsys, "plugins", "--check", *flags)
+    assert code == 2
+    assert err == f"ovnk plugins: {problem}\n"
+    assert "loaded:" not in out
 
 
 def test_plugins_json(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "plugins", "-o", "json", *UDN_FLAGS)
     assert (code, err) == (0, "")
-    rows = {row["name"]: row for row in json.loads(out)}
+    document = json.loads(out)
+    rows = {row["name"]: row for row in document["plugins"]}
     assert rows["layer3"] == {"name": "layer3", "group": "ovnk.topologies",
                               "value": "ovnk_layer3.topology:Layer3Topology",
                               "distribution": "ovnk-layer3",
-                              "version": version_of("plugins/layer3"), "enabled": True}
-    assert rows["mirror"]["enabled"] is True
-    assert rows["dynamic"]["enabled"] is False
+                              "version": version_of("plugins/layer3"), "enabled": True,
+                              "status": "enabled",
+                              "contributes": {"topology": ["parse", "routes", "render"]},
+                              "contributes_nothing": False, "renders": True, "problems": []}
+    assert (rows["mirror"]["status"], rows["mirror"]["contributes"]) == (
+        "enabled", {"cluster-manager": ["controllers"]})
+    assert (rows["isolation"]["enabled"], rows["isolation"]["status"],
+            rows["isolation"]["contributes"], rows["isolation"]["contributes_nothing"]) == (
+        True, "enabled, contributes nothing", {}, True)
+    assert (rows["layer2"]["status"], rows["layer2"]["renders"]) == (
+        "enabled, parses only", False)
+    assert rows["dynamic"]["status"] == "disabled"
     assert set(BUNDLED) <= set(rows)
+    assert document["default_network_topology"] == {
+        "name": "layer3", "enabled": True, "renders": True, "problem": None}
 
 
 def test_plugins_check_loads_the_enabled_plugins(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "plugins", "--check", *UDN_FLAGS)
     assert (code, err) == (0, "")
-    assert out.splitlines()[-1] == (
-        "loaded: topologies=layer2,layer3,localnet features=isolation,mirror")
+    assert out.splitlines()[-2:] == [
+        DEFAULT_OK, "loaded: topologies=layer2,layer3,localnet features=isolation,mirror"]
 
 
 def test_plugins_check_with_too_small_masquerade_subnet_fails_before_listing(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -247,12 +248,16 @@ def test_plugins_json_lists_the_third_party_topology_next_to_the_bundled_ones(
         sites: dict[str, Path], tmp_path: Path) -> None:
     result = ovnk(sites, tmp_path, ["evpn"], "plugins", "-o", "json")
     assert result.returncode == 0, result.stderr
-    rows = json.loads(result.stdout)
+    rows = json.loads(result.stdout)["plugins"]
     evpn = [row for row in rows if row["name"] == "evpn"]
+    # It parses (and checks its configuration) but does not render: never a bare "enabled".
     assert evpn == [{"name": "evpn", "group": "ovnk.topologies",
                      "value": "ovnk_evpn_demo.topology:EvpnTopology",
                      "distribution": "ovnk-evpn-demo", "version": EVPN_VERSION,
-                     "enabled": True}]
+                     "enabled": True, "status": "enabled, parses only",
+                     "contributes": {"every process": ["configuration check"],
+                                     "topology": ["parse"]},
+                     "contributes_nothing": False, "renders": False, "problems": []}]
     assert {row["name"] for row in rows} >= BUNDLED | {"evpn"}
     assert {row["distribution"] for row in rows if row["name"] in BUNDLED} == {
         f"ovnk-{name}" for name in BUNDLED}
@@ -262,9 +267,11 @@ def test_plugins_table_shows_the_distribution_and_version(sites: dict[str, Path]
                                                           tmp_path: Path) -> None:
     result = ovnk(sites, tmp_path, ["evpn"], "plugins", "--topologies", "layer3")
     assert result.returncode == 0, result.stderr
-    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()[1:]}
-    assert rows["evpn"] == ["evpn", "ovnk.topologies", "ovnk-evpn-demo", EVPN_VERSION, "no"]
-    assert rows["layer3"][-1] == "yes"
+    rows = {line.split()[0]: re.split(r" {2,}", line)
+            for line in result.stdout.splitlines()[1:] if line and not line.startswith(" ")}
+    assert rows["evpn"] == ["evpn", "ovnk.topologies", "ovnk-evpn-demo", EVPN_VERSION,
+                            "disabled"]
+    assert rows["layer3"][-1] == "enabled"
 
 
 # --------------------------------------------------------------------------- loading and parsing
@@ -382,10 +389,15 @@ def test_broken_plugin_is_listed_and_reported_by_plugins_check(sites: dict[str, 
                                                                tmp_path: Path) -> None:
     listing = ovnk(sites, tmp_path, ["broken"], "plugins", "-o", "json")
     assert listing.returncode == 0, listing.stderr
-    broken = {row["name"]: row for row in json.loads(listing.stdout)
+    broken = {row["name"]: row for row in json.loads(listing.stdout)["plugins"]
               if row["distribution"] == "ovnk-broken-demo"}
-    assert {name: (row["group"], row["enabled"]) for name, row in broken.items()} == {
-        "broken": ("ovnk.topologies", True), "broken-feature": ("ovnk.features", False)}
+    assert {name: (row["group"], row["enabled"], row["status"])
+            for name, row in broken.items()} == {
+        "broken": ("ovnk.topologies", True, "enabled, fails to load"),
+        "broken-feature": ("ovnk.features", False, "disabled, fails to load")}
+    assert broken["broken"]["problems"] == [
+        "ovnk_broken_demo.plugin:BrokenTopology fails to import: ImportError: "
+        "ovnk_broken_demo needs libfrobnicate, which is not installed"]
     check = ovnk(sites, tmp_path, ["broken"], "plugins", "--check")
     assert check.returncode == 2
     assert check.stderr == f"ovnk plugins: {BROKEN_TOPOLOGY}\n"
@@ -404,8 +416,10 @@ def test_one_name_from_two_distributions_is_a_load_error(sites: dict[str, Path],
     assert load(sites, tmp_path, ["evpn", "dup"], {"topologies": "layer3"})["topologies"] == [
         "layer3"]
     listing = ovnk(sites, tmp_path, ["evpn", "dup"], "plugins", "-o", "json")
-    assert sorted(row["distribution"] for row in json.loads(listing.stdout)
-                  if row["name"] == "evpn") == ["ovnk-dup-demo", "ovnk-evpn-demo"]
+    evpn = [row for row in json.loads(listing.stdout)["plugins"] if row["name"] == "evpn"]
+    assert sorted(row["distribution"] for row in evpn) == ["ovnk-dup-demo", "ovnk-evpn-demo"]
+    assert all("'evpn' is provided by several distributions; uninstall all but one (startup "
+               "refuses it)" in row["problems"] for row in evpn)
 
 
 def test_topology_name_must_match_its_entry_point(sites: dict[str, Path],
