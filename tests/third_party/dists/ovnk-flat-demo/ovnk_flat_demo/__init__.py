@@ -1,0 +1,1 @@
+"""ovnk topology ``flat``, shipped outside ovnk: one logical switch spanning every node."""
