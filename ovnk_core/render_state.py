@@ -12,30 +12,11 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
+# NodeState.gateway's type: plugins take it from the render model
+from ovnk_core.annotations.node_gateway import GatewayConfig as GatewayConfig
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.networks.addressing import IPAddress
 from ovnk_core.networks.netinfo import NetInfo
-
-
-@dataclass(frozen=True)
-class GatewayConfig:
-    """A node's external gateway, from its ``k8s.ovn.org/l3-gateway-config`` annotation.
-
-    :ivar mode: ``shared`` or ``local``.
-    :ivar bridge_id: the external bridge (``breth0``); the port of a network's external
-        switch onto the physical network is named ``<bridge_id>_<prefix><node>``.
-    :ivar mac: the bridge MAC.
-    :ivar ips: the node's addresses on the bridge, with prefix length.
-    :ivar next_hops: the default gateways.
-    :ivar vlan_id: VLAN of the external network (0 = none).
-    """
-
-    mode: str
-    bridge_id: str
-    mac: str
-    ips: tuple[str, ...]
-    next_hops: tuple[str, ...]
-    vlan_id: int = 0
 
 
 @dataclass(frozen=True)

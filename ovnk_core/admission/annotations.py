@@ -41,6 +41,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ovnk_core.annotations.node_gateway import (
+    CHASSIS_ID_ANNOTATION,
+    GATEWAY_CONFIG_ANNOTATION,
+    PRIMARY_IFADDR_ANNOTATION,
+)
+from ovnk_core.annotations.node_id import NODE_ID_ANNOTATION
+from ovnk_core.annotations.node_subnets import NODE_SUBNETS_ANNOTATION
+from ovnk_core.annotations.pod_networks import POD_NETWORKS_ANNOTATION
 from ovnk_core.apiserver.admission import AdmissionRegistry
 from ovnk_core.apiserver.authn import MASTERS, UserInfo
 from ovnk_core.apiserver.errors import ApiStatusError, go_quote
@@ -51,15 +59,12 @@ JSON = dict[str, Any]
 NODE_WEBHOOK = "ovn-kubernetes-admission-webhook-node.k8s.io"
 POD_WEBHOOK = "ovn-kubernetes-admission-webhook-pod.k8s.io"
 
-POD_NETWORKS = "k8s.ovn.org/pod-networks"
-POD_ANNOTATIONS = frozenset({POD_NETWORKS})
+POD_ANNOTATIONS = frozenset({POD_NETWORKS_ANNOTATION})
 """Pod annotations only the cluster manager may write."""
 
-NODE_SUBNETS = "k8s.ovn.org/node-subnets"
-NODE_ID = "k8s.ovn.org/node-id"
 CLUSTER_MANAGER_NODE_ANNOTATIONS = frozenset({
-    NODE_SUBNETS,                                                # ovnk: node_allocator
-    NODE_ID,                                                     # ovnk: node_allocator
+    NODE_SUBNETS_ANNOTATION,                                     # ovnk: node_allocator
+    NODE_ID_ANNOTATION,                                          # ovnk: node_allocator
     "k8s.ovn.org/node-gateway-router-lrp-ifaddr",                # upstream, deprecated form
     "k8s.ovn.org/node-gateway-router-lrp-ifaddrs",               # join addresses (per net)
     "k8s.ovn.org/node-transit-switch-port-ifaddr",               # transit switch addresses
@@ -68,9 +73,6 @@ CLUSTER_MANAGER_NODE_ANNOTATIONS = frozenset({
 })
 """Node annotations the cluster manager allocates: only it may write them."""
 
-L3_GATEWAY_CONFIG = "k8s.ovn.org/l3-gateway-config"
-NODE_CHASSIS_ID = "k8s.ovn.org/node-chassis-id"
-NODE_PRIMARY_IFADDR = "k8s.ovn.org/node-primary-ifaddr"
 ZONE_NAME = "k8s.ovn.org/zone-name"
 REMOTE_ZONE_MIGRATED = "k8s.ovn.org/remote-zone-migrated"
 DEFAULT_ZONE = "global"
@@ -89,9 +91,9 @@ class Change:
 
 def _chassis_id(change: Change, _node: str) -> str | None:
     if change.action == REMOVED:
-        return f"{NODE_CHASSIS_ID} cannot be removed"
+        return f"{CHASSIS_ID_ANNOTATION} cannot be removed"
     if change.action == CHANGED:
-        return f"{NODE_CHASSIS_ID} cannot be changed once set"
+        return f"{CHASSIS_ID_ANNOTATION} cannot be changed once set"
     return None
 
 
@@ -114,13 +116,13 @@ NODE_AGENT_CHECKS: dict[str, NodeCheck | None] = {
     "k8s.ovn.org/bridge-egress-ips": None,
     "k8s.ovn.org/host-cidrs": None,
     "k8s.ovn.org/secondary-host-egress-ips": None,
-    L3_GATEWAY_CONFIG: None,
+    GATEWAY_CONFIG_ANNOTATION: None,
     "k8s.ovn.org/node-mgmt-port-mac-addresses": None,
-    NODE_PRIMARY_IFADDR: None,
+    PRIMARY_IFADDR_ANNOTATION: None,
     "k8s.ovn.org/node-masquerade-subnet": None,
     "k8s.ovn.org/gateway-mtu-support": None,
     "k8s.ovn.org/node-mgmt-port": None,
-    NODE_CHASSIS_ID: _chassis_id,
+    CHASSIS_ID_ANNOTATION: _chassis_id,
     ZONE_NAME: _zone_name,
     # upstream's interconnectNodeAnnotationChecks (ovnk's zones are interconnect zones)
     REMOTE_ZONE_MIGRATED: _remote_zone_migrated,
@@ -263,6 +265,6 @@ def register(registry: AdmissionRegistry) -> None:
 
 
 __all__ = ["CLUSTER_MANAGER_NODE_ANNOTATIONS", "NODE_AGENT_CHECKS",
-           "NODE_AGENT_NODE_ANNOTATIONS", "NODE_WEBHOOK", "POD_ANNOTATIONS", "POD_NETWORKS",
+           "NODE_AGENT_NODE_ANNOTATIONS", "NODE_WEBHOOK", "POD_ANNOTATIONS",
            "POD_WEBHOOK", "annotation_changes", "go_list", "go_quote", "register",
            "validate_node", "validate_pod"]

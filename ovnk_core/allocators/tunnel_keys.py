@@ -3,18 +3,18 @@
 A network's interconnect switch uses ``BASE + networkID``; a topology that
 needs more keys declares how many (``NetworkNeeds.extra_tunnel_keys``) and
 gets them from the range above the per-network block, recorded on the NAD as
-``k8s.ovn.org/tunnel-keys``.
+``k8s.ovn.org/tunnel-keys`` (``ovnk_core.annotations.tunnel_keys``).
 """
 
 from __future__ import annotations
 
 from ovnk_core.allocators.ids import IdAllocator
+from ovnk_core.annotations.network_id import MAX_NETWORKS
+from ovnk_core.annotations.tunnel_keys import MAX_TUNNEL_KEY
 from ovnk_core.networks.netinfo import NetInfo
 
 BASE_TRANSIT_SWITCH_TUNNEL_KEY = 16711683
-MAX_NETWORKS = 4096
 EXTRA_KEYS_START = BASE_TRANSIT_SWITCH_TUNNEL_KEY + MAX_NETWORKS
-MAX_TUNNEL_KEY = 2 ** 24 - 1
 
 
 def network_tunnel_key(network_id: int) -> int:

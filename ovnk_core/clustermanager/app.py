@@ -18,7 +18,8 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from ovnk_core.allocators.ids import IdAllocator
-from ovnk_core.allocators.tunnel_keys import MAX_NETWORKS, TunnelKeyAllocator
+from ovnk_core.allocators.tunnel_keys import TunnelKeyAllocator
+from ovnk_core.annotations.network_id import DEFAULT_NETWORK_ID, MAX_NETWORKS
 from ovnk_core.clustermanager.nad_controller import NadController
 from ovnk_core.clustermanager.network_catalog import DefaultNetworkOnly, NetworkCatalog
 from ovnk_core.clustermanager.node_allocator import NodeAllocator
@@ -55,7 +56,7 @@ class ClusterManager:
                                          on_undecodable=undecodable_reporter(self.recorder))
         self.registry = CollectorRegistry()
         self.registry_networks = NetworkRegistry()
-        self.network_ids = IdAllocator("NetworkIDs", MAX_NETWORKS, reserved=(0,))
+        self.network_ids = IdAllocator("NetworkIDs", MAX_NETWORKS, reserved=(DEFAULT_NETWORK_ID,))
         self.nad: NadController | None = None
         catalog: NetworkCatalog = DefaultNetworkOnly()
         if config.enable_multi_network:

@@ -22,14 +22,20 @@ names its network any more.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable
 from typing import Protocol
 
-from ovnk_core import jsondepth
 from ovnk_core.allocators.tunnel_keys import TunnelKeyAllocator
+from ovnk_core.annotations.network_id import (
+    NETWORK_ID_ANNOTATION,
+    NETWORK_NAME_ANNOTATION,
+    annotated_id,
+)
+from ovnk_core.annotations.network_id import build as network_id_annotations
+from ovnk_core.annotations.tunnel_keys import TUNNEL_KEYS_ANNOTATION, annotated_tunnel_keys
+from ovnk_core.annotations.tunnel_keys import serialize as serialize_tunnel_keys
 from ovnk_core.clustermanager.nad_checks import (
     PRIMARY_CONFLICT_REASON,
     UnnamedNadReporter,
@@ -53,10 +59,6 @@ from ovnk_core.plugins import PluginHost
 
 log = logging.getLogger(__name__)
 
-NETWORK_ID_ANNOTATION = definition.NETWORK_ID_ANNOTATION
-NETWORK_NAME_ANNOTATION = definition.NETWORK_NAME_ANNOTATION
-TUNNEL_KEYS_ANNOTATION = "k8s.ovn.org/tunnel-keys"
-
 
 class NetworkIds(Protocol):
     """The allocator interface this controller needs (``ovnk_core.allocators.ids``)."""
@@ -68,23 +70,6 @@ class NetworkIds(Protocol):
     def release(self, owner: str) -> int | None: ...
 
     def get(self, owner: str) -> int | None: ...
-
-
-def annotated_id(nad: JSON) -> int | None:
-    raw = (nad["metadata"].get("annotations") or {}).get(NETWORK_ID_ANNOTATION)
-    try:
-        return int(raw) if raw is not None else None
-    except ValueError:
-        return None
-
-
-def annotated_tunnel_keys(nad: JSON) -> list[int]:
-    raw = (nad["metadata"].get("annotations") or {}).get(TUNNEL_KEYS_ANNOTATION) or "[]"
-    try:
-        keys = jsondepth.loads(raw)
-    except ValueError:  # not JSON, or nested too deeply
-        return []
-    return [key for key in keys if isinstance(key, int)] if isinstance(keys, list) else []
 
 
 class NadController:
@@ -244,8 +229,8 @@ class NadController:
         if entry is not None:
             entry.network_id = network_id
         keys = self.tunnel_keys.keys_for(accepted[0][1])
-        wanted = {NETWORK_ID_ANNOTATION: str(network_id), NETWORK_NAME_ANNOTATION: network,
-                  TUNNEL_KEYS_ANNOTATION: json.dumps(keys, separators=(",", ":"))}
+        wanted = {**network_id_annotations(network_id, network),
+                  TUNNEL_KEYS_ANNOTATION: serialize_tunnel_keys(keys)}
         for nad, _ in accepted:
             self._annotate(nad, wanted)
 

@@ -19,13 +19,16 @@ A network that has no slice left fails for that node only:
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
-from ovnk_core import jsondepth
 from ovnk_core.allocators.ids import IdAllocationError, IdAllocator
 from ovnk_core.allocators.subnets import HostSubnetAllocator, SubnetConflict, SubnetsExhausted
+from ovnk_core.annotations.node_id import MAX_NODE_ID, NODE_ID_ANNOTATION, RESERVED_NODE_IDS
+from ovnk_core.annotations.node_id import parse as parse_node_id
+from ovnk_core.annotations.node_id import serialize as serialize_node_id
+from ovnk_core.annotations.node_subnets import NODE_SUBNETS_ANNOTATION, parse_node_subnets
+from ovnk_core.annotations.node_subnets import serialize as serialize_node_subnets
 from ovnk_core.clustermanager.network_catalog import NetworkCatalog, wait_for_networks
 from ovnk_core.config import Config
 from ovnk_core.errors import NotReady
@@ -36,31 +39,13 @@ from ovnk_core.kube.errors import Conflict, NotFound
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import CUDNS, NODES, UDNS
-from ovnk_core.networks.join_subnets import MAX_NODE_ID
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
 from ovnk_core.networks.registry import NetworkRegistry
 from ovnk_core.udn.nad import CUDN_PREFIX
 
 log = logging.getLogger(__name__)
 
-NODE_ID_ANNOTATION = "k8s.ovn.org/node-id"
-NODE_SUBNETS_ANNOTATION = "k8s.ovn.org/node-subnets"
 ALLOCATION_CONDITION = "NetworkAllocationSucceeded"
-
-
-def parse_node_subnets(node: JSON) -> dict[str, list[str]]:
-    """The annotation as network → CIDR list (the legacy single-string form accepted)."""
-    raw = (node.get("metadata", {}).get("annotations") or {}).get(NODE_SUBNETS_ANNOTATION)
-    if not raw:
-        return {}
-    try:
-        value = jsondepth.loads(raw)
-    except ValueError:  # not JSON, or nested too deeply
-        return {}
-    if not isinstance(value, dict):
-        return {}
-    return {name: [cidrs] if isinstance(cidrs, str) else list(cidrs)
-            for name, cidrs in value.items() if isinstance(cidrs, str | list)}
 
 
 def owner_of_network(network: str) -> tuple[Any, str | None, str] | None:
@@ -83,7 +68,7 @@ class NodeAllocator:
         self.recorder = recorder
         self.catalog = catalog
         self.nodes = informers.get(NODES)
-        self.node_ids = IdAllocator("NodeIDs", MAX_NODE_ID, reserved=(0, 1))
+        self.node_ids = IdAllocator("NodeIDs", MAX_NODE_ID, reserved=RESERVED_NODE_IDS)
         self.subnets: dict[str, HostSubnetAllocator] = {}
         self.failing: dict[str, set[str]] = {}
         self.controller = Controller("cluster-manager-node-allocator", self.reconcile,
@@ -138,7 +123,7 @@ class NodeAllocator:
             raw = (node["metadata"].get("annotations") or {}).get(NODE_ID_ANNOTATION)
             if raw is not None:
                 try:
-                    self.node_ids.reserve(name, int(raw))
+                    self.node_ids.reserve(name, parse_node_id(raw))
                 except (IdAllocationError, ValueError) as exc:
                     log.warning("node %s: annotated node ID %r not reused: %s", name, raw, exc)
         for network, subnets in self.node_subnet_networks().items():
@@ -190,9 +175,8 @@ class NodeAllocator:
         meta = node["metadata"]
         current = meta.get("annotations") or {}
         wanted: dict[str, str | None] = {
-            NODE_ID_ANNOTATION: str(node_id),
-            NODE_SUBNETS_ANNOTATION: json.dumps(subnets, sort_keys=True,
-                                                separators=(",", ":")) if subnets else None}
+            NODE_ID_ANNOTATION: serialize_node_id(node_id),
+            NODE_SUBNETS_ANNOTATION: serialize_node_subnets(subnets) if subnets else None}
         if current.get(NODE_ID_ANNOTATION) == wanted[NODE_ID_ANNOTATION] and \
                 parse_node_subnets(node) == subnets:
             return

@@ -33,8 +33,9 @@ from typing import Any
 
 from ovnk_core.allocators.ids import IdAllocationError, IdAllocator
 from ovnk_core.allocators.ips import IpAllocationError, IpAllocator
+from ovnk_core.annotations import pod_networks
+from ovnk_core.annotations.node_subnets import parse_node_subnets
 from ovnk_core.clustermanager.network_catalog import NetworkCatalog, wait_for_networks
-from ovnk_core.clustermanager.node_allocator import parse_node_subnets
 from ovnk_core.config import Config
 from ovnk_core.errors import NotReady, PermanentError
 from ovnk_core.kube.client import JSON, KubeClient
@@ -81,7 +82,7 @@ class PodAllocator:
         self.held_tunnels: dict[str, list[tuple[str, str]]] = {}  # pod key → (network, owner)
         # entries of live pods whose network was not known when they were read:
         # NAD key → pod key → entry, reserved before that network's first allocation
-        self.unresolved: dict[str, dict[str, annotation.PodNetwork]] = {}
+        self.unresolved: dict[str, dict[str, pod_networks.PodNetwork]] = {}
         self._lock = threading.RLock()  # reservations, allocations and releases
         self.controller = Controller("cluster-manager-pod-allocator", self.reconcile,
                                      initial_sync=self.sync, workers=2)
@@ -91,7 +92,8 @@ class PodAllocator:
 
     def _pods_on_node(self, node: JSON) -> list[str]:
         return [object_key(p) for p in self.pods.peek_by_index("node", node["metadata"]["name"])
-                if not (p["metadata"].get("annotations") or {}).get(annotation.ANNOTATION)]
+                if not (p["metadata"].get("annotations") or {}).get(
+                    pod_networks.POD_NETWORKS_ANNOTATION)]
 
     def _pods_in_namespace(self, namespace: JSON) -> list[str]:
         return self.pods.keys_by_index("namespace", namespace["metadata"]["name"])
@@ -124,9 +126,9 @@ class PodAllocator:
             if pod is None:
                 continue
             try:
-                existing = annotation.parse((pod["metadata"].get("annotations") or {}).get(
-                    annotation.ANNOTATION))
-            except annotation.PodAnnotationError as exc:
+                existing = pod_networks.parse((pod["metadata"].get("annotations") or {}).get(
+                    pod_networks.POD_NETWORKS_ANNOTATION))
+            except pod_networks.PodAnnotationError as exc:
                 log.warning("pod %s: %s", key, exc)
                 continue
             if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
@@ -146,7 +148,7 @@ class PodAllocator:
             raise NotReady(f"NAD {nad_key} is not a known network (yet)", backoff=True)
         return network, entry.netinfo
 
-    def _reserve(self, pod_key: str, nad_key: str, entry: annotation.PodNetwork) -> None:
+    def _reserve(self, pod_key: str, nad_key: str, entry: pod_networks.PodNetwork) -> None:
         with self._lock:
             try:
                 network, netinfo = self._network_for(nad_key)
@@ -200,9 +202,9 @@ class PodAllocator:
         namespace, _ = split_key(key)
         assert namespace is not None
         try:
-            existing = annotation.parse((pod["metadata"].get("annotations") or {}).get(
-                annotation.ANNOTATION))
-        except annotation.PodAnnotationError as exc:
+            existing = pod_networks.parse((pod["metadata"].get("annotations") or {}).get(
+                pod_networks.POD_NETWORKS_ANNOTATION))
+        except pod_networks.PodAnnotationError as exc:
             self.recorder.event(pod, WARNING, "ErrorReconcilingPod", str(exc))
             raise PermanentError(f"pod {key}: {exc}") from None
         ns = self.namespaces.peek(namespace)
@@ -216,7 +218,7 @@ class PodAllocator:
             raise NotReady(f"pod {key}: {message}", backoff=True)
         node = self.nodes.get(node_name)
         node_subnets = parse_node_subnets(node) if node else {}
-        wanted: dict[str, annotation.PodNetwork] = {}
+        wanted: dict[str, pod_networks.PodNetwork] = {}
         plan = [("default", "infrastructure-locked" if primary else "primary")]
         if primary:
             plan.append((primary, "primary"))
@@ -227,12 +229,13 @@ class PodAllocator:
             wanted[nad_key] = self._allocate(key, nad_key, role, node_name, node_subnets)
         if not wanted:
             return
-        merged = annotation.merge(existing, wanted)
+        merged = pod_networks.merge(existing, wanted)
         meta = pod["metadata"]
         try:
             # through pods/status, as upstream: the role needs no write access to pod specs
             self.client.patch_status(PODS, meta["name"], {"metadata": {
-                "annotations": {annotation.ANNOTATION: annotation.serialize(merged)},
+                "annotations": {
+                    pod_networks.POD_NETWORKS_ANNOTATION: pod_networks.serialize(merged)},
                 "resourceVersion": meta.get("resourceVersion")}}, namespace)
         except NotFound:
             self._release(key)
@@ -263,7 +266,7 @@ class PodAllocator:
             self.held_tunnels[pod_key] = tunnels
 
     def _allocate(self, pod_key: str, nad_key: str, role: str, node: str,
-                  node_subnets: dict[str, list[str]]) -> annotation.PodNetwork:
+                  node_subnets: dict[str, list[str]]) -> pod_networks.PodNetwork:
         network, netinfo = self._network_for(nad_key)
         if uses_node_subnets(netinfo):
             texts = node_subnets.get(network)

@@ -27,7 +27,6 @@ traffic.  Without it the cluster runs as before and says why.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -42,6 +41,7 @@ from pathlib import Path
 
 import yaml
 
+from ovnk_core.annotations import node_gateway
 from ovnk_core.apiserver.security import SecurityOptions, admin_kubeconfig
 from ovnk_core.kube.apply import apply_documents
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
@@ -61,7 +61,6 @@ from ovnk_core.local.supervisor import (
 from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.node.netns import NETNS_DIR
 from ovnk_core.ovn.processes import NB_SCHEMA, SB_SCHEMA
-from ovnk_core.zone.node_facts import CHASSIS_ID_ANNOTATION, GATEWAY_CONFIG_ANNOTATION
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +76,6 @@ COMPONENTS = (*STAND_INS, *OVNK_COMPONENTS)
 SYSTEM_NAMESPACES = ("default", "kube-system", "ovn-kubernetes")
 NODE_NETWORK_GATEWAY = "172.18.0.1"
 NODE_NETWORK_PREFIX = 16
-PRIMARY_IFADDR_ANNOTATION = "k8s.ovn.org/node-primary-ifaddr"
 
 
 def node_names(count: int) -> list[str]:
@@ -94,14 +92,12 @@ def node_gateway_annotations(name: str, ip: str, gateway: str = NODE_NETWORK_GAT
     hop, and the chassis name (= node name) its ovn-controller registers.
     """
     cidr = f"{ip}/{prefix}"
-    config = {"default": {"mode": "shared", "bridge-id": "breth0",
-                          "interface-id": f"breth0_{name}", "mac-address": mac_from_ip(ip),
-                          "ip-addresses": [cidr], "ip-address": cidr,
-                          "next-hops": [gateway], "next-hop": gateway,
-                          "node-port-enable": "true", "vlan-id": "0"}}
-    return {GATEWAY_CONFIG_ANNOTATION: json.dumps(config, separators=(",", ":")),
-            CHASSIS_ID_ANNOTATION: name,
-            PRIMARY_IFADDR_ANNOTATION: json.dumps({"ipv4": cidr})}
+    config = node_gateway.GatewayConfig(mode="shared", bridge_id="breth0", mac=mac_from_ip(ip),
+                                        ips=(cidr,), next_hops=(gateway,))
+    return {node_gateway.GATEWAY_CONFIG_ANNOTATION: node_gateway.serialize(config, name),
+            node_gateway.CHASSIS_ID_ANNOTATION: name,
+            node_gateway.PRIMARY_IFADDR_ANNOTATION: node_gateway.serialize_primary_ifaddr(
+                ipv4=cidr)}
 
 
 def dataplane_unavailable() -> str | None:

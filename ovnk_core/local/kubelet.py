@@ -6,9 +6,10 @@ network; here the network is whatever ovnk wrote into the pod's
 network of eth0; pods of a primary UDN still report their default-network
 IPs, as upstream does — so a pod becomes Running
 with ``status.podIPs`` exactly when ovnk has allocated its addresses — as
-upstream's CNI would.  An annotation that cannot wire the pod (not JSON,
-addresses that are not CIDRs) is a Warning ``FailedCreatePodSandBox`` on the
-pod, as a kubelet reports its CNI plugin's failure, not a retry loop.
+upstream's CNI would.  An annotation that cannot wire the pod (one that
+``ovnk_core.annotations.pod_networks`` refuses: not JSON, addresses that are
+not CIDRs...) is a Warning ``FailedCreatePodSandBox`` on the pod, as a
+kubelet reports its CNI plugin's failure, not a retry loop.
 Host-network pods get their node's address at once.  Pods marked for
 deletion are removed (there are no containers to stop).
 
@@ -22,11 +23,11 @@ does through its CNI plugin.
 from __future__ import annotations
 
 import ipaddress
-import json
 import logging
 from pathlib import Path
 from typing import Any
 
+from ovnk_core.annotations import pod_networks
 from ovnk_core.errors import NotReady, PermanentError, TemporaryError
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.conditions import now_rfc3339
@@ -39,7 +40,6 @@ from ovnk_core.node.cni_server import CniRequest, cni_call
 
 log = logging.getLogger(__name__)
 
-POD_NETWORKS_ANNOTATION = "k8s.ovn.org/pod-networks"
 
 
 def node_address(node: JSON) -> str | None:
@@ -58,35 +58,24 @@ def pod_ips_from_annotation(pod: JSON) -> list[str] | None:
 
     ``None`` when the annotation or its ``default`` entry is missing (not wired yet).
 
-    :raises UnusablePodNetworks: it is there but cannot be used (not JSON, not an object,
-        addresses that are not a list of CIDRs); waiting would not help.
+    :raises UnusablePodNetworks: it is there but cannot be used (the annotation's contract
+        refuses it); waiting would not help.
     """
-    raw = (pod.get("metadata", {}).get("annotations") or {}).get(POD_NETWORKS_ANNOTATION)
+    raw = (pod.get("metadata", {}).get("annotations") or {}).get(
+        pod_networks.POD_NETWORKS_ANNOTATION)
     if not raw:
         return None
-    prefix = f"{POD_NETWORKS_ANNOTATION} of pod {pod['metadata'].get('namespace')}/" \
-             f"{pod['metadata'].get('name')} is unusable: "
     try:
-        networks = json.loads(raw)
-    except ValueError as exc:
-        raise UnusablePodNetworks(f"{prefix}not valid JSON ({exc})") from None
-    if not isinstance(networks, dict):
-        raise UnusablePodNetworks(f"{prefix}not a JSON object")
-    if "default" not in networks:
+        networks = pod_networks.parse(raw)
+    except pod_networks.PodAnnotationError as exc:
+        raise UnusablePodNetworks(
+            f"{pod_networks.POD_NETWORKS_ANNOTATION} of pod "
+            f"{pod['metadata'].get('namespace')}/{pod['metadata'].get('name')} is unusable: "
+            f"{exc}") from None
+    entry = networks.get("default")
+    if entry is None:
         return None
-    entry = networks["default"]
-    if not isinstance(entry, dict):
-        raise UnusablePodNetworks(f'{prefix}entry "default" is not an object')
-    addresses = entry.get("ip_addresses")
-    if addresses is None:
-        addresses = [entry["ip_address"]] if entry.get("ip_address") is not None else []
-    if not isinstance(addresses, list) or not all(isinstance(a, str) for a in addresses):
-        raise UnusablePodNetworks(f'{prefix}entry "default": ip_addresses must be a list of '
-                                  f"CIDR strings, got {json.dumps(addresses)}")
-    try:
-        return [str(ipaddress.ip_interface(address).ip) for address in addresses]
-    except ValueError as exc:
-        raise UnusablePodNetworks(f'{prefix}entry "default": {exc}') from None
+    return [str(ipaddress.ip_interface(address).ip) for address in entry.ip_addresses]
 
 
 def build_running_status(pod: JSON, ips: list[str], host_ip: str | None, now: str) -> JSON:

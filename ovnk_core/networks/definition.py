@@ -9,9 +9,10 @@ NAD the cluster manager had refused, because it happened to see that NAD
 first, is the bug this module exists to prevent.
 
 The cluster manager decides, and writes its decision on the NADs it
-accepts: ``k8s.ovn.org/network-id`` (with ``network-name``), never on the
-others, and it removes them from a NAD that conflicts.  Its order: the
-definition it already holds, while some NAD still carries it; then NADs that
+accepts: ``k8s.ovn.org/network-id`` (with ``network-name``; read and written
+by ``ovnk_core.annotations.network_id``), never on the others, and it
+removes them from a NAD that conflicts.  Its order: the definition it
+already holds, while some NAD still carries it; then NADs that
 carry the network's ID (accepted before a restart); then the oldest
 (``creationTimestamp``); then namespace/name.  The zone controller and the
 node agent only read: they consider only NADs carrying the network's ID and
@@ -28,10 +29,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from ovnk_core.annotations.network_id import accepted_id
+
 T = TypeVar("T")
 
-NETWORK_ID_ANNOTATION = "k8s.ovn.org/network-id"
-NETWORK_NAME_ANNOTATION = "k8s.ovn.org/network-name"
 CONFLICT_REASON = "ConflictingNetworkConfig"
 _NEWEST = "9999"  # sorts after every RFC 3339 timestamp: a NAD without one is not older
 
@@ -39,20 +40,6 @@ _NEWEST = "9999"  # sorts after every RFC 3339 timestamp: a NAD without one is n
 def _key(nad: Mapping[str, Any]) -> str:
     meta = nad.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-def accepted_id(nad: Mapping[str, Any], network: str) -> int | None:
-    """The network ID the cluster manager wrote on ``nad`` for ``network`` (``None``: it
-    has not accepted the NAD for that network, as far as the NAD says)."""
-    annotations = (nad.get("metadata") or {}).get("annotations") or {}
-    raw = annotations.get(NETWORK_ID_ANNOTATION)
-    named = annotations.get(NETWORK_NAME_ANNOTATION)
-    if raw is None or (named is not None and named != network):
-        return None
-    try:
-        return int(raw)
-    except (TypeError, ValueError):
-        return None
 
 
 def age(nad: Mapping[str, Any]) -> tuple[str, str]:
@@ -115,5 +102,6 @@ def decide(network: str, candidates: Sequence[tuple[Mapping[str, Any], T]],
                     tuple(sorted(conflicting)))
 
 
-__all__ = ["CONFLICT_REASON", "NETWORK_ID_ANNOTATION", "NETWORK_NAME_ANNOTATION", "Decision",
-           "accepted_id", "age", "conflict_message", "decide", "precedence"]
+# accepted_id (ovnk_core.annotations.network_id) is part of the rule: which NADs carry the ID
+__all__ = ["CONFLICT_REASON", "Decision", "accepted_id", "age", "conflict_message", "decide",
+           "precedence"]

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ovnk_core.annotations.node_id import MAX_NODE_ID
 from ovnk_core.config.values import IPNetwork
 
-MAX_NODE_ID = 65535  # node IDs are below this (the cluster manager's node ID allocator)
 HIGHEST_NODE_ID = MAX_NODE_ID - 1
 
 

@@ -32,6 +32,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ovnk_core.annotations.node_gateway import GATEWAY_CONFIG_ANNOTATION, GatewayConfigError
+from ovnk_core.annotations.node_gateway import parse as parse_gateway_config
 from ovnk_core.errors import NotReady, OvnkError, PermanentError
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.factory import InformerFactory
@@ -41,7 +43,6 @@ from ovnk_core.node import netlink, nft
 from ovnk_core.node.netns import run_in_netns
 from ovnk_core.node.networks import primary_networks, watch_node_and_networks
 from ovnk_core.topology import Topology
-from ovnk_core.zone.node_facts import GATEWAY_CONFIG_ANNOTATION, parse_gateway_config
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +224,7 @@ class NodeGateway:
             raise NotReady(f"node {self.node} has no {GATEWAY_CONFIG_ANNOTATION} yet", delay=1.0)
         try:
             gateway = parse_gateway_config(raw)
-        except ValueError as exc:
+        except GatewayConfigError as exc:
             raise PermanentError(f"node {self.node}: {exc}") from None
         bridge = gateway.bridge_id
         node_ip = str(ipaddress.ip_interface(gateway.ips[0]).ip)

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ovnk_core.clustermanager.node_allocator import parse_node_subnets
+from ovnk_core.annotations.node_subnets import parse_node_subnets
 from ovnk_core.errors import CapabilityError, NotReady
 from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller

@@ -21,12 +21,12 @@ import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ovnk_core.annotations import pod_networks
 from ovnk_core.errors import OvnkError
 from ovnk_core.kube.client import JSON
 from ovnk_core.networks.port_names import DEFAULT_NAD_KEY, pod_port_name
 from ovnk_core.node import netlink
 from ovnk_core.node.netns import NETNS_DIR, run_in_netns
-from ovnk_core.pods import annotation as pod_annotation
 
 DEFAULT_INTERFACE = "eth0"
 PRIMARY_UDN_INTERFACE = "ovn-udn1"
@@ -70,13 +70,13 @@ def build_pod_interfaces(pod: JSON) -> list[PodInterface]:
     :raises PodNetworkError: the annotation is unreadable.
     """
     meta = pod.get("metadata", {})
-    raw = (meta.get("annotations") or {}).get(pod_annotation.ANNOTATION)
+    raw = (meta.get("annotations") or {}).get(pod_networks.POD_NETWORKS_ANNOTATION)
     if not raw:
         raise PodNetworkPending(f"pod {meta.get('namespace')}/{meta.get('name')} has no "
-                              f"{pod_annotation.ANNOTATION} annotation yet")
+                              f"{pod_networks.POD_NETWORKS_ANNOTATION} annotation yet")
     try:
-        networks = pod_annotation.parse(raw)
-    except pod_annotation.PodAnnotationError as exc:
+        networks = pod_networks.parse(raw)
+    except pod_networks.PodAnnotationError as exc:
         raise PodNetworkError(str(exc)) from None
     uid = str(meta.get("uid", ""))
     interfaces = []

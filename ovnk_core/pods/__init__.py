@@ -1,1 +1,2 @@
-"""Pods: the ``k8s.ovn.org/pod-networks`` annotation and the controller that allocates it."""
+"""Pods: what a pod's ``k8s.ovn.org/pod-networks`` entries hold, the networks it asks for,
+and its IP pools (the annotation itself is ``ovnk_core.annotations.pod_networks``)."""

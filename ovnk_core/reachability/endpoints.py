@@ -13,11 +13,11 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
+from ovnk_core.annotations import pod_networks
 from ovnk_core.kube.client import JSON
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.ownership import NETWORK_KEY, OWNER_KEY
-from ovnk_core.pods import annotation
 from ovnk_core.zone.owners import POD_SCOPE_PREFIX
 
 NAD_KEY = "k8s.ovn.org/nad"
@@ -40,12 +40,12 @@ class EndpointError(Exception):
     """The pod cannot be traced (not annotated, or not rendered in NB yet)."""
 
 
-def primary_entry(pod: JSON) -> tuple[str, annotation.PodNetwork]:
+def primary_entry(pod: JSON) -> tuple[str, pod_networks.PodNetwork]:
     """(NAD key, entry) of the pod's primary network."""
-    raw = (pod["metadata"].get("annotations") or {}).get(annotation.ANNOTATION)
+    raw = (pod["metadata"].get("annotations") or {}).get(pod_networks.POD_NETWORKS_ANNOTATION)
     try:
-        entries = annotation.parse(raw)
-    except annotation.PodAnnotationError as exc:
+        entries = pod_networks.parse(raw)
+    except pod_networks.PodAnnotationError as exc:
         raise EndpointError(str(exc)) from None
     for nad_key, entry in entries.items():
         if entry.role == "primary":

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ovnk_core.allocators.ids import IdAllocator
 from ovnk_core.allocators.tunnel_keys import TunnelKeyAllocator
+from ovnk_core.annotations.network_id import DEFAULT_NETWORK_ID, MAX_NETWORKS
 from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.clustermanager.nad_controller import NadController
@@ -69,7 +70,7 @@ class RunningNadController:
 
     def __init__(self, client: KubeClient, config: Config) -> None:
         self.informers = InformerFactory(client, resync_period=0)
-        self.ids = IdAllocator("NetworkIDs", 4096, reserved=(0,))
+        self.ids = IdAllocator("NetworkIDs", MAX_NETWORKS, reserved=(DEFAULT_NETWORK_ID,))
         self.registry = NetworkRegistry()
         self.controller = NadController(client, self.informers, PluginHost.load(config),
                                         EventRecorder(client, "ovnkube-cluster-manager"),

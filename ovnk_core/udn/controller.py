@@ -23,7 +23,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from ovnk_core import jsondepth
+from ovnk_core.annotations import pod_networks
 from ovnk_core.config import Config
 from ovnk_core.errors import NetworkConfigError, NotReady, OvnkError
 from ovnk_core.kube.client import JSON, KubeClient
@@ -43,7 +43,6 @@ from ovnk_core.udn.unrendered import UnrenderedWarnings
 log = logging.getLogger(__name__)
 
 PRIMARY_NAMESPACE_LABEL = "k8s.ovn.org/primary-user-defined-network"
-POD_NETWORKS_ANNOTATION = "k8s.ovn.org/pod-networks"
 NETWORK_CREATED = "NetworkCreated"
 
 
@@ -77,16 +76,13 @@ def pods_using(pods: list[JSON], nad_key: str) -> list[str]:
     """
     users = []
     for pod in pods:
-        raw = (pod["metadata"].get("annotations") or {}).get(POD_NETWORKS_ANNOTATION)
-        if not raw:
-            continue
+        raw = (pod["metadata"].get("annotations") or {}).get(
+            pod_networks.POD_NETWORKS_ANNOTATION)
         try:
-            networks = jsondepth.loads(raw)
-            if not isinstance(networks, dict):
-                raise ValueError("not an object")
-        except ValueError as exc:
-            raise InUseError(f"failed to parse pod {object_key(pod)} annotation "
-                             f"{POD_NETWORKS_ANNOTATION}: {exc}") from None
+            networks = pod_networks.entries(raw)  # only which networks: the keys
+        except pod_networks.PodAnnotationError as exc:
+            raise InUseError(f"failed to parse pod {object_key(pod)} annotation: {exc}") \
+                from None
         if nad_key in networks:
             users.append(object_key(pod))
     return sorted(users)

@@ -50,6 +50,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ovnk_core.allocators.ips import unusable_reason
+from ovnk_core.annotations.pod_networks import POD_NETWORKS_ANNOTATION, PodNetwork
 from ovnk_core.config import Config
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.networks.addressing import gateway_ip, management_ip
@@ -58,7 +59,7 @@ from ovnk_core.networks.netinfo import (
     ROLE_PRIMARY,
     NetInfo,
 )
-from ovnk_core.pods.annotation import ANNOTATION, PodNetwork, build_pod_network
+from ovnk_core.pods.annotation import build_pod_network
 from ovnk_core.pods.ip_pools import excluded_subnets, uses_node_subnets
 from ovnk_core.pods.network_selections import NETWORKS_ANNOTATION
 from ovnk_core.topology import Topology
@@ -94,7 +95,7 @@ class PodContext:
 def refusal_message(pod: PodContext, nad_key: str, network: str, problems: Sequence[str]
                     ) -> str:
     """The event message of a refused attachment."""
-    return (f"pod {pod.key}: not rendering the {ANNOTATION} entry for {nad_key} "
+    return (f"pod {pod.key}: not rendering the {POD_NETWORKS_ANNOTATION} entry for {nad_key} "
             f"(network {network}): " + "; ".join(problems))
 
 

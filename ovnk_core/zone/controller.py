@@ -51,6 +51,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 
+from ovnk_core.annotations import pod_networks
 from ovnk_core.config import Config
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.contexts import feature_of_controller
@@ -67,7 +68,6 @@ from ovnk_core.ovn.declarative import DesiredRow, MissingReference, UnstorableVa
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
-from ovnk_core.pods import annotation
 from ovnk_core.pods.ip_pools import uses_node_subnets
 from ovnk_core.pods.network_selections import requested_networks
 from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
@@ -84,25 +84,25 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 
 def pod_nad_keys(pod: JSON) -> list[str]:
     """Index: the NAD keys (``default`` or ``ns/nad``) of a pod's annotated networks."""
-    raw = (pod["metadata"].get("annotations") or {}).get(annotation.ANNOTATION)
+    raw = (pod["metadata"].get("annotations") or {}).get(pod_networks.POD_NETWORKS_ANNOTATION)
     try:
-        return sorted(annotation.parse(raw))
-    except annotation.PodAnnotationError:
+        return sorted(pod_networks.parse(raw))
+    except pod_networks.PodAnnotationError:
         return []
 
 
 def pod_ip_keys(pod: JSON) -> list[str]:
     """Index: every IP (without prefix length) of a pod's annotated networks."""
-    raw = (pod["metadata"].get("annotations") or {}).get(annotation.ANNOTATION)
+    raw = (pod["metadata"].get("annotations") or {}).get(pod_networks.POD_NETWORKS_ANNOTATION)
     try:
-        entries = annotation.parse(raw)
-    except annotation.PodAnnotationError:
+        entries = pod_networks.parse(raw)
+    except pod_networks.PodAnnotationError:
         return []
     return sorted({str(ipaddress.ip_interface(ip).ip)
                    for entry in entries.values() for ip in entry.ip_addresses})
 
 
-def pod_entries(pod: JSON) -> dict[str, annotation.PodNetwork]:
+def pod_entries(pod: JSON) -> dict[str, pod_networks.PodNetwork]:
     """NAD key → entry of the pod's annotation, for the entries that have addresses (an
     entry without addresses, such as a network without IPAM, has no port here).
 
@@ -110,13 +110,14 @@ def pod_entries(pod: JSON) -> dict[str, annotation.PodNetwork]:
     """
     meta = pod["metadata"]
     try:
-        entries = annotation.parse((meta.get("annotations") or {}).get(annotation.ANNOTATION))
-    except annotation.PodAnnotationError as exc:
+        entries = pod_networks.parse(
+            (meta.get("annotations") or {}).get(pod_networks.POD_NETWORKS_ANNOTATION))
+    except pod_networks.PodAnnotationError as exc:
         raise PermanentError(str(exc), reason="ErrorReconcilingPod") from None
     return {nad_key: entry for nad_key, entry in entries.items() if entry.ip_addresses}
 
 
-def attachment_of(pod: JSON, nad_key: str, entry: annotation.PodNetwork) -> PodAttachment:
+def attachment_of(pod: JSON, nad_key: str, entry: pod_networks.PodNetwork) -> PodAttachment:
     meta = pod["metadata"]
     return PodAttachment(meta["namespace"], meta["name"], meta.get("uid", ""),
                          (pod.get("spec") or {}).get("nodeName") or "", nad_key,

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from ovnk_core.annotations.node_subnets import parse_node_subnets
 from ovnk_core.clustermanager.app import ClusterManager
-from ovnk_core.clustermanager.node_allocator import parse_node_subnets
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from ovnk_core.annotations.pod_networks import PodNetwork
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.plugins import PluginHost
-from ovnk_core.pods.annotation import PodNetwork, build_pod_network
+from ovnk_core.pods.annotation import build_pod_network
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.zone.attachment_checks import (
     REASON,

@@ -13,9 +13,10 @@ import json
 
 import pytest
 
+from ovnk_core.annotations import pod_networks
+from ovnk_core.annotations.node_subnets import parse_node_subnets
+from ovnk_core.annotations.tunnel_keys import annotated_tunnel_keys
 from ovnk_core.clustermanager.nad_checks import ovn_netconf, unnamed_nad_problem
-from ovnk_core.clustermanager.nad_controller import annotated_tunnel_keys
-from ovnk_core.clustermanager.node_allocator import parse_node_subnets
 from ovnk_core.errors import NetworkConfigError
 from ovnk_core.kube.client import JSON
 from ovnk_core.local.cluster import build_node
@@ -23,7 +24,6 @@ from ovnk_core.networks.nad_config import config_of, nad_network_name, network_n
 from ovnk_core.networks.netconf import parse_common
 from ovnk_core.node.networks import primary_networks
 from ovnk_core.plugins import PluginHost
-from ovnk_core.pods import annotation
 from ovnk_core.pods.network_selections import is_ovn_nad, parse_selections
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.udn.nad import nad_needs_update
@@ -80,10 +80,11 @@ def test_a_nad_rendered_from_a_udn_whose_config_was_made_deep_is_rewritten() -> 
 
 
 def test_deep_annotations_are_values_that_cannot_be_read() -> None:
-    with pytest.raises(annotation.PodAnnotationError, match=f"is not valid JSON: {TOO_DEEP}"):
-        annotation.parse(DEEP_OBJECT)
+    with pytest.raises(pod_networks.PodAnnotationError,
+                       match=f"is not valid JSON: {TOO_DEEP}"):
+        pod_networks.parse(DEEP_OBJECT)
     pod = {"metadata": {"name": "p", "namespace": "ns",
-                        "annotations": {annotation.ANNOTATION: DEEP_OBJECT}}}
+                        "annotations": {pod_networks.POD_NETWORKS_ANNOTATION: DEEP_OBJECT}}}
     assert pod_nad_keys(pod) == [] and pod_ip_keys(pod) == []  # the zone's pod indexes
     with pytest.raises(ValueError, match=TOO_DEEP):
         parse_selections(DEEP, "ns")
@@ -94,6 +95,7 @@ def test_deep_annotations_are_values_that_cannot_be_read() -> None:
     annotations["k8s.ovn.org/node-subnets"] = DEEP_OBJECT
     assert parse_node_subnets(node) == {}
     annotations["k8s.ovn.org/l3-gateway-config"] = DEEP_OBJECT
-    facts = read_node(node)  # one node's problem, reported on it; the rest of it is read
-    assert facts.problems == [f"k8s.ovn.org/l3-gateway-config is not valid JSON: {TOO_DEEP}"]
+    facts = read_node(node)  # one node's problems, reported on it; the rest of it is read
+    assert facts.problems == [f"k8s.ovn.org/l3-gateway-config is not valid JSON: {TOO_DEEP}",
+                              f"k8s.ovn.org/node-subnets is not valid JSON: {TOO_DEEP}"]
     assert facts.chassis_id and facts.gateway is None

@@ -46,8 +46,9 @@ def test_ip_addresses_5_is_a_sandbox_failure_not_a_retry_loop(client: KubeClient
     wait_until(lambda: (client.get(PODS, "fine", "blue").get("status") or {}).get("podIP")
                == "10.244.1.6")
     message = ("Failed to create pod sandbox: failed to set up the pod network: "
-               "k8s.ovn.org/pod-networks of pod blue/broken is unusable: entry \"default\": "
-               "ip_addresses must be a list of CIDR strings, got 5")
+               "k8s.ovn.org/pod-networks of pod blue/broken is unusable: invalid pod network "
+               "entry {'ip_addresses': 5, 'mac_address': '0a:58:0a:f4:01:05'}: ip_addresses "
+               "must be a list, got int")
 
     def reported() -> list[dict[str, object]]:
         return [e for e in client.list(EVENTS, "blue")["items"]

@@ -121,20 +121,23 @@ def test_kubelet_reads_default_network_ips_from_annotation() -> None:
 
 
 @pytest.mark.parametrize(("raw", "problem"), [
-    ("{not json", "not valid JSON (Expecting property name enclosed in double quotes: line 1 "
-                  "column 2 (char 1))"),
-    ("[1]", "not a JSON object"),
-    ('{"default": 5}', 'entry "default" is not an object'),
+    ("{not json", "k8s.ovn.org/pod-networks is not valid JSON: Expecting property name "
+                  "enclosed in double quotes: line 1 column 2 (char 1)"),
+    ("[1]", "k8s.ovn.org/pod-networks must be a JSON object"),
+    ('{"default": 5}', "k8s.ovn.org/pod-networks entry 'default' must be a JSON object, got int"),
     ('{"default": {"ip_addresses": 5}}',
-     'entry "default": ip_addresses must be a list of CIDR strings, got 5'),
+     "invalid pod network entry {'ip_addresses': 5}: ip_addresses must be a list, got int"),
     ('{"default": {"ip_addresses": [5]}}',
-     'entry "default": ip_addresses must be a list of CIDR strings, got [5]'),
+     "invalid pod network entry {'ip_addresses': [5]}: ip_addresses must be a list of strings"),
     ('{"default": {"ip_address": 5}}',
-     'entry "default": ip_addresses must be a list of CIDR strings, got [5]'),
+     "invalid pod network entry {'ip_address': 5}: ip_address must be a string, got int"),
     ('{"default": {"ip_addresses": ["10.244.1.300/24"]}}',
-     "entry \"default\": '10.244.1.300/24' does not appear to be an IPv4 or IPv6 interface"),
+     "invalid pod network entry {'ip_addresses': ['10.244.1.300/24']}: '10.244.1.300/24' does "
+     "not appear to be an IPv4 or IPv6 interface"),
+    ('{"default": {"ip_addresses": ["10.244.1.3/24"]}, "x/side": {"mac_address": "x"}}',
+     "invalid pod network entry {'mac_address': 'x'}: failed to parse pod MAC 'x'"),
 ], ids=["not-json", "not-object", "entry-not-object", "number", "list-of-numbers",
-        "legacy-number", "bad-cidr"])
+        "legacy-number", "bad-cidr", "other-entry-forged"])
 def test_kubelet_refuses_unusable_annotations(raw: str, problem: str) -> None:
     obj = {"metadata": {"name": "p", "namespace": "x",
                         "annotations": {"k8s.ovn.org/pod-networks": raw}}}

@@ -12,7 +12,7 @@ from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.zone.controller import pod_attachments, pod_nad_keys
 from ovnk_core.zone.networks import GONE, READY, WAITING, lookup_network
-from ovnk_core.zone.node_facts import parse_gateway_config, read_node
+from ovnk_core.zone.node_facts import read_node
 from ovnk_core.zone.owners import (
     controller_name,
     network_of_controller,
@@ -36,24 +36,6 @@ def test_node_facts_from_the_local_cluster_node() -> None:
     assert facts.gateway is not None and facts.gateway.ips == ("172.18.0.2/16",)
     assert facts.gateway.bridge_id == "breth0" and facts.gateway.next_hops == ("172.18.0.1",)
     assert [str(s) for s in facts.subnets["blue_blue"]] == ["10.100.0.0/24"]
-
-
-@pytest.mark.parametrize(("raw", "message"), [
-    ("{not json", "is not valid JSON"),
-    ('{"other": {}}', "has no 'default' object"),
-    ('{"default": {"mode": "fast", "ip-addresses": ["1.2.3.4/24"]}}',
-     "mode must be shared or local, not 'fast'"),
-    ('{"default": {"mode": "shared", "ip-addresses": []}}', "ip-addresses is empty"),
-    ('{"default": {"mode": "shared", "ip-addresses": ["1.2.3.4/99"], "bridge-id": "b"}}',
-     "1.2.3.4/99"),
-    ('{"default": {"mode": "shared", "ip-addresses": ["1.2.3.4/24"]}}', "bridge-id is missing"),
-])
-def test_bad_gateway_config_is_a_specific_error(raw: str, message: str) -> None:
-    with pytest.raises(ValueError, match="k8s.ovn.org/l3-gateway-config"):
-        parse_gateway_config(raw)
-    with pytest.raises(ValueError) as info:
-        parse_gateway_config(raw)
-    assert message in str(info.value)
 
 
 def test_bad_annotations_become_problems_and_the_rest_is_read() -> None:

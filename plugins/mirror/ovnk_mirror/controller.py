@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 
+from ovnk_core.annotations import pod_networks
 from ovnk_core.contexts import ClusterManagerContext
 from ovnk_core.errors import NotReady, TemporaryError
 from ovnk_core.kube.client import JSON
@@ -29,7 +30,6 @@ from ovnk_core.kube.errors import Conflict, NotFound
 from ovnk_core.kube.events import WARNING
 from ovnk_core.kube.resources import ENDPOINTSLICES, PODS, split_key
 from ovnk_core.kube.writes import RecentWrites
-from ovnk_core.pods import annotation as pod_annotation
 from ovnk_mirror import mirror
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ def pod_addresses(pod: JSON | None) -> tuple[object, ...] | None:
         return None
     annotations = pod.get("metadata", {}).get("annotations") or {}
     status = pod.get("status") or {}
-    return (annotations.get(pod_annotation.ANNOTATION), bool(
+    return (annotations.get(pod_networks.POD_NETWORKS_ANNOTATION), bool(
         (pod.get("spec") or {}).get("hostNetwork")), repr(status.get("podIPs")))
 
 

@@ -17,9 +17,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ovnk_core.annotations import pod_networks
+from ovnk_core.annotations.pod_networks import POD_NETWORKS_ANNOTATION
 from ovnk_core.errors import OvnkError
 from ovnk_core.kube.client import JSON
-from ovnk_core.pods import annotation as pod_annotation
 
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
@@ -123,18 +124,18 @@ def pod_address(pod: JSON, nad_key: str, ipv6: bool) -> str:
         if found is None:
             raise EndpointAddressError(f"host-network pod has no {family} address in its status")
         return found
-    raw = (pod.get("metadata", {}).get("annotations") or {}).get(pod_annotation.ANNOTATION)
+    raw = (pod.get("metadata", {}).get("annotations") or {}).get(POD_NETWORKS_ANNOTATION)
     try:
-        networks = pod_annotation.parse(raw)
-    except pod_annotation.PodAnnotationError as exc:
+        networks = pod_networks.parse(raw)
+    except pod_networks.PodAnnotationError as exc:
         raise EndpointAddressError(str(exc)) from None
     entry = networks.get(nad_key)
     if entry is None:
-        raise EndpointAddressError(f"{pod_annotation.ANNOTATION} has no entry for {nad_key}")
+        raise EndpointAddressError(f"{POD_NETWORKS_ANNOTATION} has no entry for {nad_key}")
     found = _first_of_family(list(entry.ip_addresses), ipv6)
     if found is None:
         raise EndpointAddressError(
-            f"{pod_annotation.ANNOTATION}[{nad_key}] has no {family} address")
+            f"{POD_NETWORKS_ANNOTATION}[{nad_key}] has no {family} address")
     return found
 
 

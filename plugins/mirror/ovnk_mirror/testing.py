@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ovnk_core.annotations.pod_networks import POD_NETWORKS_ANNOTATION, PodNetwork, serialize
 from ovnk_core.contexts import ClusterManagerContext
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.resources import ENDPOINTSLICES, NAMESPACES, PODS, SERVICES
@@ -24,6 +25,7 @@ from ovnk_mirror.mirror import MANAGED_BY_LABEL, MIRROR_CONTROLLER, SOURCE_ANNOT
 
 CONFIG = udn_config()
 DEFAULT_MANAGER = "endpointslice-controller.k8s.io"
+POD_MAC = "0a:58:0a:84:02:04"
 
 
 @dataclass
@@ -61,9 +63,9 @@ class MirrorEnv:
         """A pod; ``networks`` maps NAD keys to addresses for ``k8s.ovn.org/pod-networks``."""
         meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": {"app": "svc2"}}
         if networks is not None:
-            meta["annotations"] = {"k8s.ovn.org/pod-networks": json.dumps({
-                key: {"ip_addresses": ips, "mac_address": "0a:58:0a:84:02:04",
-                      "role": "infrastructure-locked" if key == "default" else "primary"}
+            meta["annotations"] = {POD_NETWORKS_ANNOTATION: serialize({
+                key: PodNetwork(tuple(ips), POD_MAC,
+                                "infrastructure-locked" if key == "default" else "primary")
                 for key, ips in networks.items()})}
         spec: dict[str, Any] = {"containers": [{"name": "c", "image": "agnhost"}],
                                 "nodeName": "ovn-worker"}
@@ -77,9 +79,9 @@ class MirrorEnv:
 
     def annotate_pod(self, namespace: str, name: str, networks: dict[str, list[str]]) -> None:
         self.client.patch(PODS, name, {"metadata": {"annotations": {
-            "k8s.ovn.org/pod-networks": json.dumps({
-                key: {"ip_addresses": ips, "mac_address": "0a:58:0a:84:02:04",
-                      "role": "primary"} for key, ips in networks.items()})}}}, namespace)
+            POD_NETWORKS_ANNOTATION: serialize({
+                key: PodNetwork(tuple(ips), POD_MAC, "primary")
+                for key, ips in networks.items()})}}}, namespace)
 
     def source_slice(self, namespace: str, service: JSON, pods: list[tuple[str, str]],
                      name: str = "default-endpointslice", address_type: str = "IPv4",

@@ -14,6 +14,10 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from ovnk_core.admission import annotations as rules
+from ovnk_core.annotations.node_gateway import CHASSIS_ID_ANNOTATION, GATEWAY_CONFIG_ANNOTATION
+from ovnk_core.annotations.node_id import NODE_ID_ANNOTATION
+from ovnk_core.annotations.node_subnets import NODE_SUBNETS_ANNOTATION
+from ovnk_core.annotations.pod_networks import POD_NETWORKS_ANNOTATION
 from ovnk_core.apiserver.admission import AdmissionRegistry, load_plugins
 from ovnk_core.apiserver.authn import AUTHENTICATED, MASTERS, UserInfo
 from ovnk_core.apiserver.errors import ApiStatusError
@@ -117,7 +121,7 @@ def refusal(registry: AdmissionRegistry, rt: ResourceType, operation: str,
 def test_cluster_manager_writes_pod_networks(registry: AdmissionRegistry,
                                              subresource: str) -> None:
     bare = pod()
-    with_networks = pod({rules.POD_NETWORKS: NETWORKS})
+    with_networks = pod({POD_NETWORKS_ANNOTATION: NETWORKS})
     changed = annotated(with_networks, pod_networks="{}")
     for operation, new, old in (("CREATE", with_networks, None),
                                 ("UPDATE", with_networks, bare),
@@ -138,8 +142,8 @@ def test_anyone_else_may_not_touch_pod_networks(registry: AdmissionRegistry, sub
                                                 operation: str, before: str | None,
                                                 after: str | None) -> None:
     old = None if operation == "CREATE" else pod(
-        {rules.POD_NETWORKS: before} if before is not None else {"team": "a"})
-    new = pod({rules.POD_NETWORKS: after} if after is not None else {"team": "a"})
+        {POD_NETWORKS_ANNOTATION: before} if before is not None else {"team": "a"})
+    new = pod({POD_NETWORKS_ANNOTATION: after} if after is not None else {"team": "a"})
     assert refusal(registry, PODS_RT, operation, new, old, ALICE, subresource) == (
         POD_WEBHOOK + 'user "alice" is not allowed to set the following annotations on pod: '
         '"web": [k8s.ovn.org/pod-networks]')
@@ -154,7 +158,7 @@ def test_anyone_else_may_not_touch_pod_networks(registry: AdmissionRegistry, sub
 
 
 def test_other_pod_writes_are_not_checked(registry: AdmissionRegistry) -> None:
-    old = pod({rules.POD_NETWORKS: NETWORKS})
+    old = pod({POD_NETWORKS_ANNOTATION: NETWORKS})
     other = copy.deepcopy(old)
     other["metadata"]["annotations"]["team"] = "a"
     other["metadata"]["labels"] = {"app": "web"}
@@ -170,7 +174,7 @@ def test_other_pod_writes_are_not_checked(registry: AdmissionRegistry) -> None:
 @pytest.mark.parametrize("subresource", ["", "status"])
 def test_cluster_manager_owns_subnets_and_ids(registry: AdmissionRegistry,
                                              subresource: str) -> None:
-    old = node({rules.L3_GATEWAY_CONFIG: GATEWAY})
+    old = node({GATEWAY_CONFIG_ANNOTATION: GATEWAY})
     allocated = annotated(old, node_subnets='{"default":["10.244.0.0/24"]}', node_id="2")
     assert refusal(registry, NODES_RT, "UPDATE", allocated, old, CLUSTER_MANAGER,
                    subresource) is None
@@ -189,7 +193,7 @@ def test_cluster_manager_owns_subnets_and_ids(registry: AdmissionRegistry,
 @pytest.mark.parametrize("subresource", ["", "status"])
 def test_node_agent_publishes_its_own_node_facts(registry: AdmissionRegistry,
                                                 subresource: str) -> None:
-    old = node({rules.NODE_SUBNETS: '{"default":["10.244.0.0/24"]}'})
+    old = node({NODE_SUBNETS_ANNOTATION: '{"default":["10.244.0.0/24"]}'})
     published = annotated(old, l3_gateway_config=GATEWAY, node_chassis_id="ovn-worker",
                           node_primary_ifaddr='{"ipv4":"172.18.0.2/16"}',
                           host_cidrs='["172.18.0.2/16"]', zone_name="global",
@@ -230,7 +234,7 @@ def test_node_agent_may_not_write_another_node(registry: AdmissionRegistry) -> N
 
 
 def test_node_agent_may_change_only_its_annotations(registry: AdmissionRegistry) -> None:
-    old = node({rules.L3_GATEWAY_CONFIG: GATEWAY})
+    old = node({GATEWAY_CONFIG_ANNOTATION: GATEWAY})
     other_annotation = annotated(old, l3_gateway_config="{}")
     other_annotation["metadata"]["annotations"]["team"] = "a"
     assert refusal(registry, NODES_RT, "UPDATE", other_annotation, old, WORKER) == (
@@ -255,7 +259,7 @@ def test_node_agent_may_change_only_its_annotations(registry: AdmissionRegistry)
 
 
 def test_chassis_id_cannot_be_removed_or_changed(registry: AdmissionRegistry) -> None:
-    old = node({rules.NODE_CHASSIS_ID: "ovn-worker"})
+    old = node({CHASSIS_ID_ANNOTATION: "ovn-worker"})
     changed = annotated(old, node_chassis_id="other")
     removed = annotated(old, node_chassis_id=None)
     prefix = 'is not allowed to set k8s.ovn.org/node-chassis-id on node "ovn-worker": '
@@ -293,7 +297,7 @@ def test_zone_annotations_take_only_upstreams_values(registry: AdmissionRegistry
 
 
 def test_masters_and_the_server_write_anything_else(registry: AdmissionRegistry) -> None:
-    old = node({rules.NODE_CHASSIS_ID: "ovn-worker"})
+    old = node({CHASSIS_ID_ANNOTATION: "ovn-worker"})
     rewritten = annotated(old, node_subnets='{"default":["10.244.9.0/24"]}', node_id="9",
                           l3_gateway_config=GATEWAY, host_cidrs="[]")
     rewritten["metadata"]["labels"]["x"] = "y"
@@ -314,14 +318,14 @@ def test_ovnk_local_creates_nodes_as_admin(registry: AdmissionRegistry) -> None:
         NODE_WEBHOOK + 'user "alice" is not allowed to set the following annotations on node: '
         '"ovn-worker": [k8s.ovn.org/l3-gateway-config k8s.ovn.org/node-chassis-id '
         "k8s.ovn.org/node-primary-ifaddr]")
-    forged = node({rules.NODE_SUBNETS: "{}"}, name="ovn-worker9")
+    forged = node({NODE_SUBNETS_ANNOTATION: "{}"}, name="ovn-worker9")
     assert refusal(registry, NODES_RT, "CREATE", forged, None, WORKER) == (
         NODE_WEBHOOK + 'ovnkube-node on node: "ovn-worker" is not allowed to modify nodes '
         '"ovn-worker9" annotations')
 
 
 def test_unrelated_node_writes_are_not_checked(registry: AdmissionRegistry) -> None:
-    old = node({rules.NODE_SUBNETS: "{}", rules.L3_GATEWAY_CONFIG: GATEWAY})
+    old = node({NODE_SUBNETS_ANNOTATION: "{}", GATEWAY_CONFIG_ANNOTATION: GATEWAY})
     new = copy.deepcopy(old)
     new["metadata"]["labels"]["x"] = "y"
     new["metadata"]["annotations"]["team"] = "a"
@@ -343,7 +347,7 @@ def test_denial_status_and_go_formatting() -> None:
 def test_registered_by_the_entry_point() -> None:
     registry = AdmissionRegistry(builtin_rules=False)
     load_plugins(registry, use_entry_points=True)
-    new = pod({rules.POD_NETWORKS: NETWORKS})
+    new = pod({POD_NETWORKS_ANNOTATION: NETWORKS})
     assert refusal(registry, PODS_RT, "CREATE", new, None, ALICE) is not None
     assert refusal(registry, NODES_RT, "UPDATE", annotated(node(), node_id="1"), node(),
                    ALICE) is not None
@@ -362,7 +366,7 @@ def cluster(kube_apiserver: ServerHandle) -> KubeClient:
     created = api.create(PODS, {"metadata": {"name": "web"}, "spec": {
         "nodeName": "ovn-worker", "containers": [{"name": "c", "image": "agnhost"}]}}, "blue")
     kube_apiserver.api.patch(_rt(kube_apiserver, "pods"), "blue", "web", json.dumps(
-        {"metadata": {"annotations": {rules.POD_NETWORKS: NETWORKS}}}).encode(),
+        {"metadata": {"annotations": {POD_NETWORKS_ANNOTATION: NETWORKS}}}).encode(),
         "application/merge-patch+json", WriteOptions(user=CLUSTER_MANAGER))
     assert created["metadata"]["name"] == "web"
     return api
@@ -388,22 +392,22 @@ def _patch(handle: ServerHandle, plural: str, namespace: str, name: str, patch: 
 def test_server_refused_pod_write_leaves_the_pod(kube_apiserver: ServerHandle,
                                                  cluster: KubeClient, subresource: str) -> None:
     before = cluster.get(PODS, "web", "blue")
-    assert before["metadata"]["annotations"][rules.POD_NETWORKS] == NETWORKS
+    assert before["metadata"]["annotations"][POD_NETWORKS_ANNOTATION] == NETWORKS
     for user in (ALICE, WORKER):
         err = _patch(kube_apiserver, "pods", "blue", "web", {"metadata": {"annotations": {
-            rules.POD_NETWORKS: "{}", "team": "a"}}}, user, subresource)
+            POD_NETWORKS_ANNOTATION: "{}", "team": "a"}}}, user, subresource)
         assert err is not None and (err.code, err.reason) == (403, "Forbidden")
         assert err.message.startswith(POD_WEBHOOK)
         assert cluster.get(PODS, "web", "blue") == before
     assert _patch(kube_apiserver, "pods", "blue", "web", {"metadata": {"annotations": {
-        rules.POD_NETWORKS: "{}"}}}, CLUSTER_MANAGER, subresource) is None
+        POD_NETWORKS_ANNOTATION: "{}"}}}, CLUSTER_MANAGER, subresource) is None
     after = cluster.get(PODS, "web", "blue")
-    assert after["metadata"]["annotations"][rules.POD_NETWORKS] == "{}"
+    assert after["metadata"]["annotations"][POD_NETWORKS_ANNOTATION] == "{}"
 
 
 def test_server_refuses_a_pod_created_with_forged_networks(kube_apiserver: ServerHandle,
                                                            cluster: KubeClient) -> None:
-    body = {"metadata": {"name": "forged", "annotations": {rules.POD_NETWORKS: NETWORKS}},
+    body = {"metadata": {"name": "forged", "annotations": {POD_NETWORKS_ANNOTATION: NETWORKS}},
             "spec": {"containers": [{"name": "c", "image": "agnhost"}]}}
     with pytest.raises(ApiStatusError) as err:
         kube_apiserver.api.create(_rt(kube_apiserver, "pods"), "blue", copy.deepcopy(body),
@@ -420,31 +424,31 @@ def test_server_node_annotations_by_owner(kube_apiserver: ServerHandle,
     before = cluster.get(NODES, "ovn-worker")
     # node agent of ovn-worker2 writing ovn-worker's gateway: refused, node unchanged
     err = _patch(kube_apiserver, "nodes", "", "ovn-worker", {"metadata": {"annotations": {
-        rules.L3_GATEWAY_CONFIG: "{}"}}}, WORKER2, "status")
+        GATEWAY_CONFIG_ANNOTATION: "{}"}}}, WORKER2, "status")
     assert err is not None and err.message == (
         NODE_WEBHOOK + 'ovnkube-node on node: "ovn-worker2" is not allowed to modify nodes '
         '"ovn-worker" annotations')
     # node agent writing the cluster manager's subnets: refused
     err = _patch(kube_apiserver, "nodes", "", "ovn-worker", {"metadata": {"annotations": {
-        rules.NODE_SUBNETS: '{"default":["10.244.9.0/24"]}'}}}, WORKER)
+        NODE_SUBNETS_ANNOTATION: '{"default":["10.244.9.0/24"]}'}}}, WORKER)
     assert err is not None and err.message == (
         NODE_WEBHOOK + 'ovnkube-node on node: "ovn-worker" is not allowed to set the following '
         "annotations: [k8s.ovn.org/node-subnets]")
     # changing the chassis id: refused
     err = _patch(kube_apiserver, "nodes", "", "ovn-worker", {"metadata": {"annotations": {
-        rules.NODE_CHASSIS_ID: "other"}}}, WORKER, "status")
+        CHASSIS_ID_ANNOTATION: "other"}}}, WORKER, "status")
     assert err is not None and err.message.endswith("cannot be changed once set")
     assert cluster.get(NODES, "ovn-worker") == before
     # the owners: the node agent publishes through nodes/status, the cluster manager
     # allocates through the main resource
     assert _patch(kube_apiserver, "nodes", "", "ovn-worker", {"metadata": {"annotations": {
-        rules.L3_GATEWAY_CONFIG: GATEWAY}}}, WORKER, "status") is None
+        GATEWAY_CONFIG_ANNOTATION: GATEWAY}}}, WORKER, "status") is None
     assert _patch(kube_apiserver, "nodes", "", "ovn-worker", {"metadata": {"annotations": {
-        rules.NODE_SUBNETS: '{"default":["10.244.0.0/24"]}', rules.NODE_ID: "2"}}},
+        NODE_SUBNETS_ANNOTATION: '{"default":["10.244.0.0/24"]}', NODE_ID_ANNOTATION: "2"}}},
         CLUSTER_MANAGER) is None
     annotations = cluster.get(NODES, "ovn-worker")["metadata"]["annotations"]
-    assert annotations[rules.L3_GATEWAY_CONFIG] == GATEWAY
-    assert (annotations[rules.NODE_SUBNETS], annotations[rules.NODE_ID]) == (
+    assert annotations[GATEWAY_CONFIG_ANNOTATION] == GATEWAY
+    assert (annotations[NODE_SUBNETS_ANNOTATION], annotations[NODE_ID_ANNOTATION]) == (
         '{"default":["10.244.0.0/24"]}', "2")
 
 
@@ -466,7 +470,7 @@ def test_official_client_sees_the_webhook_denial(kube_apiserver: ServerHandle,
     worker2 = client.CoreV1Api(client_for(kube_apiserver, WORKER2.name, (NODES_GROUP,)))
     with pytest.raises(ApiException) as err:
         worker2.patch_node_status("ovn-worker", {"metadata": {"annotations": {
-            rules.L3_GATEWAY_CONFIG: "{}"}}})
+            GATEWAY_CONFIG_ANNOTATION: "{}"}}})
     assert err.value.status == 403
     assert json.loads(err.value.body) == {
         "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
@@ -475,13 +479,13 @@ def test_official_client_sees_the_webhook_denial(kube_apiserver: ServerHandle,
                                   'modify nodes "ovn-worker" annotations'}
     with pytest.raises(ApiException) as err:
         worker2.patch_namespaced_pod("web", "blue", {"metadata": {"annotations": {
-            rules.POD_NETWORKS: "{}"}}})
+            POD_NETWORKS_ANNOTATION: "{}"}}})
     assert json.loads(err.value.body)["message"] == (
         POD_WEBHOOK + 'ovnkube-node on node: "ovn-worker2" is not allowed to set the following '
         'annotations on pod: "web": [k8s.ovn.org/pod-networks]')
     assert cluster.get(NODES, "ovn-worker") == before
     assert cluster.get(PODS, "web", "blue")["metadata"]["annotations"][
-        rules.POD_NETWORKS] == NETWORKS
+        POD_NETWORKS_ANNOTATION] == NETWORKS
     # its own node's facts, through nodes/status: admitted
     worker = client.CoreV1Api(client_for(kube_apiserver, WORKER.name, (NODES_GROUP,)))
     patched = worker.patch_node_status("ovn-worker", {"metadata": {"annotations": {
@@ -507,10 +511,10 @@ def test_cluster_manager_allocates_under_admission(kube_apiserver: ServerHandle)
     manager = ClusterManager(config, as_cluster_manager, PluginHost.load(config), identity="t")
     manager.start_controllers()
     try:
-        wait_until(lambda: rules.POD_NETWORKS in (
+        wait_until(lambda: POD_NETWORKS_ANNOTATION in (
             admin.get(PODS, "web", "blue")["metadata"].get("annotations") or {}))
     finally:
         manager.stop_controllers()
     annotations = admin.get(NODES, "ovn-worker")["metadata"]["annotations"]
-    assert json.loads(annotations[rules.NODE_SUBNETS])["default"]
-    assert annotations[rules.NODE_ID] and annotations[rules.NODE_CHASSIS_ID] == "ovn-worker"
+    assert json.loads(annotations[NODE_SUBNETS_ANNOTATION])["default"]
+    assert annotations[NODE_ID_ANNOTATION] and annotations[CHASSIS_ID_ANNOTATION] == "ovn-worker"

@@ -1,0 +1,42 @@
+"""The annotation contracts: one module per annotation ovnk writes on a Kubernetes object.
+
+The annotations are the control plane's state, passed between components that
+run apart: the cluster manager writes a node's ``node-id`` and ``node-subnets``,
+a NAD's ``network-id``/``network-name`` and ``tunnel-keys``, a pod's
+``pod-networks``; a node agent writes its node's gateway facts
+(``l3-gateway-config``, ``node-chassis-id``, ``node-primary-ifaddr``); the zone
+controller, the node agents, admission and plugins read them.  Each contract
+has exactly one module here holding its name(s), its typed value, how it is
+written (``serialize``/``build``) and how it is read (``parse``: strict, a
+malformed value is an ``AnnotationError`` naming what is wrong), so a writer
+and its readers cannot drift apart and no reader is more lenient than another
+by accident.  Where a caller must keep going on a malformed value (an
+allocator that would rather allocate again, a reader of many objects), the
+module also has a lenient reader of the whole object, built on ``parse``.
+
+These modules sit below everything that uses them: they import only the
+standard library, ``jsondepth``, ``errors`` and ``config.values`` — never a
+controller, a client, or the ``networks`` package (which imports them).
+
+* ``node_subnets`` — ``k8s.ovn.org/node-subnets`` (Node; cluster manager)
+* ``node_id`` — ``k8s.ovn.org/node-id`` (Node; cluster manager)
+* ``network_id`` — ``k8s.ovn.org/network-id`` and ``network-name`` (NAD; cluster manager)
+* ``tunnel_keys`` — ``k8s.ovn.org/tunnel-keys`` (NAD; cluster manager)
+* ``node_gateway`` — ``k8s.ovn.org/l3-gateway-config``, ``node-chassis-id`` and
+  ``node-primary-ifaddr`` (Node; node agent)
+* ``pod_networks`` — ``k8s.ovn.org/pod-networks`` (Pod; cluster manager)
+"""
+
+from __future__ import annotations
+
+from ovnk_core.errors import OvnkError
+
+
+class AnnotationError(OvnkError, ValueError):
+    """An annotation's value is malformed: not one its writer could have written.
+
+    A ``ValueError`` too, so "cannot read this value" handlers catch it.
+    """
+
+
+__all__ = ["AnnotationError"]
