@@ -16,7 +16,7 @@ feature that is no longer enabled when they start.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from ovnk_core.config import Config
@@ -125,6 +125,9 @@ class ZoneContext(_NetworkListeners):
         / ``delete_owner``; rows of other owners are never yours to touch.
     :ivar rendered_network: the network as the zone last rendered it (``None``: not
         rendered, or gone); hear about changes with ``on_networks_changed``.
+    :ivar owners_in_nb: the owners that have rows in NB for a controller name; use
+        ``feature_owners`` (e.g. at startup, to remove rows of objects deleted while the
+        zone was down).
     """
 
     config: Config
@@ -133,7 +136,12 @@ class ZoneContext(_NetworkListeners):
     recorder: EventRecorder | None
     nb: RowWriter
     rendered_network: Callable[[str], NetworkState | None]
+    owners_in_nb: Callable[[str], Collection[Owner]]
     _listeners: list[NetworkListener] = field(default_factory=list)
+
+    def feature_owners(self, feature: str) -> set[Owner]:
+        """Every owner of ``feature``'s rows now in NB (``feature_owner(feature, ...)``)."""
+        return set(self.owners_in_nb(feature_owner(feature, "").controller))
 
 
 @dataclass

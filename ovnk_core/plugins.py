@@ -28,6 +28,7 @@ from stevedore import ExtensionManager, NamedExtensionManager
 from ovnk_core import hookspecs
 from ovnk_core.config import Config
 from ovnk_core.errors import ConfigError, PluginLoadError, TopologyNotSupported
+from ovnk_core.kube.controller import Controller
 from ovnk_core.networks import builtin_checks
 from ovnk_core.networks.netconf import parse_common
 from ovnk_core.networks.netinfo import NetInfo
@@ -147,6 +148,24 @@ class PluginHost:
             except ConfigError as exc:
                 raise ConfigError(f"plugin {impl.plugin_name}: {exc}") from None
 
+    def contributed_controllers(self, hook_name: str, context: Any) -> list[Controller]:
+        """Call one of the ``ovnk_*_controllers`` hooks and gather the controllers.
+
+        Implementations run in pluggy's order; each gets only the arguments it names.
+
+        :raises ConfigError: an implementation refused; the message names the plugin.
+        """
+        controllers: list[Controller] = []
+        hook = getattr(self.manager.hook, hook_name)
+        for impl in reversed(hook.get_hookimpls()):
+            available = {"context": context}
+            try:
+                result = impl.function(**{arg: available[arg] for arg in impl.argnames})
+            except ConfigError as exc:
+                raise ConfigError(f"plugin {_label(impl)}: {exc}") from None
+            controllers.extend(result or [])
+        return controllers
+
     def default_topology(self) -> Topology:
         """The topology that renders the cluster default network.
 
@@ -185,6 +204,13 @@ class PluginHost:
         netinfo = self.topology(conf.topology).parse_netconf(conf)
         self.hook.ovnk_validate_network(netinfo=netinfo, config=self.config)
         return netinfo
+
+
+def _label(impl: Any) -> str:
+    """How an error names a hook implementation's plugin: its registration name
+    (``ovnk.features:<name>``), or its class for one registered without a name."""
+    name = str(impl.plugin_name)
+    return type(impl.plugin).__name__ if name.isdigit() else name
 
 
 def _installed(group: str, name: str) -> bool:

@@ -74,10 +74,8 @@ class ClusterManager:
             self.nad.listeners.append(lambda _network: self.nodes.networks_changed())
             self.nad.listeners.append(lambda _network: self.pods.networks_changed())
             self.nad.listeners.append(self.context.networks_changed)
-        self.plugin_controllers: list[Controller] = [
-            controller
-            for contributed in host.hook.ovnk_cluster_manager_controllers(context=self.context)
-            for controller in contributed or []]
+        self.plugin_controllers: list[Controller] = host.contributed_controllers(
+            "ovnk_cluster_manager_controllers", self.context)
         self.udn: UdnControllers | None = None
         if config.enable_network_segmentation:
             udn = self.udn = UdnControllers(client, self.informers, config, host, self.recorder)

@@ -42,11 +42,8 @@ class NodeFeatureControllers:
     def __init__(self, host: PluginHost, context: NodeContext) -> None:
         self.host = host
         self.context = context
-        self.controllers: list[Controller] = [
-            controller
-            for contributed in host.hook.ovnk_node_controllers(context=context)
-            for controller in contributed
-        ]
+        self.controllers: list[Controller] = host.contributed_controllers(
+            "ovnk_node_controllers", context)
 
     def start(self) -> None:
         try:

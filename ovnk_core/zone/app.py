@@ -44,13 +44,11 @@ class ZoneApp:
                                          on_undecodable=undecodable_reporter(self.recorder))
         self.zone = ZoneController(self.informers, config, host, nb, self.recorder)
         self.context = ZoneContext(config, client, self.informers, self.recorder, nb,
-                                   self.zone.rendered_network)
+                                   self.zone.rendered_network,
+                                   lambda controller: nb.owners(controller=controller))
         self.zone.network_listeners.append(self.context.networks_changed)
-        self.plugin_controllers: list[Controller] = [
-            controller
-            for contributed in host.hook.ovnk_zone_controllers(context=self.context)
-            for controller in contributed
-        ]
+        self.plugin_controllers: list[Controller] = host.contributed_controllers(
+            "ovnk_zone_controllers", self.context)
         self.registry = CollectorRegistry()
         self.registry.register(ControllerCollector(
             lambda: [*self.zone.controllers(), *self.plugin_controllers]))

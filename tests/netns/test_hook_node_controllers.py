@@ -166,6 +166,7 @@ def test_hook_ovnk_node_controllers(kube_apiserver: ServerHandle, cluster_pki: S
     result = ovnk_node("refuse", kubeconfig, netns, tmp_path)
     assert result.returncode == 2, result.stderr
     assert result.stdout.splitlines() == ["agent built"]
-    assert result.stderr.splitlines()[-1] == f"ovnk node: {REFUSAL}"
+    # the operator sees which plugin refused
+    assert result.stderr.splitlines()[-1] == f"ovnk node: plugin Plugin: {REFUSAL}"
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "ready").exists()

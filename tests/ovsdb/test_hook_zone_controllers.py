@@ -123,7 +123,7 @@ def test_hook_ovnk_zone_controllers(kube_apiserver: ServerHandle, nb_server: Ovs
     refusing.manager.register(Refuser())
     writer = NbWriter([nb_server.remote]).start()
     try:
-        with pytest.raises(ConfigError, match=f"^{REFUSAL}$"):
+        with pytest.raises(ConfigError, match=f"^plugin Refuser: {REFUSAL}$"):
             ZoneApp(config, component_client(kube_apiserver, CONTROLLER_USER), refusing,
                     writer, identity="t")
     finally:
@@ -167,6 +167,7 @@ def test_a_config_error_from_the_hook_aborts_ovnk_controller_at_startup(
          nb_server.remote, "--k8s-kubeconfig", str(kubeconfig), "--ready-file", str(ready)],
         capture_output=True, text=True, timeout=60, env=env, check=False)
     assert result.returncode == 2, result.stderr
-    assert result.stderr.splitlines()[-1] == f"ovnk controller: {REFUSAL}"
+    # the operator sees which plugin refused
+    assert result.stderr.splitlines()[-1] == f"ovnk controller: plugin Refuser: {REFUSAL}"
     assert "Traceback" not in result.stderr
     assert not ready.exists()
