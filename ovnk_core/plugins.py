@@ -27,7 +27,12 @@ from stevedore import ExtensionManager, NamedExtensionManager
 
 from ovnk_core import hookspecs
 from ovnk_core.config import Config
-from ovnk_core.errors import ConfigError, PluginLoadError, TopologyNotSupported
+from ovnk_core.errors import (
+    ConfigError,
+    NetworkConfigError,
+    PluginLoadError,
+    TopologyNotSupported,
+)
 from ovnk_core.kube.controller import Controller
 from ovnk_core.networks import builtin_checks
 from ovnk_core.networks.netconf import parse_common
@@ -201,7 +206,12 @@ class PluginHost:
         :raises TopologyNotSupported: no enabled plugin provides its topology.
         """
         conf = parse_common(document)
-        netinfo = self.topology(conf.topology).parse_netconf(conf)
+        topology = self.topology(conf.topology)
+        netinfo = topology.parse_netconf(conf)
+        if netinfo.is_primary and not topology.supports_primary:
+            raise NetworkConfigError(
+                f"unexpected network field \"role\" {netinfo.role!r} for {topology.name!r} "
+                "topology: the topology does not support primary networks")
         self.hook.ovnk_validate_network(netinfo=netinfo, config=self.config)
         return netinfo
 

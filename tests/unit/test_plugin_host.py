@@ -307,3 +307,27 @@ def test_plugin_manager_lists_every_loaded_plugin_by_group_and_name() -> None:
     names = {name for name, _plugin in host.manager.list_name_plugin()}
     assert names == {"core:network-checks", "ovnk.topologies:layer2",
                      "ovnk.features:isolation", "ovnk.features:mirror"}
+
+
+def test_a_topology_without_primary_support_never_yields_a_primary_network() -> None:
+    """``supports_primary = False`` is enforced by the core, even when the topology's own
+    parser lets ``role: primary`` through."""
+    from ovnk_core import NetworkConfigError as Rejected
+    from ovnk_core import Topology as Base
+    from ovnk_core.networks.netinfo import NetInfo as Info
+
+    class SecondaryOnly(Base):
+        name = "secondary-only"
+        supports_primary = False
+
+        def parse_netconf(self, netconf: Any) -> Info:
+            return Info(name=netconf.name, topology=self.name, role=netconf.role, mtu=1400)
+
+    config = load_config({}, env={})
+    host = PluginHost.load(config)
+    host.topologies["secondary-only"] = SecondaryOnly(config)
+    document = {"cniVersion": "1.0.0", "type": "ovn-k8s-cni-overlay", "name": "n",
+                "topology": "secondary-only", "netAttachDefName": "ns/n"}
+    assert host.parse_netconf({**document, "role": "secondary"}).role == "secondary"
+    with pytest.raises(Rejected, match="does not support primary networks"):
+        host.parse_netconf({**document, "role": "primary"})
