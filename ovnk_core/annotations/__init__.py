@@ -29,6 +29,9 @@ controller, a client, or the ``networks`` package (which imports them).
 
 from __future__ import annotations
 
+from typing import Any
+
+from ovnk_core import jsondepth
 from ovnk_core.errors import OvnkError
 
 
@@ -39,4 +42,27 @@ class AnnotationError(OvnkError, ValueError):
     """
 
 
-__all__ = ["AnnotationError"]
+def load_json(raw: str, annotation: str, error: type[AnnotationError]) -> Any:
+    """The annotation's JSON document (depth-limited: ``jsondepth``).
+
+    :raises error: ``<annotation> is not valid JSON: <why>``.
+    """
+    try:
+        return jsondepth.loads(raw)  # nested too deeply: a ValueError too
+    except ValueError as exc:
+        raise error(f"{annotation} is not valid JSON: {exc}") from None
+
+
+def load_json_of(raw: str, annotation: str, error: type[AnnotationError], kind: type,
+                 kind_name: str) -> Any:
+    """``load_json``, and the document must be a ``kind`` (``dict``, ``list``).
+
+    :raises error: ``<annotation> must be a JSON <kind_name>, got <type>`` too.
+    """
+    document = load_json(raw, annotation, error)
+    if not isinstance(document, kind):
+        raise error(f"{annotation} must be a JSON {kind_name}, got {type(document).__name__}")
+    return document
+
+
+__all__ = ["AnnotationError", "load_json", "load_json_of"]

@@ -23,8 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ovnk_core import jsondepth
-from ovnk_core.annotations import AnnotationError
+from ovnk_core.annotations import AnnotationError, load_json
 
 GATEWAY_CONFIG_ANNOTATION = "k8s.ovn.org/l3-gateway-config"
 CHASSIS_ID_ANNOTATION = "k8s.ovn.org/node-chassis-id"
@@ -90,11 +89,7 @@ def parse(raw: str) -> GatewayConfig:
 
     :raises GatewayConfigError: with a message naming what is wrong.
     """
-    try:
-        document = jsondepth.loads(raw)  # nested too deeply: a ValueError too
-    except ValueError as exc:
-        raise GatewayConfigError(f"{GATEWAY_CONFIG_ANNOTATION} is not valid JSON: {exc}") \
-            from None
+    document = load_json(raw, GATEWAY_CONFIG_ANNOTATION, GatewayConfigError)
     entry: Any = document.get(DEFAULT_GATEWAY_KEY) if isinstance(document, dict) else None
     if not isinstance(entry, dict):
         raise GatewayConfigError(f"{GATEWAY_CONFIG_ANNOTATION} has no "

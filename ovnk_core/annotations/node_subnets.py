@@ -21,8 +21,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ovnk_core import jsondepth
-from ovnk_core.annotations import AnnotationError
+from ovnk_core.annotations import AnnotationError, load_json_of
 from ovnk_core.config.values import IPNetwork
 
 NODE_SUBNETS_ANNOTATION = "k8s.ovn.org/node-subnets"
@@ -33,13 +32,8 @@ class NodeSubnetsError(AnnotationError):
 
 
 def _document(raw: str) -> dict[str, Any]:
-    try:
-        document = jsondepth.loads(raw)  # nested too deeply: a ValueError too
-    except ValueError as exc:
-        raise NodeSubnetsError(f"{NODE_SUBNETS_ANNOTATION} is not valid JSON: {exc}") from None
-    if not isinstance(document, dict):
-        raise NodeSubnetsError(f"{NODE_SUBNETS_ANNOTATION} must be a JSON object, "
-                               f"got {type(document).__name__}")
+    document: dict[str, Any] = load_json_of(raw, NODE_SUBNETS_ANNOTATION, NodeSubnetsError,
+                                            dict, "object")
     return document
 
 

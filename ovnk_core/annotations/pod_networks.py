@@ -22,8 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ovnk_core import jsondepth
-from ovnk_core.annotations import AnnotationError
+from ovnk_core.annotations import AnnotationError, load_json
 
 POD_NETWORKS_ANNOTATION = "k8s.ovn.org/pod-networks"
 ROLES = ("primary", "secondary", "infrastructure-locked")
@@ -145,11 +144,7 @@ def entries(raw: str | None) -> dict[str, dict[str, Any]]:
     """
     if not raw:
         return {}
-    try:
-        document = jsondepth.loads(raw)  # nested too deeply: a ValueError too
-    except ValueError as exc:
-        raise PodAnnotationError(f"{POD_NETWORKS_ANNOTATION} is not valid JSON: {exc}") \
-            from None
+    document = load_json(raw, POD_NETWORKS_ANNOTATION, PodAnnotationError)
     if not isinstance(document, dict):
         raise PodAnnotationError(f"{POD_NETWORKS_ANNOTATION} must be a JSON object")
     for key, value in document.items():

@@ -14,8 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ovnk_core import jsondepth
-from ovnk_core.annotations import AnnotationError
+from ovnk_core.annotations import AnnotationError, load_json_of
 
 TUNNEL_KEYS_ANNOTATION = "k8s.ovn.org/tunnel-keys"
 MAX_TUNNEL_KEY = 2 ** 24 - 1  # datapath tunnel keys are 24 bits wide
@@ -30,13 +29,7 @@ def parse(raw: str) -> list[int]:
 
     :raises TunnelKeysError: naming what is wrong.
     """
-    try:
-        keys = jsondepth.loads(raw)  # nested too deeply: a ValueError too
-    except ValueError as exc:
-        raise TunnelKeysError(f"{TUNNEL_KEYS_ANNOTATION} is not valid JSON: {exc}") from None
-    if not isinstance(keys, list):
-        raise TunnelKeysError(f"{TUNNEL_KEYS_ANNOTATION} must be a JSON list, "
-                              f"got {type(keys).__name__}")
+    keys: list[Any] = load_json_of(raw, TUNNEL_KEYS_ANNOTATION, TunnelKeysError, list, "list")
     for key in keys:
         if not isinstance(key, int) or isinstance(key, bool):
             raise TunnelKeysError(f"{TUNNEL_KEYS_ANNOTATION}: {json.dumps(key)} is not an "
