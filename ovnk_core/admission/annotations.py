@@ -6,7 +6,8 @@ it gets; a node's ``k8s.ovn.org/node-subnets``, ``node-id`` and gateway facts
 decide the whole topology.  RBAC cannot tell one annotation from another, nor
 node A's agent from node B's, so upstream OVN-Kubernetes runs validating
 webhooks (``go-controller/pkg/ovnwebhook``, served by ovnkube-identity) that
-do; these hooks are the same rules for the local API server:
+do; these hooks are the same rules for an API server that runs ovnk's admission hooks
+(``admission.contract``; in development the local one of ``ovnk-local``):
 
 * ``k8s.ovn.org/pod-networks``: only the cluster manager
   (``CLUSTER_MANAGER_USER``) may add, change or remove it.
@@ -41,6 +42,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ovnk_core.admission.contract import (
+    MASTERS,
+    AdmissionDenied,
+    AdmissionRegistry,
+    UserInfo,
+    go_quote,
+)
 from ovnk_core.annotations.node_gateway import (
     CHASSIS_ID_ANNOTATION,
     GATEWAY_CONFIG_ANNOTATION,
@@ -49,9 +57,6 @@ from ovnk_core.annotations.node_gateway import (
 from ovnk_core.annotations.node_id import NODE_ID_ANNOTATION
 from ovnk_core.annotations.node_subnets import NODE_SUBNETS_ANNOTATION
 from ovnk_core.annotations.pod_networks import POD_NETWORKS_ANNOTATION
-from ovnk_core.apiserver.admission import AdmissionRegistry
-from ovnk_core.apiserver.authn import MASTERS, UserInfo
-from ovnk_core.apiserver.errors import ApiStatusError, go_quote
 from ovnk_core.identities import CLUSTER_MANAGER_USER, node_of_user
 
 JSON = dict[str, Any]
@@ -167,11 +172,11 @@ def _name(obj: JSON) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
 
 
-def denied(webhook: str, message: str) -> ApiStatusError:
+def denied(webhook: str, message: str) -> AdmissionDenied:
     """A webhook's denial as the API server returns it (controller-runtime's ``Denied``:
     403 Forbidden, no details)."""
-    return ApiStatusError(403, "Forbidden",
-                          f"admission webhook {go_quote(webhook)} denied the request: {message}")
+    return AdmissionDenied(f"admission webhook {go_quote(webhook)} denied the request: "
+                           f"{message}")
 
 
 def is_master(user: UserInfo) -> bool:

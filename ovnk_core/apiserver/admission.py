@@ -7,8 +7,11 @@ resource)`` instead.  A validating hook is called as ``hook(operation,
 new_object, old_object)`` (``CREATE``/``UPDATE``/``DELETE``; ``new`` is None
 on DELETE, ``old`` is None on CREATE) and returns ``None`` to allow, or a
 message / ``FieldError``(s) to reject with 422 Invalid; it may also raise
-``PolicyDenied`` (the ValidatingAdmissionPolicy shape) or any
-``ApiStatusError``.  A hook registered ``with_user=True`` is called with a
+``PolicyDenied`` (the ValidatingAdmissionPolicy shape), ``AdmissionDenied`` (a webhook's
+denial) or any ``ApiStatusError``.  The hooks' side of this (types, the
+``ovnk.admission`` entry point group, the registry's interface) is the core's
+``ovnk_core.admission.contract``: ovnk's own rules live in the core and import nothing of
+this server.  A hook registered ``with_user=True`` is called with a
 fourth argument, the requesting ``UserInfo`` (``None`` for the server's own
 writes), as a webhook sees ``request.userInfo``.  Hooks run outside the store
 lock, before the write.
@@ -24,11 +27,18 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
-from ovnk_core.apiserver.authn import UserInfo
+from ovnk_core.admission.contract import (
+    ENTRY_POINT_GROUP,
+    AdmissionDenied,
+    FieldError,
+    MutatingHook,
+    UserInfo,
+    ValidatingHook,
+)
+from ovnk_core.admission.contract import AdmissionRegistry as RuleRegistry
 from ovnk_core.apiserver.errors import (
     JSON,
     ApiStatusError,
-    FieldError,
     forbidden,
     go_quote,
     internal,
@@ -40,16 +50,11 @@ from ovnk_core.apiserver.resources import ResourceType
 
 log = logging.getLogger(__name__)
 
-HookResult = None | str | FieldError | Sequence[FieldError]
-ValidatingHook = Callable[..., HookResult]   # (operation, new, old[, user])
-MutatingHook = Callable[..., JSON | None]    # (operation, new, old[, user])
-
 UDN_NAMESPACE_LABEL = "k8s.ovn.org/primary-user-defined-network"
 UDN_LABEL_POLICY = "user-defined-networks-namespace-label"
 UDN_LABEL_BINDING = "user-defined-networks-namespace-label-binding"
 UDN_LABEL_MESSAGE = (f"The '{UDN_NAMESPACE_LABEL}' label cannot be added/removed after the "
                      "namespace was created")
-ENTRY_POINT_GROUP = "ovnk.admission"
 _REASON_CODES = {"Invalid": 422, "Forbidden": 403, "Unauthorized": 401,
                  "RequestEntityTooLarge": 413}
 
@@ -147,6 +152,8 @@ class AdmissionRegistry:
                 result = hook.call(hook.mutate, operation, obj, old, user)
             except ApiStatusError:
                 raise
+            except AdmissionDenied as denied:
+                raise denial(denied) from None
             except Exception as exc:
                 log.exception("admission: mutating hook %s failed on %s", hook.name,
                               key_of(obj))
@@ -167,6 +174,9 @@ class AdmissionRegistry:
                 result = hook.call(hook.validate, operation, obj, old, user)
             except ApiStatusError:
                 raise
+            except AdmissionDenied as denied:
+                log.info("admission: %s %s denied by %s", operation, key_of(subject), hook.name)
+                raise denial(denied) from None
             except PolicyDenied as denied:
                 log.info("admission: %s %s denied by policy %s", operation, key_of(subject),
                          denied.policy)
@@ -178,6 +188,12 @@ class AdmissionRegistry:
                 continue
             log.info("admission: %s %s rejected by %s", operation, key_of(subject), hook.name)
             raise rejection(rt, name, result)
+
+
+def denial(denied: AdmissionDenied) -> ApiStatusError:
+    """A hook's ``AdmissionDenied`` as the client receives it (a webhook's denial: its code,
+    reason and message, no details)."""
+    return ApiStatusError(denied.code, denied.reason, denied.message)
 
 
 def rejection(rt: ResourceType, name: str, result: str | FieldError | Sequence[FieldError],
@@ -220,13 +236,14 @@ def load_plugins(registry: AdmissionRegistry, modules: Iterable[str] = (),
     """Let code outside the server register hooks: each ``module:function`` in ``modules``
     and, with ``use_entry_points``, each ``ovnk.admission`` entry point is called with
     ``registry``."""
+    rules: RuleRegistry = registry  # what the rules see of it: the core's contract
     for spec in modules:
         module, _, name = spec.partition(":")
-        getattr(importlib.import_module(module), name or "register")(registry)
+        getattr(importlib.import_module(module), name or "register")(rules)
         log.info("admission: hooks registered by %s", spec)
     if use_entry_points:
         for entry in entry_points(group=ENTRY_POINT_GROUP):
-            entry.load()(registry)
+            entry.load()(rules)
             log.info("admission: hooks registered by entry point %s (%s)", entry.name,
                      entry.value)
 

@@ -17,10 +17,10 @@ import csv
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ovnk_core.admission.contract import MASTERS, UserInfo
 from ovnk_core.apiserver.errors import ApiStatusError
 
 log = logging.getLogger(__name__)
@@ -28,27 +28,7 @@ log = logging.getLogger(__name__)
 AUTHENTICATED = "system:authenticated"
 UNAUTHENTICATED = "system:unauthenticated"
 ANONYMOUS_USER = "system:anonymous"
-MASTERS = "system:masters"
 ANONYMOUS_PATHS = ("/healthz", "/livez", "/readyz")
-
-
-@dataclass(frozen=True)
-class UserInfo:
-    """An authenticated identity (``user.Info``): name, uid, groups, extra."""
-
-    name: str
-    groups: tuple[str, ...] = ()
-    uid: str = ""
-    extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-
-    def as_json(self) -> dict[str, Any]:
-        """The ``UserInfo`` of authentication.k8s.io (SelfSubjectReview, TokenReview)."""
-        body: dict[str, Any] = {"username": self.name, "groups": list(self.groups)}
-        if self.uid:
-            body["uid"] = self.uid
-        if self.extra:
-            body["extra"] = {k: list(v) for k, v in self.extra.items()}
-        return body
 
 
 ANONYMOUS = UserInfo(ANONYMOUS_USER, (UNAUTHENTICATED,))

@@ -5,107 +5,18 @@ dispatch on ``reason`` and ``code`` and show ``message`` to people, so the
 message formats here copy the real API server's (``pods "x" not found``,
 ``Operation cannot be fulfilled on ...``, ``Kind.group "x" is invalid: ...``).
 ``FieldError`` renders one field problem the way apimachinery's
-``field.Error`` does, for schema validation and admission hooks alike.
+``field.Error`` does, for schema validation and admission hooks alike; it and Go's
+quoting are the core's (``ovnk_core.admission.contract``, shared with ovnk's admission
+rules), re-exported here.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from typing import Any
 
+from ovnk_core.admission.contract import OMIT, FieldError, go_quote, go_value
+
 JSON = dict[str, Any]
-
-OMIT = object()
-"""Marker for a ``FieldError`` that shows no value (``Required value``)."""
-
-_TYPE_TEXT = {
-    "NotFound": ("Not found", "FieldValueNotFound"),
-    "Required": ("Required value", "FieldValueRequired"),
-    "Duplicate": ("Duplicate value", "FieldValueDuplicate"),
-    "Invalid": ("Invalid value", "FieldValueInvalid"),
-    "NotSupported": ("Unsupported value", "FieldValueNotSupported"),
-    "Forbidden": ("Forbidden", "FieldValueForbidden"),
-    "TooLong": ("Too long", "FieldValueTooLong"),
-    "TooMany": ("Too many", "FieldValueTooMany"),
-    "TypeInvalid": ("Invalid value", "FieldValueTypeInvalid"),
-}
-_VALUELESS = ("Required", "Forbidden", "TooLong")
-
-
-_GO_ESCAPES = {"\a": r"\a", "\b": r"\b", "\f": r"\f", "\n": r"\n", "\r": r"\r", "\t": r"\t",
-               "\v": r"\v", '"': r'\"', "\\": r"\\"}
-
-
-def go_quote(text: str) -> str:
-    r"""``text`` as Go's ``%q`` (``strconv.Quote``) prints it: printable characters as they
-    are, the rest escaped (``\x00``, ``\u00a0``, ``\U000e0001``)."""
-    out = ['"']
-    for char in text:
-        code = ord(char)
-        if char in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[char])
-        elif char.isprintable() and not 0xD800 <= code <= 0xDFFF:
-            out.append(char)
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
-
-
-def go_value(value: Any) -> str:
-    """A value as Go's ``%v``/``%q`` would print it in a field error."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, str):
-        return go_quote(value)
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-@dataclass(frozen=True)
-class FieldError:
-    """One invalid field: ``spec.topology: Unsupported value: "Foo": supported values: ..."``."""
-
-    type: str
-    field: str
-    value: Any = OMIT
-    detail: str = ""
-    supported: tuple[Any, ...] = ()
-
-    @property
-    def reason(self) -> str:
-        """The cause reason (``FieldValueInvalid``, ...)."""
-        return _TYPE_TEXT[self.type][1]
-
-    def body(self) -> str:
-        """The message without the field path (``details.causes[].message``)."""
-        text = _TYPE_TEXT[self.type][0]
-        if self.type not in _VALUELESS and self.value is not OMIT:
-            text += f": {go_value(self.value)}"
-        detail = self.detail
-        if self.type == "NotSupported" and self.supported:
-            detail = "supported values: " + ", ".join(go_value(v) for v in self.supported)
-        if detail:
-            text += f": {detail}"
-        return text
-
-    def __str__(self) -> str:
-        return f"{self.field}: {self.body()}" if self.field else self.body()
-
-    def cause(self) -> JSON:
-        """One ``details.causes`` entry."""
-        return {"reason": self.reason, "message": self.body(), "field": self.field}
-
 
 class ApiStatusError(Exception):
     """A failed request; ``status()`` is the body the client receives."""
@@ -228,3 +139,9 @@ def path_not_found(path: str) -> ApiStatusError:
 def internal(message: str) -> ApiStatusError:
     """500 InternalError (an admission hook crashed, a bug)."""
     return ApiStatusError(500, "InternalError", f"Internal error occurred: {message}")
+
+
+__all__ = ["JSON", "MODIFIED", "OMIT", "ApiStatusError", "FieldError", "already_exists",
+           "bad_request", "conflict", "expired", "forbidden", "go_quote", "go_value",
+           "internal", "invalid", "method_not_allowed", "not_found", "path_not_found",
+           "qualified_kind", "qualified_resource", "unsupported_media_type"]

@@ -19,6 +19,7 @@ import copy
 import re
 from typing import Any
 
+from ovnk_core.admission.contract import type_name
 from ovnk_core.apiserver.errors import JSON, OMIT, FieldError, go_value
 from ovnk_core.apiserver.formats import format_ok
 
@@ -31,21 +32,6 @@ _TYPES = {"object": dict, "array": list, "string": str, "boolean": bool}
 
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
-
-
-def type_name(value: Any) -> str:
-    """The JSON type name kube-openapi reports for a value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 def _preserves(schema: JSON) -> bool:

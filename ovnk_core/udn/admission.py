@@ -1,18 +1,18 @@
-"""The UDN/CUDN validation rules as admission hooks of the local API server.
+"""The UDN/CUDN validation rules as admission hooks of an API server.
 
-A real cluster evaluates the CRDs' CEL rules at ``kubectl apply``; the local
-API server cannot, so these hooks run the same rules (``udn.validation``)
-and reject with the message a real server prints.  Registered through the
-``ovnk.admission`` entry point, so ``python -m ovnk_core.apiserver`` loads
-them by itself.
+A real cluster evaluates the CRDs' CEL rules at ``kubectl apply``; an API
+server that cannot (the local one of ``ovnk-local``) runs these hooks
+instead: the same rules (``udn.validation``), rejecting with the message a
+real server prints.  Registered through the ``ovnk.admission`` entry point
+(``admission.contract``), so such a server loads them by itself.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ovnk_core.apiserver.admission import AdmissionRegistry
-from ovnk_core.apiserver.errors import FieldError as ApiFieldError
+from ovnk_core.admission.contract import AdmissionRegistry
+from ovnk_core.admission.contract import FieldError as ApiFieldError
 from ovnk_core.udn.field_errors import FieldError
 from ovnk_core.udn.validation import validate_cudn, validate_udn
 

@@ -23,9 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ovnk_core.apiserver.errors import OMIT
-from ovnk_core.apiserver.errors import FieldError as ApiFieldError
-from ovnk_core.apiserver.validation import type_name
+from ovnk_core.admission.contract import OMIT, type_name
+from ovnk_core.admission.contract import FieldError as ApiFieldError
 
 _VALUELESS = ("Required", "TooLong")
 

@@ -18,7 +18,7 @@ from ovnk_core.annotations.node_gateway import CHASSIS_ID_ANNOTATION, GATEWAY_CO
 from ovnk_core.annotations.node_id import NODE_ID_ANNOTATION
 from ovnk_core.annotations.node_subnets import NODE_SUBNETS_ANNOTATION
 from ovnk_core.annotations.pod_networks import POD_NETWORKS_ANNOTATION
-from ovnk_core.apiserver.admission import AdmissionRegistry, load_plugins
+from ovnk_core.apiserver.admission import AdmissionRegistry, denial, load_plugins
 from ovnk_core.apiserver.authn import AUTHENTICATED, MASTERS, UserInfo
 from ovnk_core.apiserver.errors import ApiStatusError
 from ovnk_core.apiserver.resources import ResourceType
@@ -335,7 +335,7 @@ def test_unrelated_node_writes_are_not_checked(registry: AdmissionRegistry) -> N
 
 
 def test_denial_status_and_go_formatting() -> None:
-    error = rules.denied(rules.POD_WEBHOOK, "no")
+    error = denial(rules.denied(rules.POD_WEBHOOK, "no"))  # as the server returns it
     assert error.status() == {
         "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
         "message": POD_WEBHOOK + "no", "reason": "Forbidden", "code": 403}

@@ -1,0 +1,206 @@
+"""What ovnk's admission rules and an API server that runs them agree on.
+
+ovnk's admission rules (``udn.admission``: the UDN/CUDN validation a real cluster runs as
+CRD CEL rules; ``admission.annotations``: upstream's ovnkube-identity webhooks) are
+production logic and live in the core; the API server that calls them does not (in
+development, the stand-in of the ``ovnk-local`` distribution).  This module is all both
+sides share, so the core never imports a server:
+
+* ``ENTRY_POINT_GROUP`` (``ovnk.admission``): each entry point is a ``register(registry)``
+  function; a server calls it with its ``AdmissionRegistry``.
+* ``AdmissionRegistry``: what a rule may ask of the server's registry.  A validating hook
+  is called as ``hook(operation, new, old)`` (``CREATE``/``UPDATE``/``DELETE``; ``new`` is
+  None on DELETE, ``old`` on CREATE), or ``hook(operation, new, old, user)`` when registered
+  ``with_user=True`` (``user``: the requester's ``UserInfo``, None for the server's own
+  writes).  It returns ``None`` to admit, or a message / ``FieldError``(s) (``HookResult``),
+  which the server returns as 422 Invalid; or it raises ``AdmissionDenied``.
+* ``UserInfo`` and ``MASTERS``: who is asking (Kubernetes' ``user.Info``).
+* ``FieldError``: one invalid field, printed as apimachinery's ``field.Error`` prints it
+  (with ``go_quote``/``go_value``, Go's ``%q``/``%v``), and ``type_name`` (kube-openapi's
+  JSON type names) for the messages a schema check prints.
+* ``AdmissionDenied``: a refusal that is not about a field (a webhook's denial: 403
+  Forbidden, the message as is).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+JSON = dict[str, Any]
+
+ENTRY_POINT_GROUP = "ovnk.admission"
+"""Entry points ``name = "module:register"``, each called with an ``AdmissionRegistry``."""
+
+MASTERS = "system:masters"
+"""Kubernetes' break-glass group: its members pass RBAC (and ovnk's ownership rules)."""
+
+
+# -- who is asking -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class UserInfo:
+    """An authenticated identity (``user.Info``): name, uid, groups, extra."""
+
+    name: str
+    groups: tuple[str, ...] = ()
+    uid: str = ""
+    extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``UserInfo`` of authentication.k8s.io (SelfSubjectReview, TokenReview)."""
+        body: dict[str, Any] = {"username": self.name, "groups": list(self.groups)}
+        if self.uid:
+            body["uid"] = self.uid
+        if self.extra:
+            body["extra"] = {k: list(v) for k, v in self.extra.items()}
+        return body
+
+
+# -- Go formatting -------------------------------------------------------------------------------
+_GO_ESCAPES = {"\a": r"\a", "\b": r"\b", "\f": r"\f", "\n": r"\n", "\r": r"\r", "\t": r"\t",
+               "\v": r"\v", '"': r'\"', "\\": r"\\"}
+
+
+def go_quote(text: str) -> str:
+    r"""``text`` as Go's ``%q`` (``strconv.Quote``) prints it: printable characters as they
+    are, the rest escaped (``\x00``, ``\u00a0``, ``\U000e0001``)."""
+    out = ['"']
+    for char in text:
+        code = ord(char)
+        if char in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[char])
+        elif char.isprintable() and not 0xD800 <= code <= 0xDFFF:
+            out.append(char)
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+def go_value(value: Any) -> str:
+    """A value as Go's ``%v``/``%q`` would print it in a field error."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return go_quote(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def type_name(value: Any) -> str:
+    """The JSON type name kube-openapi reports for a value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+# -- field errors --------------------------------------------------------------------------------
+OMIT = object()
+"""Marker for a ``FieldError`` that shows no value (``Required value``)."""
+
+_TYPE_TEXT = {
+    "NotFound": ("Not found", "FieldValueNotFound"),
+    "Required": ("Required value", "FieldValueRequired"),
+    "Duplicate": ("Duplicate value", "FieldValueDuplicate"),
+    "Invalid": ("Invalid value", "FieldValueInvalid"),
+    "NotSupported": ("Unsupported value", "FieldValueNotSupported"),
+    "Forbidden": ("Forbidden", "FieldValueForbidden"),
+    "TooLong": ("Too long", "FieldValueTooLong"),
+    "TooMany": ("Too many", "FieldValueTooMany"),
+    "TypeInvalid": ("Invalid value", "FieldValueTypeInvalid"),
+}
+_VALUELESS = ("Required", "Forbidden", "TooLong")
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One invalid field: ``spec.topology: Unsupported value: "Foo": supported values: ..."``."""
+
+    type: str
+    field: str
+    value: Any = OMIT
+    detail: str = ""
+    supported: tuple[Any, ...] = ()
+
+    @property
+    def reason(self) -> str:
+        """The cause reason (``FieldValueInvalid``, ...)."""
+        return _TYPE_TEXT[self.type][1]
+
+    def body(self) -> str:
+        """The message without the field path (``details.causes[].message``)."""
+        text = _TYPE_TEXT[self.type][0]
+        if self.type not in _VALUELESS and self.value is not OMIT:
+            text += f": {go_value(self.value)}"
+        detail = self.detail
+        if self.type == "NotSupported" and self.supported:
+            detail = "supported values: " + ", ".join(go_value(v) for v in self.supported)
+        if detail:
+            text += f": {detail}"
+        return text
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.body()}" if self.field else self.body()
+
+    def cause(self) -> JSON:
+        """One ``details.causes`` entry."""
+        return {"reason": self.reason, "message": self.body(), "field": self.field}
+
+
+# -- refusals ------------------------------------------------------------------------------------
+class AdmissionDenied(Exception):
+    """A hook's refusal that names no field, returned to the client as a webhook's denial is:
+    ``code`` (403) and ``reason`` (``Forbidden``) with ``message`` as is, no details."""
+
+    def __init__(self, message: str, code: int = 403, reason: str = "Forbidden") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.reason = reason
+
+
+HookResult = None | str | FieldError | Sequence[FieldError]
+ValidatingHook = Callable[..., HookResult]   # (operation, new, old[, user])
+MutatingHook = Callable[..., JSON | None]    # (operation, new, old[, user]); a dict replaces new
+
+
+class AdmissionRegistry(Protocol):
+    """What an ``ovnk.admission`` entry point may ask of the server's registry."""
+
+    def register_validating(self, group: str, resource: str, hook: ValidatingHook, *,
+                            name: str = "", subresources: tuple[str, ...] = ("",),
+                            operations: tuple[str, ...] = ("CREATE", "UPDATE", "DELETE"),
+                            with_user: bool = False) -> None:
+        """Call ``hook`` for writes of ``resource`` in ``group`` (``""``: the core group);
+        ``subresources`` lists the endpoints it covers (``""`` is the main resource, add
+        ``"status"`` to see status writes too)."""
+
+    def register_mutating(self, group: str, resource: str, hook: MutatingHook, *,
+                          name: str = "", subresources: tuple[str, ...] = ("",),
+                          operations: tuple[str, ...] = ("CREATE", "UPDATE"),
+                          with_user: bool = False) -> None:
+        """Call ``hook`` before validation; a dict it returns replaces the new object."""
+
+
+__all__ = ["ENTRY_POINT_GROUP", "JSON", "MASTERS", "OMIT", "AdmissionDenied",
+           "AdmissionRegistry", "FieldError", "HookResult", "MutatingHook", "UserInfo",
+           "ValidatingHook", "go_quote", "go_value", "type_name"]
