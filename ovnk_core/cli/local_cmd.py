@@ -24,6 +24,7 @@ from ovnk_core.local.supervisor import LocalClusterError
 from ovnk_core.logsetup import setup_logging
 
 DEFAULT_DIR = ".ovnk"
+TAKES_A_COMMAND = (("local", "exec"),)  # ovnk local exec POD -- COMMAND ARGS (cli.main)
 
 
 def register(subparsers: Any) -> None:

@@ -12,6 +12,8 @@ import tomllib
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -591,7 +593,71 @@ def test_the_northbound_wait_defaults_to_5_seconds() -> None:
 ], ids=["options-of-the-command", "options-after-pod", "nothing-after", "other-command"])
 def test_words_after_dashdash_are_the_command(argv: list[str], own: list[str],
                                               command: list[str] | None) -> None:
-    assert split_command(argv) == (own, command)
+    assert split_command(argv, [("local", "exec")]) == (own, command)
+    assert split_command(argv) == (argv, None)  # no subcommand takes a command
+
+
+# --------------------------------------------------------------------------- ovnk.cli
+
+
+class _EntryPoint:
+    """What ``importlib.metadata.entry_points`` yields, for a fake distribution."""
+
+    def __init__(self, name: str, loaded: object) -> None:
+        self.name, self.value, self._loaded = name, f"fake_{name}.cli", loaded
+
+    def load(self) -> object:
+        if isinstance(self._loaded, Exception):
+            raise self._loaded
+        return self._loaded
+
+
+def test_subcommands_of_other_distributions_come_from_entry_points(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The core CLI's parser is its own subcommands plus each ``ovnk.cli`` entry point's; a
+    subcommand that fails to load is reported and left out, the others still run."""
+    from ovnk_core.cli import main as cli_main
+
+    ran: list[tuple[str, list[str]]] = []
+
+    def register(subparsers: Any) -> None:
+        parser = subparsers.add_parser("extra", help="a subcommand of another distribution")
+        actions = parser.add_subparsers(dest="extra_command", required=True)
+        run = actions.add_parser("run")
+        run.add_argument("exec_command", nargs="*")
+        run.set_defaults(func=lambda args: ran.append(("run", args.exec_command)) or 0)
+
+    extra = SimpleNamespace(register=register, TAKES_A_COMMAND=(("extra", "run"),))
+    entries = {"ovnk.cli": [_EntryPoint("extra", extra),
+                            _EntryPoint("broken", ImportError("no module named fake_broken")),
+                            _EntryPoint("odd", SimpleNamespace())]}
+    monkeypatch.setattr(cli_main, "entry_points", lambda group: entries.get(group, []))
+
+    parser = build_parser()
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert "extra" in subparsers.choices and "config" in subparsers.choices
+    assert not {"broken", "odd"} & set(subparsers.choices)
+    err = capsys.readouterr().err
+    assert "subcommand 'broken' (fake_broken.cli, entry point group ovnk.cli) cannot be " \
+           "loaded: ImportError: no module named fake_broken" in err
+    assert "subcommand 'odd' (fake_odd.cli, entry point group ovnk.cli) has no " \
+           "register(subparsers)" in err
+
+    assert main(["extra", "run", "--", "ping", "-c", "1"]) == 0  # its TAKES_A_COMMAND
+    assert ran == [("run", ["ping", "-c", "1"])]
+    assert main(["version"]) == 0  # the core's own still run
+
+
+def test_without_other_distributions_the_core_cli_has_its_own_subcommands(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from ovnk_core.cli import main as cli_main
+
+    monkeypatch.setattr(cli_main, "entry_points", lambda group: [])
+    parser = build_parser()
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(subparsers.choices) == {
+        getattr(module, "__name__", "").rsplit(".", 1)[-1].removesuffix("_cmd")
+        .replace("_", "-") for module in cli_main.SUBCOMMANDS}
 
 
 def test_local_exec_keeps_the_commands_options(capsys: pytest.CaptureFixture[str],
