@@ -12,7 +12,7 @@ bootstrap:
 test: bootstrap lint typecheck pytest
 
 lint:
-	$(BIN)/ruff check ovnk_core plugins tests bench
+	$(BIN)/ruff check ovnk_core local plugins tests bench
 
 typecheck:
 	$(BIN)/mypy

@@ -173,7 +173,7 @@ def start_apiserver(workdir: Path) -> tuple[subprocess.Popen[bytes], Path]:
     kubeconfig = workdir / "kubeconfig"
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "ovnk_core.apiserver", "--port", str(port),
+        [sys.executable, "-m", "ovnk_local.apiserver", "--port", str(port),
          "--cert-dir", str(workdir / "pki"),
          "--kubeconfig", str(kubeconfig), "--log-level", "warning",
          "--bookmark-interval", "1"],

@@ -42,9 +42,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ovnk_local.cluster import LocalCluster
+
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.resources import NADS, NAMESPACES, PODS, UDNS
-from ovnk_core.local.cluster import LocalCluster
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install what ovnk needs, idempotently: Debian packages (OVN, OVS, nftables,
-# iproute2) and a virtualenv with ovnk-core and every bundled plugin in
-# development mode.  Safe to run again; it only does what is missing.
+# iproute2) and a virtualenv with ovnk-core, every bundled plugin (with its `test`
+# extra when it has one: the plugins its tests need) and ovnk-local (the development
+# distribution: local API server, `ovnk local`) in development mode.  Safe to run
+# again; it only does what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,12 +38,18 @@ fi
 
 # Reinstall only when a pyproject.toml changed since the last install.
 stamp="$VENV/.ovnk-installed"
-digest=$(cat pyproject.toml plugins/*/pyproject.toml | sha256sum | cut -d' ' -f1)
+digest=$(cat pyproject.toml plugins/*/pyproject.toml local/pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
-  echo "bootstrap: installing ovnk-core and plugins into $VENV"
+  echo "bootstrap: installing ovnk-core, plugins and ovnk-local into $VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
-  editables=(-e ".[dev]")
-  for plugin in plugins/*/; do editables+=(-e "$plugin"); done
+  editables=(-e ".[dev]" -e local/)
+  for plugin in plugins/*/; do
+    if grep -q '^test *= *\[' "$plugin/pyproject.toml"; then
+      editables+=(-e "${plugin%/}[test]")
+    else
+      editables+=(-e "$plugin")
+    fi
+  done
   "$VENV/bin/python" -m pip install -q "${editables[@]}"
   echo "$digest" > "$stamp"
 fi

@@ -31,7 +31,6 @@ from ovnk_core.cli import (
     cluster_manager_cmd,
     config_cmd,
     controller_cmd,
-    local_cmd,
     node_cmd,
     plugins_cmd,
     reachability_cmd,
@@ -42,7 +41,7 @@ from ovnk_core.errors import OvnkError
 from ovnk_core.logsetup import setup_logging
 
 SUBCOMMANDS = (plugins_cmd, config_cmd, cluster_manager_cmd, controller_cmd, node_cmd,
-               local_cmd, reachability_cmd, show_cmd, version_cmd)
+               reachability_cmd, show_cmd, version_cmd)
 
 ENTRY_POINT_GROUP = "ovnk.cli"
 """Subcommands of other distributions (see the module's documentation)."""

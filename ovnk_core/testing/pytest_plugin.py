@@ -5,6 +5,11 @@ in ``tests/<tier>/`` gets its tier's marker automatically; plugin tests mark
 themselves (``pytestmark = pytest.mark.ovsdb``).  Before a tiered test runs
 its requirements are checked (``capabilities.missing_for``): missing means
 skip with the reason, or fail under CI where nothing may skip.
+
+Fixtures: an OVN Northbound (``ovn_nb``, ``nb_server``, ``nb_writer``, ``ovn_stack``) and
+network namespaces (``netns``, ``netns_pair``).  The Kubernetes API fixtures
+(``kube_apiserver``, ``kube_client``, ...) need the local API server and ship with it,
+as the ``ovnk-local`` pytest plugin of the ``ovnk-local`` distribution.
 """
 
 from __future__ import annotations
@@ -14,12 +19,6 @@ from pathlib import Path
 import pytest
 
 from ovnk_core.testing import capabilities
-from ovnk_core.testing.apiserver_fixtures import (  # noqa: F401
-    cluster_pki,
-    kube_apiserver,
-    kube_apiserver_factory,
-    kube_client,
-)
 from ovnk_core.testing.netns_fixtures import netns, netns_pair  # noqa: F401
 from ovnk_core.testing.ovsdb_fixtures import (  # noqa: F401
     nb_server,

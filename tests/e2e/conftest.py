@@ -1,17 +1,17 @@
 """The control plane the e2e tests share: a local API server with the CRDs and two nodes
 (``client``, the admin's), and ``plane``, which starts cluster managers and zone controllers as
-their own identities and stops them at teardown (``ovnk_core.testing.control_plane``)."""
+their own identities and stops them at teardown (``ovnk_local.testing.control_plane``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.control_plane import ControlPlane, cluster_with_nodes
 
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.testing.configs import udn_config
-from ovnk_core.testing.control_plane import ControlPlane, cluster_with_nodes
 
 
 @pytest.fixture

@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ovnk_local.cluster import LocalCluster
+from ovnk_local.supervisor import pid_running
 
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.errors import ApiError
 from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import NADS, NAMESPACES, NODES, PODS, UDNS
-from ovnk_core.local.cluster import LocalCluster
-from ovnk_core.local.supervisor import pid_running
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
 from ovnk_core.ovn.snapshot import Snapshot, difference, snapshot

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ovnk_local.cluster import LocalCluster, dataplane_unavailable
+from ovnk_local.dataplane import EXTERNAL_HOST_IP
 
-from ovnk_core.local.cluster import LocalCluster, dataplane_unavailable
-from ovnk_core.local.dataplane import EXTERNAL_HOST_IP
 from ovnk_core.node.netns import NETNS_DIR
 from ovnk_core.testing.capabilities import in_ci
 from ovnk_core.testing.waiting import wait_until

@@ -19,15 +19,15 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.control_plane import ControlPlane, cluster_with_nodes
 
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.errors import ApiError
 from ovnk_core.kube.resources import CUDNS, EVENTS, NADS, NAMESPACES, PODS, UDNS
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.snapshot import Snapshot, snapshot
 from ovnk_core.testing.configs import udn_config
-from ovnk_core.testing.control_plane import ControlPlane, cluster_with_nodes
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing import apiserver_fixtures
+from ovnk_local.testing.apiserver_fixtures import client_for
 
 import ovnk_core
-from ovnk_core.apiserver.server import ServerHandle
-from ovnk_core.testing import apiserver_fixtures
-from ovnk_core.testing.apiserver_fixtures import client_for
 from ovnk_core.udn import admission as udn_admission
 
 kube_apiserver = apiserver_fixtures.kube_apiserver

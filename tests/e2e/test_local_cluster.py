@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ovnk_local.cluster import LocalCluster
+from ovnk_local.supervisor import pid_running
 
-from ovnk_core.local.cluster import LocalCluster
-from ovnk_core.local.supervisor import pid_running
 from ovnk_core.testing.waiting import wait_until
 
 POD_NETWORKS = "k8s.ovn.org/pod-networks"

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ovnk_local.cluster import LocalCluster, ProcessStatus
+from ovnk_local.supervisor import pid_running
 
-from ovnk_core.local.cluster import LocalCluster, ProcessStatus
-from ovnk_core.local.supervisor import pid_running
 from ovnk_core.testing.waiting import wait_until
 
 

@@ -21,15 +21,15 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from ovnk_local.cluster import build_node
+from ovnk_local.testing.control_plane import ControlPlane, Zone, settled
 
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
-from ovnk_core.local.cluster import build_node
 from ovnk_core.ovn.snapshot import committed_names, difference
 from ovnk_core.testing.configs import udn_config
-from ovnk_core.testing.control_plane import ControlPlane, Zone, settled
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL

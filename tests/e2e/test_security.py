@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ovnk_local.cluster import LocalCluster
 
 from ovnk_core.identities import CLUSTER_MANAGER_USER, CONTROLLER_USER, NODES_GROUP
-from ovnk_core.local.cluster import LocalCluster
 
 pytestmark = pytest.mark.e2e
 

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ovnk_local.cluster import build_node
+from ovnk_local.testing.control_plane import ControlPlane, Zone, settled
 
 from ovnk_core.annotations.node_subnets import parse_node_subnets
 from ovnk_core.clustermanager.app import ClusterManager
@@ -25,7 +27,6 @@ from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.informer import wait_for_informers
 from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
-from ovnk_core.local.cluster import build_node
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
 from ovnk_core.ovn.snapshot import committed_names, difference, snapshot
@@ -37,7 +38,6 @@ from ovnk_core.reachability.endpoints import find_endpoint
 from ovnk_core.reachability.matrix import build_matrix
 from ovnk_core.reachability.render import render_svg, render_text, write_picture
 from ovnk_core.testing.configs import udn_config
-from ovnk_core.testing.control_plane import ControlPlane, Zone, settled
 from ovnk_core.testing.neighbors import learn_neighbor
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
 from ovnk_core.testing.waiting import wait_until

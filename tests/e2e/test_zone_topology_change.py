@@ -12,13 +12,13 @@ import json
 from typing import Any
 
 import pytest
+from ovnk_local.testing.control_plane import ControlPlane
 
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import NADS, NAMESPACES, PODS
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.processes import OvsdbServer
 from ovnk_core.ovn.snapshot import committed_names
-from ovnk_core.testing.control_plane import ControlPlane
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.zone.controller import ZoneController
 

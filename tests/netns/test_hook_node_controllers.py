@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ovnk_local.apiserver.security import SecurityOptions, admin_kubeconfig
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.apiserver_fixtures import component_client
+from ovnk_local.testing.control_plane import cluster_with_nodes
+
 from ovnk_core import hookimpl
-from ovnk_core.apiserver.security import SecurityOptions, admin_kubeconfig
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.contexts import NodeContext, feature_table_name
 from ovnk_core.identities import NODES_GROUP, node_agent_user
 from ovnk_core.kube.controller import Controller
@@ -20,9 +23,7 @@ from ovnk_core.kube.resources import NODES
 from ovnk_core.node import nft
 from ovnk_core.node.feature_controllers import NodeFeatureControllers
 from ovnk_core.plugins import PluginHost
-from ovnk_core.testing.apiserver_fixtures import component_client
 from ovnk_core.testing.configs import udn_config
-from ovnk_core.testing.control_plane import cluster_with_nodes
 from ovnk_core.testing.waiting import wait_until
 
 REFUSAL = "podset needs nftables 1.0 on the node"

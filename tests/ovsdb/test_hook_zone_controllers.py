@@ -11,10 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from ovnk_local.apiserver.security import SecurityOptions, admin_kubeconfig
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.apiserver_fixtures import component_client
+from ovnk_local.testing.control_plane import cluster_with_nodes
 
 from ovnk_core import ConfigError, hookimpl
-from ovnk_core.apiserver.security import SecurityOptions, admin_kubeconfig
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.contexts import ZoneContext
 from ovnk_core.identities import CONTROLLER_USER
 from ovnk_core.kube.controller import Controller
@@ -23,9 +25,7 @@ from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.processes import OvsdbServer
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
-from ovnk_core.testing.apiserver_fixtures import component_client
 from ovnk_core.testing.configs import udn_config
-from ovnk_core.testing.control_plane import cluster_with_nodes
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.zone.app import ZoneApp
 

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ovnk_core.apiserver.server import ServerHandle
+from ovnk_local.apiserver.server import ServerHandle
+
 from ovnk_core.ovn.processes import OvsdbServer
 
 

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ovnk_local.cluster import LocalCluster, dataplane_unavailable
 
-from ovnk_core.local.cluster import LocalCluster, dataplane_unavailable
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.ownership import OWNER_CONTROLLER_KEY, OWNER_KEY, TOPOLOGY_KEY
 from ovnk_core.ovn.trace import packet_flow, trace, wait_for_sb

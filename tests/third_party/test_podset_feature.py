@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.apiserver_fixtures import component_client
+from ovnk_local.testing.control_plane import ControlPlane, cluster_with_nodes
 
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.config import Config
 from ovnk_core.contexts import NodeContext, feature_table_name
 from ovnk_core.identities import CONTROLLER_USER, NODES_GROUP, node_agent_user
@@ -44,9 +46,7 @@ from ovnk_core.ovn.processes import OvsdbServer
 from ovnk_core.ovn.snapshot import Snapshot, snapshot
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
-from ovnk_core.testing.apiserver_fixtures import component_client
 from ovnk_core.testing.configs import udn_config
-from ovnk_core.testing.control_plane import ControlPlane, cluster_with_nodes
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.zone.app import ZoneApp
 

@@ -16,8 +16,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from ovnk_local.apiserver.server import ServerHandle
 
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.cli.main import build_parser, main, split_command
 from ovnk_core.config.options import OPTIONS
 
@@ -530,9 +530,10 @@ def test_kubeconfig_of_a_local_cluster_brings_its_ovn_addresses(
         kube_apiserver: ServerHandle, monkeypatch: pytest.MonkeyPatch) -> None:
     """KUBECONFIG=DIR/kubeconfig with DIR/ovnk.toml (as ovnk local writes them): the tool
     reads NB from there; NB is down here, which it says once, after --connect-timeout."""
+    from ovnk_local.testing.apiserver_fixtures import client_for
+
     from ovnk_core.kube.client import KubeClient
     from ovnk_core.kube.resources import NAMESPACES, PODS
-    from ovnk_core.testing.apiserver_fixtures import client_for
 
     cluster = tmp_path / "cluster"
     cluster.mkdir()
@@ -663,7 +664,7 @@ def test_without_other_distributions_the_core_cli_has_its_own_subcommands(
 def test_local_exec_keeps_the_commands_options(capsys: pytest.CaptureFixture[str],
                                                monkeypatch: pytest.MonkeyPatch,
                                                tmp_path: Path) -> None:
-    from ovnk_core.local.cluster import LocalCluster
+    from ovnk_local.cluster import LocalCluster
     asked: list[tuple[Path, str, str]] = []
 
     def pod_netns(self: LocalCluster, namespace: str, name: str) -> str:

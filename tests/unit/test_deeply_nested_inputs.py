@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from ovnk_local.cluster import build_node
 
 from ovnk_core.annotations import pod_networks
 from ovnk_core.annotations.node_subnets import parse_node_subnets
@@ -19,7 +20,6 @@ from ovnk_core.annotations.tunnel_keys import annotated_tunnel_keys
 from ovnk_core.clustermanager.nad_checks import ovn_netconf, unnamed_nad_problem
 from ovnk_core.errors import NetworkConfigError
 from ovnk_core.kube.client import JSON
-from ovnk_core.local.cluster import build_node
 from ovnk_core.networks.nad_config import config_of, nad_network_name, network_name
 from ovnk_core.networks.netconf import parse_common
 from ovnk_core.node.networks import primary_networks

@@ -14,11 +14,12 @@ import sys
 import time
 from pathlib import Path
 
-from ovnk_core.apiserver.server import ServerHandle
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.apiserver_fixtures import client_for, with_crds
+
 from ovnk_core.identities import OVN_NAMESPACE
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import LEASES, NAMESPACES
-from ovnk_core.testing.apiserver_fixtures import client_for, with_crds
 from ovnk_core.testing.waiting import wait_until
 
 REASON = ("informers did not sync within 2s: network-attachment-definitions.k8s.cni.cncf.io "

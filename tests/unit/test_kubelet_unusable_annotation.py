@@ -7,12 +7,12 @@ import json
 from collections.abc import Iterator
 
 import pytest
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.kubelet import Kubelet
+from ovnk_local.testing.apiserver_fixtures import client_for
 
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import EVENTS, NAMESPACES, PODS
-from ovnk_core.local.kubelet import Kubelet
-from ovnk_core.testing.apiserver_fixtures import client_for
 from ovnk_core.testing.waiting import wait_until
 
 POD_NETWORKS = "k8s.ovn.org/pod-networks"

@@ -5,22 +5,22 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from ovnk_core.kube.conditions import Condition, merge_condition
-from ovnk_core.local.cluster import build_node, node_names
-from ovnk_core.local.endpointslices import (
+from ovnk_local.cluster import build_node, node_names
+from ovnk_local.endpointslices import (
     CONTROLLER_NAME,
     MANAGED_BY_LABEL,
     MAX_ENDPOINTS_PER_SLICE,
     SERVICE_NAME_LABEL,
     build_slices,
 )
-from ovnk_core.local.kubelet import (
+from ovnk_local.kubelet import (
     UnusablePodNetworks,
     build_running_status,
     pod_ips_from_annotation,
 )
-from ovnk_core.local.scheduler import choose_node
+from ovnk_local.scheduler import choose_node
+
+from ovnk_core.kube.conditions import Condition, merge_condition
 
 
 def pod(name: str, ips: list[str], labels: dict[str, str] | None = None, ready: bool = True,

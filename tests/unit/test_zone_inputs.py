@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from ovnk_local.cluster import build_node
 
 from ovnk_core.errors import PermanentError
-from ovnk_core.local.cluster import build_node
 from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.zone.controller import pod_attachments, pod_nad_keys

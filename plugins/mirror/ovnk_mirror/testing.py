@@ -3,7 +3,9 @@
 ``MirrorEnv`` wraps a client of an API server (the project's local one in
 tests) and the context a mirror controller is built with: it creates the
 namespaces, networks, pods, services and default slices a scenario needs, and
-reads back the mirrors the controller wrote.
+reads back the mirrors the controller wrote.  The networks it registers are Layer3:
+the ``layer3`` topology must be installed (the ``test`` extra of ``ovnk-mirror`` brings it,
+and ``ovnk-local`` for the API server the tests run on).
 """
 
 from __future__ import annotations

@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.apiserver_fixtures import client_for
 from ovnk_mirror.controller import EndpointSliceMirror
 from ovnk_mirror.testing import CONFIG, MirrorEnv
 
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.contexts import ClusterManagerContext
 from ovnk_core.kube.backoff import Backoff
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.networks.registry import NetworkRegistry
-from ovnk_core.testing.apiserver_fixtures import client_for
 
 
 @pytest.fixture

@@ -12,18 +12,20 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from ovnk_local.apiserver.admission import AdmissionRegistry, denial, load_plugins
+from ovnk_local.apiserver.authn import AUTHENTICATED, MASTERS, UserInfo
+from ovnk_local.apiserver.errors import ApiStatusError
+from ovnk_local.apiserver.resources import ResourceType
+from ovnk_local.apiserver.rest import WriteOptions
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.cluster import build_node
+from ovnk_local.testing.apiserver_fixtures import client_for, with_crds
 
 from ovnk_core.admission import annotations as rules
 from ovnk_core.annotations.node_gateway import CHASSIS_ID_ANNOTATION, GATEWAY_CONFIG_ANNOTATION
 from ovnk_core.annotations.node_id import NODE_ID_ANNOTATION
 from ovnk_core.annotations.node_subnets import NODE_SUBNETS_ANNOTATION
 from ovnk_core.annotations.pod_networks import POD_NETWORKS_ANNOTATION
-from ovnk_core.apiserver.admission import AdmissionRegistry, denial, load_plugins
-from ovnk_core.apiserver.authn import AUTHENTICATED, MASTERS, UserInfo
-from ovnk_core.apiserver.errors import ApiStatusError
-from ovnk_core.apiserver.resources import ResourceType
-from ovnk_core.apiserver.rest import WriteOptions
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.identities import (
     CLUSTER_MANAGER_USER,
@@ -35,10 +37,8 @@ from ovnk_core.identities import (
 from ovnk_core.kube.apply import apply_documents
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import NAMESPACES, NODES, PODS
-from ovnk_core.local.cluster import build_node
 from ovnk_core.manifests.rbac import RBAC_DIR
 from ovnk_core.plugins import PluginHost
-from ovnk_core.testing.apiserver_fixtures import client_for, with_crds
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.waiting import wait_until
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from ovnk_local.cluster import node_gateway_annotations
 
 from ovnk_core.annotations import AnnotationError
 from ovnk_core.annotations.node_gateway import (
@@ -19,7 +20,6 @@ from ovnk_core.annotations.node_gateway import (
     serialize,
     serialize_primary_ifaddr,
 )
-from ovnk_core.local.cluster import node_gateway_annotations
 
 pytestmark = pytest.mark.unit
 

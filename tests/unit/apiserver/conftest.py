@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-
-from ovnk_core.apiserver.server import ServerHandle
-from ovnk_core.testing.apiserver_fixtures import ssl_context_for
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.apiserver_fixtures import ssl_context_for
 
 WIDGET_CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

@@ -11,11 +11,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-
-from ovnk_core.apiserver.admission import UDN_NAMESPACE_LABEL, AdmissionRegistry, PolicyDenied
-from ovnk_core.apiserver.errors import FieldError
-from ovnk_core.apiserver.server import ServerHandle, ServerOptions
-from ovnk_core.testing.apiserver_fixtures import client_for
+from ovnk_local.apiserver.admission import UDN_NAMESPACE_LABEL, AdmissionRegistry, PolicyDenied
+from ovnk_local.apiserver.errors import FieldError
+from ovnk_local.apiserver.server import ServerHandle, ServerOptions
+from ovnk_local.testing.apiserver_fixtures import client_for
 
 MERGE = "application/merge-patch+json"
 VAP_MESSAGE = (

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-
-from ovnk_core.apiserver.validation import check_custom_resource
+from ovnk_local.apiserver.validation import check_custom_resource
 
 
 def status_of(exc: ApiException) -> dict[str, Any]:

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-
-from ovnk_core.apiserver.protobuf import decode
+from ovnk_local.apiserver.protobuf import decode
 
 
 def status_of(exc: ApiException) -> dict[str, Any]:

@@ -7,8 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
-
-from ovnk_core.apiserver.table import human_duration
+from ovnk_local.apiserver.table import human_duration
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 AGGREGATED = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"

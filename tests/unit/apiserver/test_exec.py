@@ -13,12 +13,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from ovnk_local.apiserver import websocket
+from ovnk_local.apiserver.server import ServerHandle, ServerOptions
+from ovnk_local.testing.apiserver_fixtures import ServerFactory, client_for, ssl_context_for
 
-from ovnk_core.apiserver import websocket
-from ovnk_core.apiserver.server import ServerHandle, ServerOptions
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import PODS, ROLE_BINDINGS, ROLES
-from ovnk_core.testing.apiserver_fixtures import ServerFactory, client_for, ssl_context_for
 
 pytestmark = pytest.mark.unit
 

@@ -11,12 +11,12 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.apiserver_fixtures import with_crds
 
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.names import DNS1035_MSG, LABEL_MSG, SUBDOMAIN_MSG
 from ovnk_core.kube.resources import NADS
-from ovnk_core.testing.apiserver_fixtures import with_crds
 
 RawCall = Callable[..., Any]
 

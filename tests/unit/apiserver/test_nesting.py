@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 import yaml
+from ovnk_local.apiserver.nesting import MAX_BODY_DEPTH, TOO_DEEP
+from ovnk_local.apiserver.persistence import read_snapshot
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.apiserver_fixtures import client_for, with_crds
 
-from ovnk_core.apiserver.nesting import MAX_BODY_DEPTH, TOO_DEEP
-from ovnk_core.apiserver.persistence import read_snapshot
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.informer import Informer, wait_for_informers
 from ovnk_core.kube.resources import CRDS, NADS, NAMESPACES, Resource
-from ovnk_core.testing.apiserver_fixtures import client_for, with_crds
 from ovnk_core.testing.waiting import wait_until
 
 RawCall = Callable[..., Any]  # the ``raw`` fixture (conftest): one HTTPS request as the admin

@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-
-from ovnk_core.apiserver.builtins import POD_KEYS
-from ovnk_core.apiserver.patch import json_patch, merge_patch
-from ovnk_core.apiserver.strategic import strategic_merge
+from ovnk_local.apiserver.builtins import POD_KEYS
+from ovnk_local.apiserver.patch import json_patch, merge_patch
+from ovnk_local.apiserver.strategic import strategic_merge
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"

@@ -19,9 +19,8 @@ import pytest
 import yaml
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
-
-from ovnk_core.apiserver.server import ServerHandle
-from ovnk_core.testing.apiserver_fixtures import client_for
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.apiserver_fixtures import client_for
 
 CRD = {"metadata": {"name": "gizmos.example.org"},
        "spec": {"group": "example.org", "scope": "Cluster",
@@ -86,7 +85,7 @@ def test_module_runs_as_a_process(tmp_path: Path) -> None:
     kubeconfig, data, certs = tmp_path / "kubeconfig", tmp_path / "data.json", tmp_path / "pki"
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "ovnk_core.apiserver", "--port", str(port), "--data", str(data),
+        [sys.executable, "-m", "ovnk_local.apiserver", "--port", str(port), "--data", str(data),
          "--cert-dir", str(certs), "--kubeconfig", str(kubeconfig), "--log-level", "WARNING"])
     try:
         deadline = time.monotonic() + 20
@@ -114,7 +113,7 @@ def test_module_runs_as_a_process(tmp_path: Path) -> None:
 
 
 def test_module_refuses_to_run_without_tls_or_on_a_public_address(tmp_path: Path) -> None:
-    run = [sys.executable, "-m", "ovnk_core.apiserver", "--port", "0"]
+    run = [sys.executable, "-m", "ovnk_local.apiserver", "--port", "0"]
     plain = subprocess.run(run, capture_output=True, text=True, timeout=30)
     assert plain.returncode == 2
     assert "TLS and authentication are required" in plain.stderr

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ovnk_local.apiserver.security import SecurityOptions
+from ovnk_local.apiserver.server import ServerHandle, ServerOptions
+from ovnk_local.testing.apiserver_fixtures import ServerFactory, client_for, ssl_context_for
 
-from ovnk_core.apiserver.security import SecurityOptions
-from ovnk_core.apiserver.server import ServerHandle, ServerOptions
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.errors import ApiError
 from ovnk_core.kube.resources import (
@@ -24,7 +25,6 @@ from ovnk_core.kube.resources import (
     ROLES,
     SERVICE_ACCOUNTS,
 )
-from ovnk_core.testing.apiserver_fixtures import ServerFactory, client_for, ssl_context_for
 from ovnk_core.testing.waiting import wait_until
 
 from .conftest import RawCall
@@ -90,7 +90,7 @@ def test_plain_http_and_untrusted_certificates_are_refused(kube_apiserver: Serve
     context = ssl.create_default_context(cafile=str(kube_apiserver.security.options
                                                     .client_ca_file))
     pair = kube_apiserver.security.certificate_authority().issue_client("x")
-    from ovnk_core.apiserver.pki import CertificateAuthority
+    from ovnk_local.apiserver.pki import CertificateAuthority
 
     forged = CertificateAuthority.load(other.client_ca_file.parent).issue_client(
         "kubernetes-admin", ("system:masters",))

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-
-from ovnk_core.apiserver.errors import ApiStatusError
-from ovnk_core.apiserver.selectors import matcher, parse_label_selector
+from ovnk_local.apiserver.errors import ApiStatusError
+from ovnk_local.apiserver.selectors import matcher, parse_label_selector
 
 OBJECTS = {
     "a": {"app": "web", "tier": "front"},

@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
-
-from ovnk_core.apiserver.server import ServerHandle, ServerOptions
-from ovnk_core.testing.apiserver_fixtures import client_for
+from ovnk_local.apiserver.server import ServerHandle, ServerOptions
+from ovnk_local.testing.apiserver_fixtures import client_for
 
 
 def collect(func: Callable[..., Any], *args: Any, timeout: int = 2,

@@ -10,13 +10,13 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.apiserver_fixtures import client_for, ssl_context_for
 
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.errors import NotFound
 from ovnk_core.kube.informer import ADDED, DELETED, MODIFIED, Informer, index_by_namespace
 from ovnk_core.kube.resources import CONFIGMAPS, NAMESPACES, object_key
-from ovnk_core.testing.apiserver_fixtures import client_for, ssl_context_for
 from ovnk_core.testing.fault_proxy import FaultProxy
 from ovnk_core.testing.waiting import wait_until
 

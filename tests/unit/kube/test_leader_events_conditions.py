@@ -5,14 +5,15 @@ from __future__ import annotations
 import threading
 import time
 
-from ovnk_core.apiserver.server import ServerHandle
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.apiserver_fixtures import client_for
+
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.conditions import Condition, set_conditions
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.leader import LeaderElector
 from ovnk_core.kube.resources import CRDS, EVENTS, LEASES, NAMESPACES, UDNS
 from ovnk_core.manifests.crds import build_crds
-from ovnk_core.testing.apiserver_fixtures import client_for
 from ovnk_core.testing.waiting import wait_until
 
 

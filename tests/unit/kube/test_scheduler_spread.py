@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from ovnk_core.apiserver.server import ServerHandle
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.cluster import build_node, node_names
+from ovnk_local.scheduler import Scheduler
+from ovnk_local.testing.apiserver_fixtures import client_for
+
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import NODES, PODS
-from ovnk_core.local.cluster import build_node, node_names
-from ovnk_core.local.scheduler import Scheduler
-from ovnk_core.testing.apiserver_fixtures import client_for
 from ovnk_core.testing.waiting import wait_until
 
 

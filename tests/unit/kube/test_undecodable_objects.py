@@ -20,9 +20,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from kubernetes import client
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.apiserver_fixtures import with_crds
 
 from ovnk_core import jsondepth
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.decoding import (
     Undecodable,
@@ -34,7 +35,6 @@ from ovnk_core.kube.decoding import (
 from ovnk_core.kube.events import UNDECODABLE_REASON, EventRecorder, undecodable_reporter
 from ovnk_core.kube.informer import Informer, InformersNotSynced, wait_for_informers
 from ovnk_core.kube.resources import CONFIGMAPS, EVENTS, NADS, NAMESPACES, Resource, object_key
-from ovnk_core.testing.apiserver_fixtures import with_crds
 from ovnk_core.testing.waiting import wait_until
 
 DEPTH = 1100  # as in the report: past Python's recursion limit
@@ -300,7 +300,7 @@ def test_an_index_function_that_fails_on_one_object_leaves_only_it_out(
 
 
 def test_informers_that_cannot_sync_say_which_and_why(kube_apiserver: ServerHandle) -> None:
-    from ovnk_core.testing.apiserver_fixtures import client_for
+    from ovnk_local.testing.apiserver_fixtures import client_for
     api = KubeClient(client_for(kube_apiserver))  # no CRDs: NADs are not served
     nads = Informer(api, NADS, min_backoff=0.05, max_backoff=0.1).start()
     namespaces = Informer(api, NAMESPACES).start()

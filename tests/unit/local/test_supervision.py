@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from ovnk_local.state import ProcessRecord, StateFile, StateFileError
+from ovnk_local.supervision import Supervisor, describe_exit, restart_delay
+from ovnk_local.supervisor import pid_running, terminate
 
-from ovnk_core.local.state import ProcessRecord, StateFile, StateFileError
-from ovnk_core.local.supervision import Supervisor, describe_exit, restart_delay
-from ovnk_core.local.supervisor import pid_running, terminate
 from ovnk_core.testing.waiting import wait_until
 
 
@@ -167,7 +167,7 @@ def test_a_corrupt_state_file_is_reported_and_supervision_goes_on(
 WRITER = """
 import sys
 from pathlib import Path
-from ovnk_core.local.state import ProcessRecord, StateFile
+from ovnk_local.state import ProcessRecord, StateFile
 states = StateFile(Path(sys.argv[1]))
 for index in range(int(sys.argv[3])):
     with states.update() as state:

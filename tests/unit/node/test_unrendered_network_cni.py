@@ -9,16 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.kubelet import Kubelet
+from ovnk_local.testing.apiserver_fixtures import with_crds
 
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, PODS
-from ovnk_core.local.kubelet import Kubelet
 from ovnk_core.node.agent import NodeAgent
 from ovnk_core.node.cni_server import CniRequest, cni_call
 from ovnk_core.plugins import PluginHost
-from ovnk_core.testing.apiserver_fixtures import with_crds
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.waiting import wait_until
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.apiserver_fixtures import with_crds
 
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import NODES
 from ovnk_core.plugins import PluginHost
-from ovnk_core.testing.apiserver_fixtures import with_crds
 from ovnk_core.testing.configs import udn_config
 
 UDN_CONFIG = udn_config()

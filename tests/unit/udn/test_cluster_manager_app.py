@@ -5,14 +5,15 @@ from __future__ import annotations
 import threading
 import urllib.request
 
-from ovnk_core.apiserver.server import ServerHandle
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.apiserver_fixtures import client_for
+
 from ovnk_core.clustermanager.app import LEASE_NAMESPACE, ClusterManager
 from ovnk_core.config import load_config
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import CRDS, NADS, NAMESPACES, UDNS
 from ovnk_core.manifests.crds import build_crds
 from ovnk_core.plugins import PluginHost
-from ovnk_core.testing.apiserver_fixtures import client_for
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
 

@@ -7,10 +7,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.apiserver_fixtures import client_for
+from ovnk_local.testing.control_plane import RunningNadController as Running
 
 from ovnk_core.allocators.ids import IdAllocator
 from ovnk_core.allocators.tunnel_keys import TunnelKeyAllocator
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager.nad_controller import NadController
 from ovnk_core.config import load_config
 from ovnk_core.kube.client import KubeClient
@@ -20,8 +22,6 @@ from ovnk_core.kube.resources import CRDS, EVENTS, NADS, NAMESPACES
 from ovnk_core.manifests.crds import build_crds
 from ovnk_core.networks.registry import NetworkRegistry
 from ovnk_core.plugins import PluginHost
-from ovnk_core.testing.apiserver_fixtures import client_for
-from ovnk_core.testing.control_plane import RunningNadController as Running
 from ovnk_core.testing.waiting import wait_until
 
 CONFIG = load_config({"enable_multi_network": "true", "enable_network_segmentation": "true",

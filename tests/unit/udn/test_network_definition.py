@@ -12,17 +12,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.apiserver_fixtures import with_crds
+from ovnk_local.testing.control_plane import RunningNadController as Running
 
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES
 from ovnk_core.networks.definition import accepted_id, decide
 from ovnk_core.networks.registry import NetworkEntry, NetworkRegistry
 from ovnk_core.node.networks import primary_networks
 from ovnk_core.plugins import PluginHost
-from ovnk_core.testing.apiserver_fixtures import with_crds
 from ovnk_core.testing.configs import udn_config
-from ovnk_core.testing.control_plane import RunningNadController as Running
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.zone.networks import READY, WAITING, lookup_network
 

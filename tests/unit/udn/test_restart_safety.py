@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 from kubernetes import client as k8s
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.apiserver_fixtures import ssl_context_for
 
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager import network_catalog
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.clustermanager.nad_controller import NadController
@@ -28,7 +29,6 @@ from ovnk_core.clustermanager.network_catalog import NetworksNotSynced, wait_for
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.plugins import PluginHost
-from ovnk_core.testing.apiserver_fixtures import ssl_context_for
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.fault_proxy import FaultProxy
 from ovnk_core.testing.waiting import wait_until

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.testing.apiserver_fixtures import client_for
 
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.config import load_config
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.errors import Invalid, NotFound
@@ -17,7 +18,6 @@ from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import CRDS, CUDNS, EVENTS, NADS, NAMESPACES, PODS, UDNS
 from ovnk_core.manifests.crds import build_crds
 from ovnk_core.plugins import PluginHost
-from ovnk_core.testing.apiserver_fixtures import client_for
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn import admission
 from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL, UdnControllers

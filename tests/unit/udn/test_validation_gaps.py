@@ -12,8 +12,8 @@ import json
 from typing import Any
 
 import pytest
+from ovnk_local.apiserver.server import ServerHandle
 
-from ovnk_core.apiserver.server import ServerHandle
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.errors import Invalid

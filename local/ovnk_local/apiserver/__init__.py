@@ -1,0 +1,21 @@
+"""A local Kubernetes API server for ovnk's local cluster and tests.
+
+No real kube-apiserver can run on the machines ovnk targets for development,
+so the core carries its own: built-in kinds plus CRD-defined kinds over real
+HTTP, with the semantics controllers and kubectl rely on (resourceVersion,
+watch with bookmarks and 410, patch types, selectors, finalizers, garbage
+collection, namespace deletion, CRD schema validation, admission hooks,
+optional persistence), behind the front door a real one has: HTTPS only,
+client-certificate and token authentication, RBAC, impersonation.  Start it
+with ``serve()`` or ``python -m ovnk_local.apiserver``.
+"""
+
+from __future__ import annotations
+
+from ovnk_local.apiserver.admission import AdmissionRegistry, PolicyDenied
+from ovnk_local.apiserver.errors import ApiStatusError, FieldError
+from ovnk_local.apiserver.security import SecurityOptions
+from ovnk_local.apiserver.server import ServerHandle, ServerOptions, serve
+
+__all__ = ["AdmissionRegistry", "ApiStatusError", "FieldError", "PolicyDenied",
+           "SecurityOptions", "ServerHandle", "ServerOptions", "serve"]

@@ -1,0 +1,145 @@
+"""Service defaults and ClusterIP / NodePort allocation, as the real server's service REST does.
+
+ovnk's load-balancer rendering needs real ClusterIPs, so a Service created
+here gets one from the configured service CIDRs (IPv4 and, for dual-stack,
+IPv6), keeps it across updates that leave it unset, and gets NodePorts when
+its type asks for them.  Allocation runs under the store lock against the
+Services currently stored, so two creates never get the same address.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+
+from ovnk_local.apiserver.errors import JSON, FieldError
+
+NODE_PORTS = range(30000, 32768)
+_RESERVED_OFFSETS = (0, 1, 10)
+
+
+class ServiceAllocator:
+    """Allocates ClusterIPs from ``cidrs`` (one per IP family) and NodePorts."""
+
+    def __init__(self, cidrs: Iterable[str] = ("10.96.0.0/16",)) -> None:
+        self.networks = [ipaddress.ip_network(c, strict=False) for c in cidrs]
+
+    def _network(self, family: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+        version = 6 if family == "IPv6" else 4
+        return next((n for n in self.networks if n.version == version), None)
+
+    def prepare(self, svc: JSON, old: JSON | None, services: list[JSON]) -> list[FieldError]:
+        """Default and allocate in place; ``services`` are the other stored Services."""
+        spec = svc.setdefault("spec", {})
+        old_spec = (old or {}).get("spec") or {}
+        spec.setdefault("type", "ClusterIP")
+        spec.setdefault("sessionAffinity", "None")
+        for port in spec.get("ports") or []:
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+                port.setdefault("targetPort", port.get("port"))
+        if spec["type"] == "ExternalName":
+            return []
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+        if spec["type"] in ("NodePort", "LoadBalancer"):
+            spec.setdefault("externalTrafficPolicy", "Cluster")
+        if old is not None and old_spec.get("clusterIPs"):
+            for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
+                if not spec.get(key) and key in old_spec:
+                    spec[key] = old_spec[key]
+            if spec.get("clusterIP") != old_spec.get("clusterIP"):
+                return [FieldError("Invalid", "spec.clusterIP", spec.get("clusterIP"),
+                                   "field is immutable")]
+        errors = [] if old_spec.get("clusterIPs") else self._allocate_ips(spec, services)
+        if spec["type"] in ("NodePort", "LoadBalancer"):
+            errors += self._allocate_node_ports(spec, old_spec, services)
+        return errors
+
+    def _allocate_ips(self, spec: JSON, services: list[JSON]) -> list[FieldError]:
+        if spec.get("clusterIP") == "None" or spec.get("clusterIPs") == ["None"]:
+            spec["clusterIP"], spec["clusterIPs"] = "None", ["None"]
+            spec.setdefault("ipFamilies", ["IPv4"])
+            spec.setdefault("ipFamilyPolicy", "SingleStack")
+            return []
+        used = {ip for s in services for ip in ((s.get("spec") or {}).get("clusterIPs") or [])}
+        policy = spec.get("ipFamilyPolicy") or "SingleStack"
+        families = list(spec.get("ipFamilies") or [])
+        if not families:
+            families = ["IPv4" if n.version == 4 else "IPv6" for n in self.networks]
+            if policy == "SingleStack":
+                families = families[:1]
+        requested = list(spec.get("clusterIPs") or ([spec["clusterIP"]]
+                                                     if spec.get("clusterIP") else []))
+        ips: list[str] = []
+        for index, family in enumerate(families):
+            network = self._network(family)
+            path = f"spec.clusterIPs[{index}]"
+            if network is None:
+                if policy == "PreferDualStack" and index > 0:
+                    break
+                return [FieldError("Invalid", "spec.ipFamilies", family,
+                                   "not configured on this cluster")]
+            if index < len(requested):
+                ip = requested[index]
+                try:
+                    inside = ipaddress.ip_address(ip) in network
+                except ValueError:
+                    return [FieldError("Invalid", path, ip, "must be a valid IP address")]
+                if not inside:
+                    return [FieldError("Invalid", path, ip,
+                                       "provided IP is not in the valid range. The range of "
+                                       f"valid IPs is {network}")]
+                if ip in used:
+                    return [FieldError("Invalid", path, ip, "provided IP is already allocated")]
+            else:
+                free = self._free_ip(network, used)
+                if free is None:
+                    return [FieldError("Invalid", path, "", "range is full")]
+                ip = free
+            used.add(ip)
+            ips.append(ip)
+        spec["clusterIP"], spec["clusterIPs"] = ips[0], ips
+        spec["ipFamilies"] = ["IPv6" if ":" in ip else "IPv4" for ip in ips]
+        spec["ipFamilyPolicy"] = policy
+        return []
+
+    @staticmethod
+    def _free_ip(network: ipaddress.IPv4Network | ipaddress.IPv6Network,
+                 used: set[str]) -> str | None:
+        limit = min(network.num_addresses - 1, 1 << 20)
+        for offset in range(2, limit):
+            if offset in _RESERVED_OFFSETS:
+                continue
+            candidate = str(network.network_address + offset)
+            if candidate not in used:
+                return candidate
+        return None
+
+    @staticmethod
+    def _allocate_node_ports(spec: JSON, old_spec: JSON,
+                             services: list[JSON]) -> list[FieldError]:
+        used = {p.get("nodePort") for s in services
+                for p in ((s.get("spec") or {}).get("ports") or []) if isinstance(p, dict)}
+        previous = {(p.get("port"), p.get("protocol")): p.get("nodePort")
+                    for p in old_spec.get("ports") or [] if isinstance(p, dict)}
+        for index, port in enumerate(spec.get("ports") or []):
+            if not isinstance(port, dict):
+                continue
+            wanted = port.get("nodePort") or previous.get((port.get("port"),
+                                                           port.get("protocol")))
+            if wanted:
+                if wanted not in NODE_PORTS:
+                    return [FieldError("Invalid", f"spec.ports[{index}].nodePort", wanted,
+                                       "provided port is not in the valid range. The range of "
+                                       "valid ports is 30000-32767")]
+                if wanted in used and wanted not in previous.values():
+                    return [FieldError("Invalid", f"spec.ports[{index}].nodePort", wanted,
+                                       "provided port is already allocated")]
+            else:
+                wanted = next((p for p in NODE_PORTS if p not in used), None)
+                if wanted is None:
+                    return [FieldError("Invalid", f"spec.ports[{index}].nodePort", 0,
+                                       "range is full")]
+            port["nodePort"] = wanted
+            used.add(wanted)
+        return []

@@ -1,0 +1,166 @@
+"""``ovnk local``: bring a whole local cluster up, inspect it, restart parts, take it down."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ovnk_core.logsetup import setup_logging
+from ovnk_local.cluster import (
+    COMPONENTS,
+    NODE_AGENT,
+    LocalCluster,
+    dataplane_unavailable,
+)
+from ovnk_local.components import COMPONENTS as STAND_INS
+from ovnk_local.components import run_component
+from ovnk_local.supervision import BACKOFF_BASE, BACKOFF_CAP, Supervisor
+from ovnk_local.supervisor import LocalClusterError
+
+DEFAULT_DIR = ".ovnk"
+TAKES_A_COMMAND = (("local", "exec"),)  # ovnk local exec POD -- COMMAND ARGS (cli.main)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "local", help="run a local cluster (API server, OVN, stand-ins, ovnk components)",
+        description="A whole cluster on this machine, each part its own process, all state "
+                    "under --dir (default .ovnk/).")
+    commands = parser.add_subparsers(dest="local_command", metavar="ACTION", required=True)
+
+    up = commands.add_parser("up", help="start everything and wait until it is ready")
+    up.add_argument("--dir", default=DEFAULT_DIR, help="state directory (default .ovnk)")
+    up.add_argument("--nodes", type=int, default=2, help="number of Node objects (default 2)")
+    up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for readiness")
+    up.add_argument("--dataplane", action=argparse.BooleanOptionalAction, default=None,
+                    help="give every node a real dataplane (namespace, OVS, ovn-controller, "
+                         "node agent) so pods carry traffic; default: when the machine can")
+    up.set_defaults(func=run_up)
+
+    status = commands.add_parser("status", help="each process, its pid, health and log")
+    status.add_argument("--dir", default=DEFAULT_DIR)
+    status.set_defaults(func=run_status)
+
+    restart = commands.add_parser(
+        "restart", help="restart the components (all, or one) keeping API and OVN state")
+    restart.add_argument("component", nargs="?", choices=sorted([*COMPONENTS, NODE_AGENT]),
+                         help="one component, or node-agent for every node's agent "
+                              "(default: all)")
+    restart.add_argument("--dir", default=DEFAULT_DIR)
+    restart.set_defaults(func=run_restart)
+
+    down = commands.add_parser("down", help="stop every process the cluster started")
+    down.add_argument("--dir", default=DEFAULT_DIR)
+    down.set_defaults(func=run_down)
+
+    exec_ = commands.add_parser(
+        "exec", help="run a command inside a pod's network namespace (real dataplane)",
+        description="Like 'kubectl exec' for the network: runs COMMAND in the pod's network "
+                    "namespace on its node, e.g. ovnk local exec -n blue blue -- ping -c 2 IP. "
+                    "Everything after -- is the command, options included.")
+    exec_.add_argument("pod")
+    exec_.add_argument("-n", "--namespace", default="default")
+    exec_.add_argument("--dir", default=DEFAULT_DIR)
+    # the words after "--" are cut off before parsing and appended here (cli.main)
+    exec_.add_argument("exec_command", nargs="*", metavar="-- COMMAND")
+    exec_.set_defaults(func=run_exec)
+
+    component = commands.add_parser("component", help="(internal) run one component")
+    component.add_argument("name", choices=sorted(STAND_INS))
+    component.add_argument("--dir", default=DEFAULT_DIR)
+    component.add_argument("--loglevel", default="info")
+    component.set_defaults(func=run_one_component)
+
+    supervise = commands.add_parser(
+        "supervise", help="(internal) restart the cluster's components when they die")
+    supervise.add_argument("--dir", default=DEFAULT_DIR)
+    supervise.add_argument("--backoff-base", type=float, default=BACKOFF_BASE,
+                           help=f"seconds before the first restart (default {BACKOFF_BASE:g}); "
+                                "doubled for every death in a row")
+    supervise.add_argument("--backoff-max", type=float, default=BACKOFF_CAP,
+                           help=f"longest wait between restarts (default {BACKOFF_CAP:g}s)")
+    supervise.add_argument("--loglevel", default="info")
+    supervise.set_defaults(func=run_supervise)
+
+
+def run_up(args: argparse.Namespace) -> int:
+    cluster = LocalCluster(args.dir)
+    state = cluster.up(nodes=args.nodes, timeout=args.timeout, dataplane=args.dataplane)
+    print(f"local cluster up in {cluster.dir}: API server https://127.0.0.1:{state.api_port}, "
+          f"nodes {', '.join(state.nodes)}")
+    if state.dataplane:
+        print(f"  real dataplane: network namespaces {cluster.dataplane.prefix}-* (ip netns), "
+              "one OVS + ovn-controller + node agent per node")
+    else:
+        print(f"  no real dataplane: {dataplane_unavailable() or 'disabled (--no-dataplane)'}")
+    print(f"  OVN NB: unix:{cluster.nb_socket}  SB: unix:{cluster.sb_socket}")
+    print(f"  kubectl --kubeconfig {cluster.kubeconfig} get nodes")
+    print(f"  ovnk local status --dir {args.dir}   |   ovnk local down --dir {args.dir}")
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    rows = LocalCluster(args.dir).status()
+    if not rows:
+        print(f"no local cluster in {Path(args.dir).resolve()}")
+        return 1
+    now = time.time()
+    print(f"{'NAME':<28}{'ROLE':<11}{'PID':<9}{'STATE':<10}{'RESTARTS':<10}LOG")
+    for row in rows:
+        state = "ready" if row.ready else ("running" if row.running else "DOWN")
+        print(f"{row.name:<28}{row.role:<11}{row.pid:<9}{state:<10}{row.restarts:<10}{row.log}")
+        if row.next_start:
+            print(f"    restarting in {max(0.0, row.next_start - now):.0f}s (backoff)")
+        if row.last_exit:
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.last_exit_at))
+            print(f"    last exit {when}: {row.last_exit}")
+            for line in row.last_exit_log:
+                print(f"    | {line}")
+    return 0 if all(row.ready for row in rows) else 1
+
+
+def run_restart(args: argparse.Namespace) -> int:
+    names = LocalCluster(args.dir).restart(args.component)
+    print(f"restarted: {', '.join(names)}")
+    return 0
+
+
+def run_down(args: argparse.Namespace) -> int:
+    stopped = LocalCluster(args.dir).down()
+    print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+    return 0
+
+
+def run_one_component(args: argparse.Namespace) -> int:
+    setup_logging(args.loglevel)
+    logging.getLogger(__name__).info("starting component %s", args.name)
+    cluster = LocalCluster(args.dir)
+    return run_component(args.name, str(cluster.component_kubeconfig(args.name)),
+                         cluster.ready_file(args.name),
+                         cluster.dir)
+
+
+def run_supervise(args: argparse.Namespace) -> int:
+    setup_logging(args.loglevel)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    Supervisor(LocalCluster(args.dir).states, base=args.backoff_base,
+               cap=args.backoff_max).run(stop)
+    return 0
+
+
+def run_exec(args: argparse.Namespace) -> int:
+    command = list(args.exec_command)
+    if not command:
+        raise LocalClusterError("exec: give the command to run after --, e.g. ovnk local exec "
+                                f"-n {args.namespace} {args.pod} -- ip addr")
+    netns = LocalCluster(args.dir).pod_netns(args.namespace, args.pod)
+    os.execvp("ip", ["ip", "netns", "exec", netns, *command])
+    return 127  # not reached

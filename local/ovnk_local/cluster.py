@@ -1,0 +1,574 @@
+"""``ovnk local``: one command for a whole local cluster.
+
+``up`` starts, as separate processes, the local API server, the OVN NB and
+SB databases and ovn-northd (the infrastructure, which keeps state across
+restarts), then the components (scheduler, kubelet stand-in, EndpointSlice
+controller, and the ovnk components as they arrive); it creates the Node
+objects, applies the project's CRDs, writes ``DIR/kubeconfig`` and waits
+until every component reports ready.  ``restart`` restarts components only,
+the way an operator restarts ovnkube pods; ``down`` stops everything by pid.
+
+The components and node agents are supervised: ``up`` starts a supervisor
+process (``ovnk local supervise``, ``ovnk_local.supervision``) right
+after the infrastructure, records it in ``cluster.json`` and leaves it the
+starting of every supervised process, so the supervisor is their parent,
+knows how each one ended and restarts whatever dies, with backoff.
+``restart`` asks it for restarts through ``cluster.json`` (a request flag per
+record) and waits for them; ``down`` marks every record unwanted, stops the
+supervisor first, then everything else.  Every change of ``cluster.json`` is
+made under its lock and written atomically (``ovnk_local.state``).
+
+Where the machine allows it (root, iproute2, Open vSwitch and ovn-controller
+installed), ``up`` also gives every node a real dataplane (``dataplane``): a
+network namespace with its own OVS and ovn-controller, and a node agent
+(``ovnk node``) that wires pods for the kubelet stand-in; pods then carry real
+traffic.  Without it the cluster runs as before and says why.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from ovnk_core.annotations import node_gateway
+from ovnk_core.kube.apply import apply_documents
+from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
+from ovnk_core.kube.errors import AlreadyExists, NotFound
+from ovnk_core.kube.resources import NAMESPACES, NODES, PODS
+from ovnk_core.manifests.crds import CRD_DIR
+from ovnk_core.networks.addressing import mac_from_ip
+from ovnk_core.node.netns import NETNS_DIR
+from ovnk_core.ovn.processes import NB_SCHEMA, SB_SCHEMA
+from ovnk_local.apiserver.security import SecurityOptions, admin_kubeconfig
+from ovnk_local.components import COMPONENTS as STAND_INS
+from ovnk_local.credentials import Credentials
+from ovnk_local.dataplane import Dataplane, NodeDataplane, node_ip
+from ovnk_local.state import ClusterState, ProcessRecord, StateFile
+from ovnk_local.supervisor import (
+    LocalClusterError,
+    pid_running,
+    spawn,
+    terminate,
+    wait_until,
+)
+
+log = logging.getLogger(__name__)
+
+DATAPLANE_BINARIES = ("ip", "ovsdb-server", "ovsdb-tool", "ovs-vswitchd", "ovs-vsctl",
+                      "ovn-controller")
+VSWITCH_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
+INFRA = ("apiserver", "nb-ovsdb", "sb-ovsdb", "northd")
+OVNK_COMPONENTS = ("cluster-manager", "controller")
+NODE_AGENT = "node-agent"
+SUPERVISOR = "supervisor"
+COMPONENTS = (*STAND_INS, *OVNK_COMPONENTS)
+SYSTEM_NAMESPACES = ("default", "kube-system", "ovn-kubernetes")
+NODE_NETWORK_GATEWAY = "172.18.0.1"
+NODE_NETWORK_PREFIX = 16
+
+
+def node_names(count: int) -> list[str]:
+    """kind's naming, as in the upstream docs: ovn-worker, ovn-worker2, ..."""
+    return ["ovn-worker" if i == 0 else f"ovn-worker{i + 1}" for i in range(count)]
+
+
+def node_gateway_annotations(name: str, ip: str, gateway: str = NODE_NETWORK_GATEWAY,
+                             prefix: int = NODE_NETWORK_PREFIX) -> dict[str, str]:
+    """What a node agent publishes about the node's external gateway (shared mode, breth0).
+
+    ``ovnk local`` writes these itself when it creates the Node, with the values the
+    node's namespace gets: the node IP on ``breth0``, the node network's gateway as next
+    hop, and the chassis name (= node name) its ovn-controller registers.
+    """
+    cidr = f"{ip}/{prefix}"
+    config = node_gateway.GatewayConfig(mode="shared", bridge_id="breth0", mac=mac_from_ip(ip),
+                                        ips=(cidr,), next_hops=(gateway,))
+    return {node_gateway.GATEWAY_CONFIG_ANNOTATION: node_gateway.serialize(config, name),
+            node_gateway.CHASSIS_ID_ANNOTATION: name,
+            node_gateway.PRIMARY_IFADDR_ANNOTATION: node_gateway.serialize_primary_ifaddr(
+                ipv4=cidr)}
+
+
+def dataplane_unavailable() -> str | None:
+    """Why this machine cannot run the real dataplane, or None when it can."""
+    if os.geteuid() != 0:
+        return "not root (network namespaces and veths need it)"
+    missing = [name for name in DATAPLANE_BINARIES if shutil.which(name) is None]
+    if missing:
+        return (f"missing {', '.join(missing)} (Debian packages iproute2, "
+                "openvswitch-switch, ovn-host)")
+    if not VSWITCH_SCHEMA.exists():
+        return f"missing the Open vSwitch schema {VSWITCH_SCHEMA}"
+    return None
+
+
+def build_node(name: str, index: int) -> dict[str, object]:
+    ip = node_ip(index)
+    return {
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
+                                              "kubernetes.io/os": "linux"},
+                     "annotations": node_gateway_annotations(name, ip)},
+        "spec": {},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                            "message": "ovnk local kubelet stand-in is posting ready status"}],
+            "addresses": [{"type": "InternalIP", "address": ip},
+                          {"type": "Hostname", "address": name}],
+        },
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class ProcessStatus:
+    name: str
+    role: str
+    pid: int
+    running: bool
+    ready: bool
+    log: str
+    restarts: int = 0  # automatic restarts by the supervisor after it died
+    last_exit: str = ""  # how it last ended ("exit code 1", "killed by signal 9 (SIGKILL)")
+    last_exit_at: float = 0.0
+    last_exit_log: tuple[str, ...] = ()  # the tail of its log when it ended
+    next_start: float = 0.0  # when the supervisor starts it again (0: not waiting)
+
+
+class LocalCluster:
+    def __init__(self, directory: Path | str) -> None:
+        self.dir = Path(directory).resolve()
+        self.state_file = self.dir / "cluster.json"
+        self.states = StateFile(self.state_file)
+        self.kubeconfig = self.dir / "kubeconfig"
+        self.ovn_dir = self.dir / "ovn"
+        self.run_dir = self.dir / "run"
+        self.log_dir = self.dir / "logs"
+        self.pki_dir = self.dir / "pki"
+
+    @property
+    def dataplane(self) -> Dataplane:
+        return Dataplane(self.dir, self.sb_socket, self.log_dir)
+
+    @property
+    def nb_socket(self) -> Path:
+        return self.ovn_dir / "nb.sock"
+
+    @property
+    def sb_socket(self) -> Path:
+        return self.ovn_dir / "sb.sock"
+
+    def state(self) -> ClusterState:
+        return self.states.read()
+
+    def _record(self, *records: ProcessRecord) -> None:
+        """Add or replace records in ``cluster.json`` (under its lock)."""
+        with self.states.update() as state:
+            for record in records:
+                state.processes[record.name] = record
+
+    def server_url(self, port: int) -> str:
+        return f"https://127.0.0.1:{port}"
+
+    def credentials(self, port: int) -> Credentials:
+        return Credentials(self.pki_dir, self.dir / "kubeconfigs", self.server_url(port))
+
+    def component_kubeconfig(self, name: str) -> Path:
+        """The kubeconfig of one process (its own identity), written by ``up``."""
+        return self.credentials(0).path(name)
+
+    # -- records ---------------------------------------------------------------------------
+    def _infra_records(self, port: int) -> list[ProcessRecord]:
+        ovn = self.ovn_dir
+        records = [ProcessRecord(
+            "apiserver", "infra",
+            [sys.executable, "-m", "ovnk_local.apiserver", "--host", "127.0.0.1", "--port",
+             str(port), "--data", str(self.dir / "apiserver-data.json"),
+             "--cert-dir", str(self.pki_dir),
+             # kubectl exec: the command runs in the pod's namespace (real dataplane)
+             "--pod-netns-template",
+             self.dataplane.pod_netns_prefix("{node}") + "{namespace}.{name}"],
+            str(self.log_dir / "apiserver.log"))]
+        for name in ("nb", "sb"):
+            records.append(ProcessRecord(
+                f"{name}-ovsdb", "infra",
+                ["ovsdb-server", str(ovn / f"{name}.db"), f"--remote=punix:{ovn}/{name}.sock",
+                 f"--unixctl={ovn}/{name}.ctl", f"--log-file={self.log_dir}/{name}-ovsdb.log",
+                 f"--pidfile={self.run_dir}/{name}-ovsdb.pid", "--no-chdir", "-vconsole:off"],
+                str(self.log_dir / f"{name}-ovsdb.out")))
+        records.append(ProcessRecord(
+            "northd", "infra",
+            ["ovn-northd", f"--ovnnb-db=unix:{ovn}/nb.sock", f"--ovnsb-db=unix:{ovn}/sb.sock",
+             f"--unixctl={ovn}/northd.ctl", f"--log-file={self.log_dir}/northd.log",
+             "--no-chdir", "-vconsole:off", f"--pidfile={self.run_dir}/northd.pid"],
+            str(self.log_dir / "northd.out")))
+        return records
+
+    @property
+    def config_file(self) -> Path:
+        return self.dir / "ovnk.toml"
+
+    def write_config(self) -> None:
+        """The configuration every ovnk component of this cluster runs with."""
+        self.config_file.write_text(
+            "# written by ovnk local up: the local cluster's ovnk configuration\n"
+            "enable-multi-network = true\n"
+            "enable-network-segmentation = true\n"
+            'gateway-v4-masquerade-subnet = "169.254.0.0/17"\n'
+            f'nb-address = "unix:{self.nb_socket}"\n'
+            f'sb-address = "unix:{self.sb_socket}"\n'
+            f'k8s-kubeconfig = "{self.kubeconfig}"\n')
+
+    def _component_record(self, name: str) -> ProcessRecord:
+        if name in OVNK_COMPONENTS:
+            args = [sys.executable, "-m", "ovnk_core.cli.main", name, "--config",
+                    str(self.config_file), "--k8s-kubeconfig",
+                    str(self.component_kubeconfig(name)),
+                    "--ready-file", str(self.ready_file(name))]
+        else:
+            args = [sys.executable, "-m", "ovnk_core.cli.main", "local", "component", name,
+                    "--dir", str(self.dir)]
+        return ProcessRecord(name, "component", args, str(self.log_dir / f"{name}.log"),
+                             supervised=True, ready_file=str(self.ready_file(name)))
+
+    def _supervisor_record(self) -> ProcessRecord:
+        return ProcessRecord(
+            SUPERVISOR, SUPERVISOR,
+            [sys.executable, "-m", "ovnk_core.cli.main", "local", "supervise",
+             "--dir", str(self.dir)],
+            str(self.log_dir / f"{SUPERVISOR}.log"))
+
+    def _ensure_supervisor(self, state: ClusterState) -> None:
+        """Start a supervisor when the state has none running (call under the lock)."""
+        current = state.processes.get(SUPERVISOR)
+        if current is None or not pid_running(current.pid, current.args):
+            if current is not None:
+                log.warning("the supervisor of %s was not running; starting a new one (the "
+                            "processes it started before report an unknown exit status)",
+                            self.dir)
+            state.processes[SUPERVISOR] = spawn(self._supervisor_record())
+
+    def ready_file(self, name: str) -> Path:
+        return self.run_dir / f"{name}.ready"
+
+    # -- up --------------------------------------------------------------------------------
+    def up(self, nodes: int = 2, timeout: float = 60.0,
+           dataplane: bool | None = None) -> ClusterState:
+        """Start everything; ``dataplane`` None means: a real one when the machine allows."""
+        if nodes < 1:
+            raise LocalClusterError("--nodes must be at least 1")
+        unavailable = dataplane_unavailable()
+        if dataplane and unavailable:
+            raise LocalClusterError(f"no real dataplane on this machine: {unavailable}")
+        if dataplane is None:
+            dataplane = unavailable is None
+            if unavailable:
+                log.warning("local cluster without a real dataplane (pods get addresses but "
+                            "carry no traffic): %s", unavailable)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with self.states.update() as state:
+            running = [r.name for r in state.processes.values()
+                       if pid_running(r.pid, r.args)]
+            if running:
+                raise LocalClusterError(
+                    f"a local cluster is already running in {self.dir} "
+                    f"({', '.join(running)}); see 'ovnk local status' or stop it with "
+                    "'ovnk local down'")
+            port = state.api_port or _free_port()
+            state.api_port, state.nodes, state.dataplane = port, node_names(nodes), dataplane
+            state.processes = {}
+        for directory in (self.ovn_dir, self.run_dir, self.log_dir):
+            directory.mkdir(parents=True, exist_ok=True)
+        for stale in self.run_dir.glob("*.ready"):
+            stale.unlink()
+        self._create_databases()
+        SecurityOptions.in_directory(self.pki_dir)
+        state = self.state()
+        try:
+            for record in self._infra_records(port):
+                self._record(spawn(record))
+            state = self.state()
+            self._wait_infra(state, timeout)
+            with self.states.update() as locked:
+                self._ensure_supervisor(locked)
+            admin_kubeconfig(self.pki_dir, self.server_url(port), self.kubeconfig)
+            self.write_config()
+            client = KubeClient(api_client_from_kubeconfig(str(self.kubeconfig)))
+            self._apply_crds(client)
+            for namespace in SYSTEM_NAMESPACES:
+                try:
+                    client.create(NAMESPACES, {"metadata": {"name": namespace}})
+                except AlreadyExists:
+                    pass
+            self.credentials(port).issue_all(client, state.nodes)
+            for index, name in enumerate(state.nodes):
+                self._register_node(client, name, index)
+            if dataplane:
+                self._start_dataplane(state, timeout)
+            # the supervisor starts them (it is their parent, and restarts them when they die)
+            self._record(*(self._component_record(name) for name in COMPONENTS))
+            self._wait_ready(list(COMPONENTS), timeout)
+            if dataplane:
+                self._wait_ready([f"{node}/{NODE_AGENT}" for node in state.nodes], timeout)
+        except BaseException:
+            self.down()
+            raise
+        return self.state()
+
+    def _register_node(self, admin: KubeClient, name: str, index: int) -> None:
+        """Create the Node (as the admin), then publish what its node side knows about it
+        (gateway, chassis, addresses) as that node's own agent identity, through
+        ``nodes/status`` — the path and identity the annotation admission rules expect."""
+        node = build_node(name, index)
+        meta = node["metadata"]
+        assert isinstance(meta, dict)
+        annotations = meta.pop("annotations")
+        try:
+            admin.create(NODES, node)
+        except AlreadyExists:
+            pass  # a restart over kept state: what the node side publishes is refreshed
+        agent = KubeClient(api_client_from_kubeconfig(
+            str(self.component_kubeconfig(f"node-agent-{name}"))))
+        agent.patch_status(NODES, name, {"metadata": {"annotations": annotations}})
+
+    # -- the real dataplane ----------------------------------------------------------------
+    def _nodes(self, state: ClusterState) -> list[NodeDataplane]:
+        return [self.dataplane.node(name, index) for index, name in enumerate(state.nodes)]
+
+    def _start_dataplane(self, state: ClusterState, timeout: float) -> None:
+        """Underlay, then per node: namespace, OVS, its configuration, ovn-controller, agent."""
+        dataplane = self.dataplane
+        dataplane.create_underlay()
+        nodes = self._nodes(state)
+        for node in nodes:
+            dataplane.create_node(node)
+            self._record(*(spawn(record) for record in dataplane.ovs_records(node)))
+        state = self.state()
+        northd = state.processes["northd"]
+        wait_until(dataplane.southbound_ready, timeout, "SB_Global (written by ovn-northd)",
+                   northd.log)
+        for node in nodes:
+            record = state.processes[f"{node.name}/ovs-vswitchd"]
+            wait_until(lambda n=node: (n.dir / "ovs-vswitchd.ctl").exists()  # type: ignore[misc]
+                       and n.ovs_db.exists(), timeout, f"OVS of node {node.name}", record.log)
+            dataplane.configure_node(node)
+            # ovn-controller now; the agent is the supervisor's to start
+            self._record(spawn(dataplane.controller_record(node)), self._agent_record(node))
+
+    def pod_netns(self, namespace: str, name: str) -> str:
+        """The network namespace of a running pod of this cluster's real dataplane.
+
+        :raises LocalClusterError: no cluster, no such pod, not scheduled, or no real dataplane.
+        """
+        state = self.state()
+        if not state.processes:
+            raise LocalClusterError(f"no local cluster in {self.dir}; run 'ovnk local up'")
+        if not state.dataplane:
+            raise LocalClusterError(f"the local cluster in {self.dir} runs without a real "
+                                    "dataplane: pods have no network namespaces")
+        client = KubeClient(api_client_from_kubeconfig(str(self.kubeconfig)))
+        try:
+            pod = client.get(PODS, name, namespace)
+        except NotFound:
+            raise LocalClusterError(f"pod {namespace}/{name} not found") from None
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            raise LocalClusterError(f"pod {namespace}/{name} is not scheduled yet")
+        netns = self.dataplane.pod_netns_prefix(str(node)) + f"{namespace}.{name}"
+        if not (NETNS_DIR / netns).exists():
+            raise LocalClusterError(f"pod {namespace}/{name} has no network namespace yet "
+                                    f"({netns}); is it Ready?")
+        return netns
+
+    def _agent_record(self, node: NodeDataplane) -> ProcessRecord:
+        dataplane = self.dataplane
+        return ProcessRecord(
+            f"{node.name}/node-agent", "node",
+            [sys.executable, "-m", "ovnk_core.cli.main", "node", "--config",
+             str(self.config_file), "--k8s-kubeconfig",
+             str(self.component_kubeconfig(f"node-agent-{node.name}")),
+             "--node-name", node.name, "--ovs-db", str(node.ovs_db),
+             "--cni-socket", str(dataplane.cni_socket(node.name)),
+             "--pod-netns-prefix", dataplane.pod_netns_prefix(node.name),
+             "--node-netns", node.netns,
+             "--ready-file", str(self.ready_file(f"node-agent-{node.name}"))],
+            # in the host's namespace, where the API server's loopback address is; it works
+            # on the node's namespace by name (netlink) and on its OVS by socket
+            str(self.log_dir / f"{node.name}-node-agent.log"),
+            supervised=True, ready_file=str(self.ready_file(f"node-agent-{node.name}")))
+
+    def _create_databases(self) -> None:
+        for name, schema in (("nb", NB_SCHEMA), ("sb", SB_SCHEMA)):
+            db = self.ovn_dir / f"{name}.db"
+            if not db.exists():
+                subprocess.run(["ovsdb-tool", "create", str(db), str(schema)], check=True,
+                               capture_output=True)
+
+    def _wait_infra(self, state: ClusterState, timeout: float) -> None:
+        api = state.processes["apiserver"]
+        wait_until(lambda: self._healthz(state.api_port) or not pid_running(api.pid, api.args),
+                   timeout, "API server", api.log)
+        if not pid_running(api.pid, api.args):
+            raise LocalClusterError(f"API server exited; see {api.log}")
+        for name, sock in (("nb-ovsdb", self.nb_socket), ("sb-ovsdb", self.sb_socket)):
+            record = state.processes[name]
+            wait_until(sock.exists, timeout, f"{name} socket", record.log)
+        northd = state.processes["northd"]
+        wait_until((self.ovn_dir / "northd.ctl").exists, timeout, "ovn-northd", northd.log)
+
+    def _wait_ready(self, names: list[str], timeout: float, since: float = 0.0) -> None:
+        """Wait until the supervisor has started each process and it is ready.
+
+        :raises LocalClusterError: one of them ended (after ``since``; while ``up`` waits,
+            at all), naming how and its log; or the supervisor is gone; or the timeout.
+        """
+        def what(name: str) -> str:
+            node, _, agent = name.partition("/")
+            return f"node agent of {node}" if agent == NODE_AGENT else f"component {name}"
+
+        def ready() -> bool:
+            state = self.state()
+            supervisor = state.processes.get(SUPERVISOR)
+            if supervisor is None or not pid_running(supervisor.pid, supervisor.args):
+                raise LocalClusterError(f"the supervisor of {self.dir} is not running; see "
+                                        f"{self.log_dir / (SUPERVISOR + '.log')}")
+            for name in names:
+                record = state.processes[name]
+                if record.last_exit and record.last_exit_at > since:
+                    tail = " | ".join(record.last_exit_log)
+                    raise LocalClusterError(f"{what(name)} {record.last_exit}; see {record.log}"
+                                            + (f": {tail}" if tail else ""))
+                if record.restart_requested or not pid_running(record.pid, record.args) \
+                        or not Path(record.ready_file).exists():
+                    return False
+            return True
+
+        for name in names:
+            record = self.state().processes[name]
+            wait_until(ready, timeout, what(name), record.log)
+
+    def _healthz(self, port: int) -> bool:
+        """Whether the API server answers /healthz (HTTPS, verified against the cluster CA)."""
+        try:
+            context = ssl.create_default_context(cafile=str(self.pki_dir / "ca.crt"))
+            with urllib.request.urlopen(f"{self.server_url(port)}/healthz", timeout=1,
+                                        context=context) as rsp:
+                return bool(rsp.status == 200)
+        except (OSError, ssl.SSLError):
+            return False
+
+    def _apply_crds(self, client: KubeClient) -> None:
+        for path in sorted(CRD_DIR.glob("*.yaml")):
+            apply_documents(client, yaml.safe_load_all(path.read_text()))
+
+    # -- status / restart / down -----------------------------------------------------------
+    def status(self) -> list[ProcessStatus]:
+        state = self.state()
+        result = []
+        for record in state.processes.values():
+            running = pid_running(record.pid, record.args)
+            if record.name == "apiserver":
+                ready = running and self._healthz(state.api_port)
+            elif record.ready_file:
+                ready = running and Path(record.ready_file).exists()
+            else:
+                ready = running
+            result.append(ProcessStatus(
+                record.name, record.role, record.pid, running, ready, record.log,
+                restarts=record.restarts, last_exit=record.last_exit,
+                last_exit_at=record.last_exit_at, last_exit_log=tuple(record.last_exit_log),
+                next_start=record.next_start if record.wanted and not running else 0.0))
+        return result
+
+    def restart(self, component: str | None = None, timeout: float = 60.0) -> list[str]:
+        """Restart the components (all, or one); ``node-agent`` restarts every node's agent.
+
+        The API server, OVN databases and the nodes' OVS and ovn-controller keep running.
+        The supervisor carries the restarts out (it stops and starts its own children);
+        this asks for them in ``cluster.json`` and waits until each one is ready again.
+        """
+        state = self.state()
+        if not state.processes:
+            raise LocalClusterError(f"no local cluster in {self.dir}; run 'ovnk local up'")
+        names = [component] if component else list(COMPONENTS)
+        agents = state.dataplane and (component is None or component == NODE_AGENT)
+        names = [name for name in names if name != NODE_AGENT]
+        for name in names:
+            if name not in COMPONENTS:
+                raise LocalClusterError(
+                    f"{name!r} is not a restartable component (components: "
+                    f"{', '.join(self.restartable(state))}; the API server and OVN databases "
+                    "keep running)")
+        if component == NODE_AGENT and not state.dataplane:
+            raise LocalClusterError("this local cluster runs without a real dataplane: it has "
+                                    "no node agents")
+        fresh = [self._component_record(name) for name in names]
+        if agents:
+            fresh += [self._agent_record(node) for node in self._nodes(state)]
+        with self.states.update() as locked:
+            # taken under the lock: whatever the supervisor recorded before is older
+            requested_at = time.time()
+            for record in fresh:
+                current = locked.processes.get(record.name)
+                if current is not None:  # keep its history, take today's command line
+                    current.args, current.log, current.env = record.args, record.log, record.env
+                    current.supervised, current.ready_file = True, record.ready_file
+                    record = current
+                record.wanted = True
+                record.restart_requested = True
+                locked.processes[record.name] = record
+            self._ensure_supervisor(locked)
+        restarted = [record.name for record in fresh]
+        self._wait_ready(restarted, timeout, since=requested_at)
+        return restarted
+
+    @staticmethod
+    def restartable(state: ClusterState) -> list[str]:
+        return [*COMPONENTS, *([NODE_AGENT] if state.dataplane else [])]
+
+    def down(self) -> list[str]:
+        kept = self.dir.exists()  # never create the directory of a cluster that is not there
+        if kept:
+            with self.states.update() as state:
+                for record in state.processes.values():
+                    record.wanted = False  # stopped on purpose: the supervisor leaves them be
+        state = self.state()
+        stopped = []
+        supervisor = state.processes.get(SUPERVISOR)
+        if supervisor is not None and terminate(supervisor):
+            stopped.append(SUPERVISOR)
+        state = self.state()  # everything it started before it saw the records unwanted
+        # components first (the kubelet still reaches the node agents), then each node's
+        # daemons in the reverse of their start order, the infrastructure last
+        components = [n for n, r in state.processes.items() if r.role == "component"]
+        node_daemons = [n for n, r in reversed(state.processes.items()) if r.role == "node"]
+        order = components + node_daemons + [n for n in reversed(INFRA)
+                                             if n in state.processes]
+        for name in order:
+            if terminate(state.processes[name]):
+                stopped.append(name)
+        for ready in self.run_dir.glob("*.ready") if self.run_dir.exists() else ():
+            ready.unlink()
+        removed = self.dataplane.destroy()
+        if removed:
+            log.info("removed network namespaces: %s", ", ".join(removed))
+        if kept:
+            with self.states.update() as final:
+                final.processes = {}
+        return stopped

@@ -1,0 +1,279 @@
+"""Real packets in the local cluster: every node a network namespace with its own OVS.
+
+ovn-trace proves the logical pipeline; this makes the local cluster carry
+traffic.  Each simulated node gets a network namespace with its own
+ovsdb-server, ovs-vswitchd (userspace ``netdev`` datapath, no kernel module
+needed) and ovn-controller (chassis name = node name), and an uplink into an
+underlay: a Linux bridge in a namespace of its own, so no address is ever
+added to the host's network.  In the node, the uplink ``eth0`` is a port of
+the OVS bridge ``breth0`` that carries the node IP (the userspace datapath
+routes tunnel traffic only through addresses on its own bridges), so geneve
+between chassis flows node IP to node IP, and ``breth0`` doubles as the
+shared-gateway bridge named in the node's gateway annotation, whose flows, MAC and
+bridge mapping the node agent owns (``ovnk_core.node.gateway``).  An "external
+host" namespace sits on the underlay too.
+
+Namespaces are named ``<prefix>-<role>`` with a prefix derived from the
+cluster directory, so several local clusters can coexist and ``down`` finds
+everything it created, pods' namespaces included.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ovnk_core.errors import OvnkError
+from ovnk_core.networks.addressing import mac_from_ip
+from ovnk_core.node import netlink
+from ovnk_core.node.netns import NETNS_DIR, run_in_netns
+from ovnk_local.state import ProcessRecord
+from ovnk_local.supervisor import wait_until
+
+UNDERLAY_BRIDGE = "underlay"
+NODE_UPLINK = "eth0"
+EXTERNAL_BRIDGE = "breth0"
+INTEGRATION_BRIDGE = "br-int"
+UNDERLAY_NETWORK = ipaddress.ip_network("172.18.0.0/16")
+UNDERLAY_GATEWAY = "172.18.0.1"
+EXTERNAL_HOST_IP = "172.18.255.254"
+
+
+class DataplaneError(OvnkError):
+    """A node's namespace, OVS or ovn-controller could not be set up."""
+
+
+def namespace_prefix(directory: Path) -> str:
+    """A short prefix unique to one cluster directory (namespace names show in ``ip netns``)."""
+    return "ovnk" + hashlib.sha1(str(directory.resolve()).encode()).hexdigest()[:6]
+
+
+def node_ip(index: int) -> str:
+    return str(UNDERLAY_NETWORK.network_address + index + 2)
+
+
+@dataclass(frozen=True)
+class NodeDataplane:
+    """Where one node's dataplane lives and how its daemons are reached."""
+
+    name: str
+    index: int
+    netns: str
+    dir: Path
+
+    @property
+    def ip(self) -> str:
+        return node_ip(self.index)
+
+    @property
+    def cidr(self) -> str:
+        return f"{self.ip}/{UNDERLAY_NETWORK.prefixlen}"
+
+    @property
+    def ovs_db(self) -> Path:
+        return self.dir / "db.sock"
+
+    @property
+    def underlay_port(self) -> str:
+        return f"n{self.index}"
+
+    def env(self) -> dict[str, str]:
+        """Run, log and database directories of this node's OVS and OVN daemons."""
+        directory = str(self.dir)
+        return {key: directory for key in ("OVS_RUNDIR", "OVS_LOGDIR", "OVS_DBDIR",
+                                           "OVN_RUNDIR", "OVN_LOGDIR", "OVN_DBDIR")}
+
+    def vsctl(self, *args: str, wait: bool = True) -> str:
+        """``ovs-vsctl`` against this node's database."""
+        command = ["ovs-vsctl", f"--db=unix:{self.ovs_db}", "--timeout=30"]
+        if not wait:
+            command.append("--no-wait")
+        result = subprocess.run([*command, *args], capture_output=True, text=True,
+                                env={**os.environ, **self.env()})
+        if result.returncode != 0:
+            raise DataplaneError(f"node {self.name}: ovs-vsctl {' '.join(args)}: "
+                                 f"{result.stderr.strip()}")
+        return result.stdout.strip()
+
+
+def _write_sysctl(name: str, value: str) -> None:
+    with open(f"/proc/sys/{name}", "w") as handle:
+        handle.write(value)
+
+
+def run_ip(*args: str) -> None:
+    result = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise DataplaneError(f"ip {' '.join(args)}: {result.stderr.strip()}")
+
+
+def ensure_netns(name: str) -> None:
+    if not (NETNS_DIR / name).exists():
+        run_ip("netns", "add", name)
+    netlink.set_link("lo", netns=name, up=True)
+
+
+def delete_netns(name: str) -> bool:
+    if not (NETNS_DIR / name).exists():
+        return False
+    run_ip("netns", "del", name)
+    return True
+
+
+class Dataplane:
+    """The namespaces and OVS daemons of one local cluster's nodes."""
+
+    def __init__(self, cluster_dir: Path, sb_socket: Path, log_dir: Path) -> None:
+        self.dir = cluster_dir / "nodes"
+        self.prefix = namespace_prefix(cluster_dir)
+        self.sb_socket = sb_socket
+        self.log_dir = log_dir
+
+    @property
+    def underlay_netns(self) -> str:
+        return f"{self.prefix}-underlay"
+
+    @property
+    def external_netns(self) -> str:
+        return f"{self.prefix}-external"
+
+    def node(self, name: str, index: int) -> NodeDataplane:
+        return NodeDataplane(name, index, f"{self.prefix}-{name}", self.dir / name)
+
+    def pod_netns_prefix(self, node: str) -> str:
+        """Pods of ``node`` live in namespaces ``<prefix>-<node>-pod-<namespace>.<name>``."""
+        return f"{self.prefix}-{node}-pod-"
+
+    def cni_socket(self, node: str) -> Path:
+        return self.dir.parent / "run" / "cni" / f"{node}.sock"
+
+    # -- creation ------------------------------------------------------------------------
+    def create_underlay(self) -> None:
+        """The underlay bridge (gateway address on it) and the external host behind it."""
+        ensure_netns(self.underlay_netns)
+        netlink.ensure_bridge(UNDERLAY_BRIDGE, netns=self.underlay_netns)
+        netlink.ensure_address(UNDERLAY_BRIDGE, f"{UNDERLAY_GATEWAY}/16",
+                               netns=self.underlay_netns)
+        netlink.set_link(UNDERLAY_BRIDGE, netns=self.underlay_netns, up=True)
+        ensure_netns(self.external_netns)
+        self._uplink(self.external_netns, "ext", f"{EXTERNAL_HOST_IP}/16")
+        netlink.ensure_route("0.0.0.0/0", gateway=UNDERLAY_GATEWAY, netns=self.external_netns)
+
+    def _uplink(self, netns: str, underlay_port: str, cidr: str | None) -> None:
+        """A veth from the underlay bridge (``underlay_port``) to ``eth0`` in ``netns``."""
+        if netlink.link_index(NODE_UPLINK, netns=netns) is None:
+            temporary = f"{underlay_port}-peer"
+            netlink.ensure_veth(underlay_port, temporary, netns=self.underlay_netns,
+                                peer_netns=netns)
+            netlink.rename_link(temporary, NODE_UPLINK, netns=netns)
+        netlink.set_link(underlay_port, netns=self.underlay_netns, master=UNDERLAY_BRIDGE,
+                         up=True)
+        if cidr is not None:
+            netlink.ensure_address(NODE_UPLINK, cidr, netns=netns)
+        netlink.set_link(NODE_UPLINK, netns=netns, up=True)
+
+    def create_node(self, node: NodeDataplane) -> None:
+        """The node's namespace, its uplink and its OVS database file."""
+        ensure_netns(node.netns)
+        self._uplink(node.netns, node.underlay_port, None)
+        node.dir.mkdir(parents=True, exist_ok=True)
+        conf = node.dir / "conf.db"
+        if not conf.exists():
+            subprocess.run(["ovsdb-tool", "create", str(conf),
+                            "/usr/share/openvswitch/vswitch.ovsschema"],
+                           check=True, capture_output=True)
+
+    def ovs_records(self, node: NodeDataplane) -> list[ProcessRecord]:
+        """ovsdb-server and ovs-vswitchd of ``node`` (ovn-controller comes after setup)."""
+        d = node.dir
+        common = ["--no-chdir", "-vconsole:off"]
+        return [
+            ProcessRecord(f"{node.name}/ovsdb-server", "node",
+                          ["ovsdb-server", str(d / "conf.db"), f"--remote=punix:{node.ovs_db}",
+                           f"--unixctl={d}/ovsdb-server.ctl", f"--pidfile={d}/ovsdb-server.pid",
+                           f"--log-file={self.log_dir}/{node.name}-ovsdb-server.log", *common],
+                          str(self.log_dir / f"{node.name}-ovsdb-server.out"),
+                          netns=node.netns, env=node.env()),
+            ProcessRecord(f"{node.name}/ovs-vswitchd", "node",
+                          ["ovs-vswitchd", f"unix:{node.ovs_db}",
+                           f"--unixctl={d}/ovs-vswitchd.ctl", f"--pidfile={d}/ovs-vswitchd.pid",
+                           f"--log-file={self.log_dir}/{node.name}-ovs-vswitchd.log", *common],
+                          str(self.log_dir / f"{node.name}-ovs-vswitchd.out"),
+                          netns=node.netns, env=node.env()),
+        ]
+
+    def southbound_ready(self) -> bool:
+        """Whether ovn-northd has initialised the SB database (its SB_Global row exists).
+
+        ovn-controller (23.03) crashes with SIGSEGV when it connects to a SB without that
+        row, so controllers must start only after this holds.
+        """
+        result = subprocess.run(["ovn-sbctl", f"--db=unix:{self.sb_socket}", "--timeout=5",
+                                 "--columns=_uuid", "--bare", "list", "SB_Global"],
+                                capture_output=True, text=True)
+        return result.returncode == 0 and bool(result.stdout.strip())
+
+    def controller_record(self, node: NodeDataplane) -> ProcessRecord:
+        return ProcessRecord(
+            f"{node.name}/ovn-controller", "node",
+            ["ovn-controller", f"unix:{node.ovs_db}", f"--pidfile={node.dir}/ovn-controller.pid",
+             f"--log-file={self.log_dir}/{node.name}-ovn-controller.log", "--no-chdir",
+             "-vconsole:off"],
+            str(self.log_dir / f"{node.name}-ovn-controller.out"),
+            netns=node.netns, env=node.env())
+
+    def configure_node(self, node: NodeDataplane, timeout: float = 30.0) -> None:
+        """Bridges, the node IP on ``breth0``, and what ovn-controller reads (OVS running)."""
+        node.vsctl("init")
+        node.vsctl("--may-exist", "add-br", INTEGRATION_BRIDGE, "--", "set", "bridge",
+                   INTEGRATION_BRIDGE, "datapath_type=netdev", "fail-mode=secure",
+                   "other-config:disable-in-band=true")
+        node.vsctl("--may-exist", "add-br", EXTERNAL_BRIDGE, "--", "set", "bridge",
+                   EXTERNAL_BRIDGE, "datapath_type=netdev")
+        node.vsctl("--may-exist", "add-port", EXTERNAL_BRIDGE, NODE_UPLINK)
+        # the MAC the node's gateway annotation announces (the gateway routers use it too);
+        # set before the address and routes, since changing it resets the device
+        node.vsctl("set", "bridge", EXTERNAL_BRIDGE,
+                   f'other-config:hwaddr="{mac_from_ip(ipaddress.ip_address(node.ip))}"')
+        # On a restart over kept state the bridges are already in conf.db, so ovs-vsctl had
+        # nothing to wait for: ovs-vswitchd creates the breth0 device when it gets to it.
+        wait_until(lambda: netlink.link_index(EXTERNAL_BRIDGE, netns=node.netns) is not None,
+                   timeout, f"{EXTERNAL_BRIDGE} of node {node.name}",
+                   str(self.log_dir / f"{node.name}-ovs-vswitchd.log"))
+        # The userspace datapath reads ports through AF_PACKET, so the node's kernel also sees
+        # what pods send on their veths: it must answer ARP only for addresses of the
+        # interface asked on, or it claims the management ports' addresses on pod veths
+        # (a kernel datapath diverts port traffic before the stack ever sees it).
+        run_in_netns(node.netns, lambda: _write_sysctl("net/ipv4/conf/all/arp_ignore", "1"))
+        netlink.ensure_address(EXTERNAL_BRIDGE, node.cidr, netns=node.netns)
+        netlink.set_link(EXTERNAL_BRIDGE, netns=node.netns, up=True)
+        netlink.ensure_route("0.0.0.0/0", gateway=UNDERLAY_GATEWAY, netns=node.netns)
+        # ovn-bridge-mappings is left to the node agent: it sets it only once its flows own
+        # breth0 (patched in under NORMAL switching, each gateway router, which shares the
+        # node IP, would answer ARP for it on the underlay and break geneve).
+        node.vsctl("set", "open_vswitch", ".",
+                   f"external_ids:system-id={node.name}",
+                   f"external_ids:hostname={node.name}",
+                   f"external_ids:ovn-remote=unix:{self.sb_socket}",
+                   "external_ids:ovn-encap-type=geneve",
+                   f"external_ids:ovn-encap-ip={node.ip}")
+
+    # -- teardown ------------------------------------------------------------------------
+    def namespaces(self) -> list[str]:
+        """Every namespace of this cluster that exists now (pods, nodes, underlay, external)."""
+        if not NETNS_DIR.exists():
+            return []
+        return sorted(p.name for p in NETNS_DIR.iterdir() if p.name.startswith(self.prefix + "-"))
+
+    def destroy(self) -> list[str]:
+        """Delete every namespace of this cluster, pods first; the daemons must be stopped."""
+        names = self.namespaces()
+        ordered = sorted(names, key=lambda n: ("-pod-" not in n,
+                                               n in (self.underlay_netns, self.external_netns)))
+        for name in ordered:
+            delete_netns(name)
+        return ordered

@@ -1,0 +1,167 @@
+"""The local cluster's supervisor: restarts components that die, carries out restarts.
+
+``ovnk local up`` starts one supervisor process (``ovnk local supervise``,
+recorded in ``cluster.json`` as ``supervisor``, stopped first by ``down``).
+It is the parent of every supervised process (the components and the node
+agents): it starts them, so it learns how each one ended (exit code or
+signal), and it is the only one that restarts them.  Level-driven: every
+pass reads ``cluster.json`` and, under its lock, converges each supervised
+record:
+
+* not started yet (pid 0): start it;
+* ``restart_requested`` (``ovnk local restart``): stop it (on purpose, not
+  counted), start it again, forget its backoff;
+* found dead: record how it ended (``last_exit``, the tail of its log), remove
+  its ready file, and schedule the next start after an exponential backoff
+  (``base``, doubling per death in a row, capped at ``cap``; a run longer than
+  ``stable_after`` starts the series again) — a component that crashes at
+  start is retried ever more slowly, never in a hot loop;
+* its next start is due: start it and count a restart.
+
+A record ``down`` marked unwanted is never touched again, nor is anything
+unsupervised (the API server, OVN databases, OVS), which keeps its own state.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ovnk_local.state import ProcessRecord, StateFile
+from ovnk_local.supervisor import log_tail, pid_running, spawn, terminate
+
+log = logging.getLogger(__name__)
+
+BACKOFF_BASE = 1.0
+BACKOFF_CAP = 30.0
+STABLE_AFTER = 60.0
+POLL_INTERVAL = 0.2
+LOG_TAIL_LINES = 5
+
+
+def restart_delay(failures: int, base: float = BACKOFF_BASE, cap: float = BACKOFF_CAP) -> float:
+    """Seconds to wait before the next start after ``failures`` deaths in a row (>= 1)."""
+    return float(min(cap, base * 2 ** max(0, failures - 1)))
+
+
+def describe_exit(status: int | None) -> str:
+    """A wait status as an operator reads it."""
+    if status is None:
+        return "exited (exit status unknown: not started by this supervisor)"
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "unknown signal"
+        return f"killed by signal {-code} ({name})"
+    return f"exit code {code}"
+
+
+class Supervisor:
+    def __init__(self, states: StateFile, base: float = BACKOFF_BASE, cap: float = BACKOFF_CAP,
+                 stable_after: float = STABLE_AFTER,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.states = states
+        self.base = base
+        self.cap = cap
+        self.stable_after = stable_after
+        self.clock = clock
+        self._children: set[int] = set()  # pids this process started (it alone reaps them)
+        self._exits: dict[int, int] = {}  # reaped child pid -> wait status
+
+    def run(self, stop: threading.Event, interval: float = POLL_INTERVAL) -> None:
+        log.info("supervising the local cluster of %s", self.states.path.parent)
+        while not stop.is_set():
+            try:
+                self.step()
+            except Exception:  # a bad pass must not end supervision
+                log.exception("supervisor pass failed")
+            stop.wait(interval)
+        log.info("supervisor stopping (the processes keep running)")
+
+    # -- one pass ----------------------------------------------------------------------------
+    def step(self) -> None:
+        self._reap()
+        now = self.clock()
+        if not any(self._due(record, now) for record in self.states.read().processes.values()):
+            return
+        with self.states.update() as state:
+            now = self.clock()
+            for record in state.processes.values():
+                if self._due(record, now):
+                    self._converge(record, now)
+
+    def _due(self, record: ProcessRecord, now: float) -> bool:
+        if not record.supervised or not record.wanted:
+            return False
+        if record.restart_requested or record.pid == 0:
+            return True
+        if pid_running(record.pid, record.args):
+            return False
+        return record.next_start == 0 or now >= record.next_start
+
+    def _converge(self, record: ProcessRecord, now: float) -> None:
+        if record.restart_requested:
+            log.info("%s: restarting on request", record.name)
+            terminate(record)
+            self._forget(record.pid)
+            self._start(record)
+            record.restart_requested = False
+            record.failures = 0
+            record.next_start = 0.0
+        elif record.pid == 0:
+            self._start(record)
+        elif record.next_start == 0:
+            self._died(record, now)
+        else:
+            self._start(record)
+            record.restarts += 1
+            record.next_start = 0.0
+            log.info("%s: started again (restart %d) as pid %d", record.name, record.restarts,
+                     record.pid)
+
+    def _died(self, record: ProcessRecord, now: float) -> None:
+        record.last_exit = describe_exit(self._status_of(record.pid))
+        record.last_exit_at = now
+        record.last_exit_log = log_tail(record.log, LOG_TAIL_LINES, record.log_offset)
+        if record.ready_file:
+            Path(record.ready_file).unlink(missing_ok=True)
+        record.failures = 1 if now - record.started >= self.stable_after \
+            else record.failures + 1
+        delay = restart_delay(record.failures, self.base, self.cap)
+        record.next_start = now + delay
+        log.warning("%s (pid %d) %s; starting it again in %.1fs", record.name, record.pid,
+                    record.last_exit, delay)
+
+    def _start(self, record: ProcessRecord) -> None:
+        if record.ready_file:
+            Path(record.ready_file).unlink(missing_ok=True)
+        spawn(record)
+        self._children.add(record.pid)
+
+    # -- exit statuses of our own children ---------------------------------------------------
+    def _reap(self) -> None:
+        for pid in list(self._children):
+            try:
+                done, status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                self._children.discard(pid)
+                continue
+            if done:
+                self._children.discard(pid)
+                self._exits[pid] = status
+
+    def _status_of(self, pid: int) -> int | None:
+        self._reap()
+        return self._exits.pop(pid, None)
+
+    def _forget(self, pid: int) -> None:
+        self._reap()
+        self._exits.pop(pid, None)
+        self._children.discard(pid)

@@ -1,0 +1,121 @@
+"""Starting, watching and stopping the processes of one local cluster.
+
+Every process is started detached (its own session) so it outlives the
+command that started it, with its output in ``DIR/logs/<name>.log``; its
+pid, command line and log path are recorded in ``DIR/cluster.json``
+(``ovnk_local.state``).  A process counts as running only if its pid is
+alive, not a zombie, and its command line is still ours (pids get reused).
+Stopping is by pid: TERM, then KILL after a grace period.  Restarting what
+dies is the supervisor's (``ovnk_local.supervision``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from ovnk_core.errors import OvnkError
+from ovnk_local.state import ProcessRecord
+
+
+class LocalClusterError(OvnkError):
+    """The local cluster could not be started, inspected or stopped as asked."""
+
+
+def pid_running(pid: int, args: list[str]) -> bool:
+    """Alive, not a zombie, and still running the command we started."""
+    if pid <= 0:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    state = stat.rsplit(")", 1)[1].split()[0]
+    if state in ("Z", "X"):
+        return False
+    return bool(cmdline) and os.path.basename(cmdline[0].decode()) == os.path.basename(args[0])
+
+
+def spawn(record: ProcessRecord) -> ProcessRecord:
+    """Start the record's process detached; inside its network namespace if it names one.
+
+    The namespace is entered between fork and exec (not with ``ip netns exec``), so the
+    process's command line stays its own and ``pid_running`` recognises it.
+    """
+    Path(record.log).parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, **record.env} if record.env else None
+    preexec = None
+    if record.netns:
+        from ovnk_core.node.netns import enter_netns
+
+        netns = record.netns
+
+        def preexec() -> None:
+            enter_netns(netns)
+    with open(record.log, "ab") as log:
+        record.log_offset = log.seek(0, os.SEEK_END)
+        proc = subprocess.Popen(record.args, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                env=env, preexec_fn=preexec)
+    record.pid = proc.pid
+    record.started = time.time()
+    return record
+
+
+def terminate(record: ProcessRecord, grace: float = 10.0) -> bool:
+    """Stop the process; True if it was running."""
+    if not pid_running(record.pid, record.args):
+        return False
+    try:
+        os.kill(record.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not pid_running(record.pid, record.args):
+            _reap(record.pid)
+            return True
+        _reap(record.pid)
+        time.sleep(0.05)
+    try:
+        os.kill(record.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    _reap(record.pid)
+    return True
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status when the process is our own child (tests run in-process)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def log_tail(log: str, lines: int = 5, since: int = 0) -> list[str]:
+    """The last ``lines`` lines of a log file written after byte ``since`` (its end only)."""
+    try:
+        with open(log, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(since, size - 8192, 0))
+            data = handle.read()
+    except OSError:
+        return []
+    return data.decode(errors="replace").splitlines()[-lines:]
+
+
+def wait_until(predicate: object, timeout: float, what: str, log: str | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if callable(predicate) and predicate():
+            return
+        time.sleep(0.05)
+    tail = ""
+    if log and Path(log).exists():
+        tail = ": " + " | ".join(log_tail(log))
+    raise LocalClusterError(f"{what} not ready after {timeout:.0f}s{tail}")
