@@ -28,6 +28,7 @@ from importlib.metadata import entry_points
 from typing import Any, Protocol
 
 from ovnk_core.cli import (
+    ENTRY_POINT_GROUP,
     cluster_manager_cmd,
     config_cmd,
     controller_cmd,
@@ -43,8 +44,6 @@ from ovnk_core.logsetup import setup_logging
 SUBCOMMANDS = (plugins_cmd, config_cmd, cluster_manager_cmd, controller_cmd, node_cmd,
                reachability_cmd, show_cmd, version_cmd)
 
-ENTRY_POINT_GROUP = "ovnk.cli"
-"""Subcommands of other distributions (see the module's documentation)."""
 
 
 class Subcommand(Protocol):

@@ -1,4 +1,4 @@
-"""``ovnk version``: the installed core and plugin distributions."""
+"""``ovnk version``: the installed core, plugin and subcommand (``ovnk.cli``) distributions."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 from importlib import metadata
 from typing import Any
 
+from ovnk_core.cli import ENTRY_POINT_GROUP
 from ovnk_core.plugins import discover
 
 
@@ -21,4 +22,9 @@ def run(args: argparse.Namespace) -> int:
         if info.distribution not in seen:
             seen.add(info.distribution)
             print(f"{info.distribution} {info.version}")
+    for entry in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        dist = entry.dist
+        if dist is not None and dist.name not in seen:
+            seen.add(dist.name)
+            print(f"{dist.name} {dist.version}")
     return 0

@@ -396,6 +396,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[0] == f"ovnk-core {metadata.version('ovnk-core')}"
     for name in BUNDLED:
         assert lines.count(f"ovnk-{name} {version_of(f'plugins/{name}')}") == 1
+    assert lines.count(f"ovnk-local {version_of('local')}") == 1  # ovnk local's distribution
     assert len(lines) == len(set(lines))
 
 
