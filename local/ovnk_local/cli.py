@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ovnk_core.config import add_config_arguments
 from ovnk_core.logsetup import setup_logging
 from ovnk_local.cluster import (
     COMPONENTS,
@@ -20,6 +21,7 @@ from ovnk_local.cluster import (
 )
 from ovnk_local.components import COMPONENTS as STAND_INS
 from ovnk_local.components import run_component
+from ovnk_local.settings import OWNED, ComponentSettings
 from ovnk_local.supervision import BACKOFF_BASE, BACKOFF_CAP, Supervisor
 from ovnk_local.supervisor import LocalClusterError
 
@@ -34,13 +36,26 @@ def register(subparsers: Any) -> None:
                     "under --dir (default .ovnk/).")
     commands = parser.add_subparsers(dest="local_command", metavar="ACTION", required=True)
 
-    up = commands.add_parser("up", help="start everything and wait until it is ready")
+    up = commands.add_parser(
+        "up", help="start everything and wait until it is ready",
+        description="Start the API server, OVN, the stand-ins, the ovnk components and (when "
+                    "the machine allows) a real dataplane per node. Every ovnk component "
+                    "option is accepted and passed on to the cluster manager, the zone "
+                    "controller and the node agents, e.g. ovnk local up "
+                    "--enable-dynamic-udn-allocation --udn-deletion-grace-period=5s; "
+                    "--config FILE is merged into DIR/ovnk.toml. 'ovnk local status' shows "
+                    "them. The OVN addresses, kubeconfigs, node names and metrics address "
+                    "are the cluster's own.")
     up.add_argument("--dir", default=DEFAULT_DIR, help="state directory (default .ovnk)")
     up.add_argument("--nodes", type=int, default=2, help="number of Node objects (default 2)")
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for readiness")
     up.add_argument("--dataplane", action=argparse.BooleanOptionalAction, default=None,
                     help="give every node a real dataplane (namespace, OVS, ovn-controller, "
                          "node agent) so pods carry traffic; default: when the machine can")
+    add_config_arguments(
+        up, exclude=OWNED,
+        title="ovnk component options (passed on to cluster-manager, controller and every "
+              "node agent; flag > OVNK_* env > --config file > ovnk local's settings)")
     up.set_defaults(func=run_up)
 
     status = commands.add_parser("status", help="each process, its pid, health and log")
@@ -91,7 +106,8 @@ def register(subparsers: Any) -> None:
 
 def run_up(args: argparse.Namespace) -> int:
     cluster = LocalCluster(args.dir)
-    state = cluster.up(nodes=args.nodes, timeout=args.timeout, dataplane=args.dataplane)
+    state = cluster.up(nodes=args.nodes, timeout=args.timeout, dataplane=args.dataplane,
+                       settings=ComponentSettings.from_args(args))
     print(f"local cluster up in {cluster.dir}: API server https://127.0.0.1:{state.api_port}, "
           f"nodes {', '.join(state.nodes)}")
     if state.dataplane:
@@ -100,16 +116,31 @@ def run_up(args: argparse.Namespace) -> int:
     else:
         print(f"  no real dataplane: {dataplane_unavailable() or 'disabled (--no-dataplane)'}")
     print(f"  OVN NB: unix:{cluster.nb_socket}  SB: unix:{cluster.sb_socket}")
+    for line in component_settings_lines(cluster):
+        print(f"  {line}")
     print(f"  kubectl --kubeconfig {cluster.kubeconfig} get nodes")
     print(f"  ovnk local status --dir {args.dir}   |   ovnk local down --dir {args.dir}")
     return 0
 
 
+def component_settings_lines(cluster: LocalCluster) -> list[str]:
+    """What the ovnk components run with, as they got it: their config file (and what it
+    was made of) and the flags on their command lines."""
+    state = cluster.state()
+    made_of = "ovnk local's settings" + (f" + {state.config_source}"
+                                         if state.config_source else "")
+    return [f"ovnk components' config: {cluster.config_file} ({made_of})",
+            "ovnk components' flags:  " + (" ".join(state.component_flags) or "(none)")]
+
+
 def run_status(args: argparse.Namespace) -> int:
-    rows = LocalCluster(args.dir).status()
+    cluster = LocalCluster(args.dir)
+    rows = cluster.status()
     if not rows:
         print(f"no local cluster in {Path(args.dir).resolve()}")
         return 1
+    for line in component_settings_lines(cluster):
+        print(line)
     now = time.time()
     print(f"{'NAME':<28}{'ROLE':<11}{'PID':<9}{'STATE':<10}{'RESTARTS':<10}LOG")
     for row in rows:

@@ -7,6 +7,9 @@ controller, and the ovnk components as they arrive); it creates the Node
 objects, applies the project's CRDs, writes ``DIR/kubeconfig`` and waits
 until every component reports ready.  ``restart`` restarts components only,
 the way an operator restarts ovnkube pods; ``down`` stops everything by pid.
+The ovnk components (cluster manager, zone controller, node agents) run with
+``DIR/ovnk.toml`` and the flags given to ``up`` (``ovnk_local.settings``),
+kept in ``cluster.json`` for restarts and ``status``.
 
 The components and node agents are supervised: ``up`` starts a supervisor
 process (``ovnk local supervise``, ``ovnk_local.supervision``) right
@@ -38,6 +41,7 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -54,6 +58,7 @@ from ovnk_local.apiserver.security import SecurityOptions, admin_kubeconfig
 from ovnk_local.components import COMPONENTS as STAND_INS
 from ovnk_local.credentials import Credentials
 from ovnk_local.dataplane import Dataplane, NodeDataplane, node_ip
+from ovnk_local.settings import ComponentSettings
 from ovnk_local.state import ClusterState, ProcessRecord, StateFile
 from ovnk_local.supervisor import (
     LocalClusterError,
@@ -224,23 +229,24 @@ class LocalCluster:
     def config_file(self) -> Path:
         return self.dir / "ovnk.toml"
 
-    def write_config(self) -> None:
-        """The configuration every ovnk component of this cluster runs with."""
-        self.config_file.write_text(
-            "# written by ovnk local up: the local cluster's ovnk configuration\n"
-            "enable-multi-network = true\n"
-            "enable-network-segmentation = true\n"
-            'gateway-v4-masquerade-subnet = "169.254.0.0/17"\n'
-            f'nb-address = "unix:{self.nb_socket}"\n'
-            f'sb-address = "unix:{self.sb_socket}"\n'
-            f'k8s-kubeconfig = "{self.kubeconfig}"\n')
+    def owned_settings(self) -> dict[str, Any]:
+        """The component options this cluster sets itself (``settings.OWNED``): its OVN
+        databases and the admin's kubeconfig (each process gets its own as a flag)."""
+        return {"nb_address": f"unix:{self.nb_socket}", "sb_address": f"unix:{self.sb_socket}",
+                "kubeconfig": str(self.kubeconfig)}
+
+    def write_config(self, settings: ComponentSettings | None = None) -> None:
+        """The configuration file every ovnk component of this cluster runs with."""
+        settings = settings or ComponentSettings()
+        self.config_file.write_text(settings.file_text(self.owned_settings()))
 
     def _component_record(self, name: str) -> ProcessRecord:
         if name in OVNK_COMPONENTS:
             args = [sys.executable, "-m", "ovnk_core.cli.main", name, "--config",
                     str(self.config_file), "--k8s-kubeconfig",
                     str(self.component_kubeconfig(name)),
-                    "--ready-file", str(self.ready_file(name))]
+                    "--ready-file", str(self.ready_file(name)),
+                    *self.state().component_flags]
         else:
             args = [sys.executable, "-m", "ovnk_core.cli.main", "local", "component", name,
                     "--dir", str(self.dir)]
@@ -268,9 +274,17 @@ class LocalCluster:
         return self.run_dir / f"{name}.ready"
 
     # -- up --------------------------------------------------------------------------------
-    def up(self, nodes: int = 2, timeout: float = 60.0,
-           dataplane: bool | None = None) -> ClusterState:
-        """Start everything; ``dataplane`` None means: a real one when the machine allows."""
+    def up(self, nodes: int = 2, timeout: float = 60.0, dataplane: bool | None = None,
+           settings: ComponentSettings | None = None) -> ClusterState:
+        """Start everything; ``dataplane`` None means: a real one when the machine allows.
+
+        ``settings``: the ovnk components' options (``ovnk_local.settings``), checked as
+        the components will load them before anything starts.
+
+        :raises ConfigError: an invalid or inconsistent component option.
+        """
+        settings = settings or ComponentSettings()
+        settings.check(self.owned_settings())
         if nodes < 1:
             raise LocalClusterError("--nodes must be at least 1")
         unavailable = dataplane_unavailable()
@@ -292,6 +306,7 @@ class LocalCluster:
                     "'ovnk local down'")
             port = state.api_port or _free_port()
             state.api_port, state.nodes, state.dataplane = port, node_names(nodes), dataplane
+            state.component_flags, state.config_source = settings.flags, settings.source
             state.processes = {}
         for directory in (self.ovn_dir, self.run_dir, self.log_dir):
             directory.mkdir(parents=True, exist_ok=True)
@@ -308,7 +323,7 @@ class LocalCluster:
             with self.states.update() as locked:
                 self._ensure_supervisor(locked)
             admin_kubeconfig(self.pki_dir, self.server_url(port), self.kubeconfig)
-            self.write_config()
+            self.write_config(settings)
             client = KubeClient(api_client_from_kubeconfig(str(self.kubeconfig)))
             self._apply_crds(client)
             for namespace in SYSTEM_NAMESPACES:
@@ -407,7 +422,8 @@ class LocalCluster:
              "--cni-socket", str(dataplane.cni_socket(node.name)),
              "--pod-netns-prefix", dataplane.pod_netns_prefix(node.name),
              "--node-netns", node.netns,
-             "--ready-file", str(self.ready_file(f"node-agent-{node.name}"))],
+             "--ready-file", str(self.ready_file(f"node-agent-{node.name}")),
+             *self.state().component_flags],
             # in the host's namespace, where the API server's loopback address is; it works
             # on the node's namespace by name (netlink) and on its OVS by socket
             str(self.log_dir / f"{node.name}-node-agent.log"),

@@ -63,6 +63,10 @@ class ClusterState:
     nodes: list[str] = field(default_factory=list)
     processes: dict[str, ProcessRecord] = field(default_factory=dict)
     dataplane: bool = False
+    # the ovnk components' options given to 'up' (ovnk_local.settings): the flags on their
+    # command lines, and the user's config file merged into DIR/ovnk.toml ("" for none)
+    component_flags: list[str] = field(default_factory=list)
+    config_source: str = ""
 
     @classmethod
     def load(cls, path: Path) -> ClusterState:
@@ -73,13 +77,16 @@ class ClusterState:
             return cls(api_port=int(raw.get("api_port", 0)), nodes=list(raw.get("nodes", [])),
                        dataplane=bool(raw.get("dataplane", False)),
                        processes={name: ProcessRecord.from_json(record)
-                                  for name, record in raw.get("processes", {}).items()})
+                                  for name, record in raw.get("processes", {}).items()},
+                       component_flags=[str(flag) for flag in raw.get("component_flags", [])],
+                       config_source=str(raw.get("config_source", "")))
         except (ValueError, TypeError, AttributeError) as exc:
             raise StateFileError(f"{path} is not a local cluster's state ({exc}); stop what "
                                  "it started by hand and remove it") from None
 
     def to_json(self) -> dict[str, Any]:
         return {"api_port": self.api_port, "nodes": self.nodes, "dataplane": self.dataplane,
+                "component_flags": self.component_flags, "config_source": self.config_source,
                 "processes": {name: asdict(record) for name, record in self.processes.items()}}
 
 
