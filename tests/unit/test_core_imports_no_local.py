@@ -12,7 +12,10 @@ the local API server runs are the core's ``ovnk.admission`` entry points, writte
 from __future__ import annotations
 
 import ast
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -63,6 +66,40 @@ def test_the_scan_sees_every_kind_of_reference(tmp_path: Path) -> None:
     assert [line.split(": ")[1] for line in _offences(sample, tmp_path)] == [
         "ovnk_local.cluster", "ovnk_local.apiserver.server", "ovnk_local.cli",
         "ovnk_local.apiserver"]
+
+
+BLOCKED = """
+import importlib, importlib.abc, json, pkgutil, sys
+
+class NotInstalled(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "ovnk_local" or name.startswith("ovnk_local."):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return None
+
+sys.meta_path.insert(0, NotInstalled())
+import ovnk_core
+modules = [m.name for m in pkgutil.walk_packages(ovnk_core.__path__, "ovnk_core.")]
+for name in modules:
+    importlib.import_module(name)
+from ovnk_core.cli.main import build_parser
+parser = build_parser()
+choices = [a for a in parser._actions if hasattr(a, "choices") and a.choices][0].choices
+print(json.dumps({"modules": len(modules), "commands": sorted(choices)}))
+"""
+
+
+def test_every_core_module_imports_without_ovnk_local() -> None:
+    """With ovnk_local unimportable, every ovnk_core module still imports (no lazy import
+    hides in a function run at import time) and the CLI builds without ``local``."""
+    result = subprocess.run([sys.executable, "-c", BLOCKED], capture_output=True, text=True,
+                            timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["modules"] > 100
+    assert "local" not in report["commands"] and "config" in report["commands"]
+    assert "subcommand 'local' (ovnk_local.cli, entry point group ovnk.cli) cannot be loaded" \
+        in result.stderr
 
 
 def test_the_core_distribution_declares_no_local_package() -> None:
