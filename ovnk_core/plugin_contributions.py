@@ -13,8 +13,9 @@ runs in a known component (``HOOKS``):
 A topology's own column lists what it overrides of ``Topology``:
 ``parse_netconf`` (parse — networks of its kind are accepted), ``pod_routing``
 (routes), ``default_mtu`` (mtu), the ``build_*`` methods with ``renders`` set
-(render — its networks are rendered into OVN Northbound), and any other public
-member the base class gains later, by its name.
+(render — its networks are rendered into OVN Northbound), ``udn_section`` (udn
+section — UDNs and CUDNs may ask for it), and any other public member the base
+class gains later, by its name.
 
 **Contributes nothing** means: no hook implementation other than
 ``ovnk_configure`` — a configuration check changes nothing the cluster sees, and
@@ -67,9 +68,11 @@ NOT_CONTRIBUTING = frozenset({(EVERY_PROCESS, CONFIGURATION_CHECK)})
 """Contributions that check and change nothing: alone, they are "contributes nothing"."""
 
 PARSE, ROUTES, MTU, RENDER = "parse", "routes", "mtu", "render"
+UDN_SECTION = "udn section"
 TOPOLOGY_MEMBERS: dict[str, str] = {
     "parse_netconf": PARSE, "pod_routing": ROUTES, "default_mtu": MTU,
     "build_network": RENDER, "build_node": RENDER, "build_pod": RENDER,
+    "udn_section": UDN_SECTION,
 }
 """Known ``Topology`` members and what overriding one contributes; any other public member
 of the base class is shown by its name."""

@@ -36,6 +36,7 @@ from ovnk_core.networks.netinfo import NetInfo
 if TYPE_CHECKING:
     from ovnk_core.ovn.declarative import DesiredRow
     from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
+    from ovnk_core.udn_section import UdnSection
 
 
 class RenderingNotSupported(Exception):
@@ -63,10 +64,16 @@ class Topology(abc.ABC):
 
     :cvar name: the topology string networks use (lower case), equal to the entry-point name.
     :cvar supports_primary: whether the topology may carry a network with role ``primary``.
+    :cvar udn_section: the section of UserDefinedNetworks and ClusterUserDefinedNetworks
+        this topology owns (``ovnk_core.udn_section.UdnSection``: the ``topology`` value
+        that selects it, its CRD schema, its admission rules and its NAD keys), one
+        stateless instance.  ``None`` (the default): no UDN/CUDN can ask for this
+        topology; its networks come from NADs written by hand.
     """
 
     name: ClassVar[str]
     supports_primary: ClassVar[bool] = True
+    udn_section: ClassVar[UdnSection | None] = None
 
     def __init__(self, config: Config) -> None:
         self.config = config

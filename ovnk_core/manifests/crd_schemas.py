@@ -4,13 +4,22 @@ The CRDs must be right for a real cluster, so the schemas carry the same
 ``x-kubernetes-validations`` (CEL) rules and messages as upstream's
 generated CRDs.  The local API server does not evaluate CEL; the same rules
 are implemented in Python in ``ovnk_core.udn.validation`` and registered as
-admission hooks there.  Shared pieces (Layer3/Layer2/Localnet configs) are
-built once and used by both kinds.
+admission hooks there.
+
+The topology sections (``spec[.network].<key>``) are the topology plugins'
+(``UdnSection.schema``, ``ovnk_core.udn_section``): ``udn_spec`` and
+``network_spec`` take the loaded ``UdnSections`` and build the ``topology``
+enum, the properties and the rules that name topologies from them.  The
+other functions here are building blocks for those sections' schemas.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from ovnk_core.udn.sections import UdnSections
+from ovnk_core.udn.validation import evpn_vrf_message, transport_support_message
+from ovnk_core.udn_section import EVPN, NO_OVERLAY, PRIMARY, TRANSPORTS
 
 JSON = dict[str, Any]
 
@@ -69,166 +78,18 @@ IPV6_MTU_RULE = ("!has(self.subnets) || !has(self.mtu) || "
                  "self.mtu >= 1280")
 
 
-def layer3_config() -> JSON:
-    subnet = {"type": "object", "required": ["cidr"], "properties": {
-        "cidr": cidr(),
-        "hostSubnet": {"type": "integer", "format": "int32", "minimum": 1, "maximum": 127}},
-        "x-kubernetes-validations": [
-            cel("!has(self.hostSubnet) || !isCIDR(self.cidr) || "
-                "self.hostSubnet > cidr(self.cidr).prefixLength()",
-                "HostSubnet must be smaller than CIDR subnet"),
-            cel("!has(self.hostSubnet) || !isCIDR(self.cidr) || "
-                "(cidr(self.cidr).ip().family() != 4 || self.hostSubnet < 32)",
-                "HostSubnet must < 32 for ipv4 CIDR")]}
-    return {
-        "type": "object", "required": ["role", "subnets"],
-        "properties": {
-            "role": role(["Primary", "Secondary"]) | {"x-kubernetes-validations": [
-                cel("self == oldSelf", "role is immutable")]},
-            "mtu": mtu() | {"x-kubernetes-validations": [
-                cel("self == oldSelf", "mtu is immutable")]},
-            "subnets": {"type": "array", "minItems": 1, "maxItems": 400, "items": subnet},
-            "joinSubnets": dual_stack_cidrs() | {"x-kubernetes-validations": [
-                cel("self == oldSelf", "joinSubnets is immutable")]},
-        },
-        "x-kubernetes-validations": [
-            cel("self.role != 'Secondary' || !has(oldSelf.subnets) || "
-                "self.subnets == oldSelf.subnets", "Subnets is immutable for Secondary role"),
-            cel("self.role != 'Secondary' || size(self.subnets) <= 2",
-                "Secondary networks may define at most 2 subnets"),
-            cel("self.role != 'Secondary' || size(self.subnets) != 2 || "
-                "cidr(self.subnets[0].cidr).ip().family() != "
-                "cidr(self.subnets[1].cidr).ip().family()",
-                "When 2 CIDRs are set for Secondary networks, they must be from different IP "
-                "families"),
-            cel("!has(self.joinSubnets) || self.role == 'Primary'",
-                "JoinSubnets is only supported for Primary network"),
-            cel("!has(self.mtu) || !self.subnets.exists(i, isCIDR(i.cidr) && "
-                "cidr(i.cidr).ip().family() == 6) || self.mtu >= 1280",
-                "MTU should be greater than or equal to 1280 when IPv6 subnet is used"),
-            cel("oldSelf.subnets.all(o, self.subnets.exists(n, n.cidr == o.cidr))",
-                "Removing existing subnets is not allowed"),
-            cel("self.subnets.all(a, self.subnets.all(b, a.cidr == b.cidr || "
-                "!cidr(a.cidr).containsCIDR(b.cidr)))",
-                "Subnets must not overlap or contain each other"),
-            cel("self.subnets.all(a, self.subnets.exists_one(b, a.cidr == b.cidr))",
-                "Subnets with same CIDR are not allowed"),
-        ],
-    }
+def topology_rules(sections: UdnSections) -> list[JSON]:
+    """Each section required when ``topology`` selects it and forbidden otherwise."""
+    return [cel(f"has(self.topology) && self.topology == '{s.topology}' ? has(self.{s.key}) "
+                f": !has(self.{s.key})",
+                f"spec.{s.key} is required when topology is {s.topology} and forbidden "
+                "otherwise") for s in sections]
 
 
-def layer2_config() -> JSON:
-    return {
-        "type": "object", "required": ["role"],
-        "properties": {
-            "role": role(["Primary", "Secondary"]),
-            "mtu": mtu(),
-            "subnets": dual_stack_cidrs(),
-            "reservedSubnets": {"type": "array", "minItems": 1, "maxItems": 25,
-                                "items": cidr()},
-            "infrastructureSubnets": {"type": "array", "minItems": 1, "maxItems": 4,
-                                      "items": cidr()},
-            "defaultGatewayIPs": dual_stack_ips(),
-            "joinSubnets": dual_stack_cidrs(),
-            "ipam": ipam(),
-        },
-        "x-kubernetes-validations": [
-            cel("has(self.ipam) && has(self.ipam.mode) && self.ipam.mode != 'Enabled' || "
-                "has(self.subnets)", "Subnets is required with ipam.mode is Enabled or unset"),
-            cel("!has(self.ipam) || !has(self.ipam.mode) || self.ipam.mode != 'Disabled' || "
-                "!has(self.subnets)", "Subnets must be unset when ipam.mode is Disabled"),
-            cel("!has(self.ipam) || !has(self.ipam.mode) || self.ipam.mode != 'Disabled' || "
-                "self.role == 'Secondary'",
-                "Disabled ipam.mode is only supported for Secondary network"),
-            cel("!has(self.joinSubnets) || self.role == 'Primary'",
-                "JoinSubnets is only supported for Primary network"),
-            cel(IPV6_MTU_RULE.replace("exists_one", "exists"),
-                "MTU should be greater than or equal to 1280 when IPv6 subnet is used"),
-            cel("!has(self.defaultGatewayIPs) || self.role == 'Primary'",
-                "defaultGatewayIPs is only supported for Primary network"),
-            cel("!has(self.defaultGatewayIPs) || self.defaultGatewayIPs.all(ip, "
-                "self.subnets.exists(s, cidr(s).containsIP(ip)))",
-                "defaultGatewayIPs must belong to one of the subnets specified in the subnets "
-                "field"),
-            cel("!has(self.defaultGatewayIPs) || size(self.defaultGatewayIPs) == "
-                "size(self.subnets)", "defaultGatewayIPs must be specified for all IP families"),
-            cel("!has(self.reservedSubnets) || has(self.subnets)",
-                "reservedSubnets must be unset when subnets is unset"),
-            cel("!has(self.reservedSubnets) || self.role == 'Primary'",
-                "reservedSubnets is only supported for Primary network"),
-            cel("!has(self.infrastructureSubnets) || has(self.subnets)",
-                "infrastructureSubnets must be unset when subnets is unset"),
-            cel("!has(self.infrastructureSubnets) || self.role == 'Primary'",
-                "infrastructureSubnets is only supported for Primary network"),
-            cel("!has(self.defaultGatewayIPs) || !has(self.infrastructureSubnets) || "
-                "self.defaultGatewayIPs.all(ip, self.infrastructureSubnets.exists(s, "
-                "cidr(s).containsIP(ip)))",
-                "defaultGatewayIPs have to belong to infrastructureSubnets"),
-            cel("!has(self.reservedSubnets) || self.reservedSubnets.all(r, "
-                "self.subnets.exists(s, cidr(s).containsCIDR(r)))",
-                "reservedSubnets must be subnetworks of the networks specified in the subnets "
-                "field", ".reservedSubnets"),
-            cel("!has(self.infrastructureSubnets) || self.infrastructureSubnets.all(r, "
-                "self.subnets.exists(s, cidr(s).containsCIDR(r)))",
-                "infrastructureSubnets must be subnetworks of the networks specified in the "
-                "subnets field", ".infrastructureSubnets"),
-            cel("!has(self.infrastructureSubnets) || !has(self.reservedSubnets) || "
-                "self.infrastructureSubnets.all(i, self.reservedSubnets.all(r, "
-                "!cidr(i).containsCIDR(r) && !cidr(r).containsCIDR(i)))",
-                "infrastructureSubnets and reservedSubnets must not overlap"),
-            cel("!has(self.infrastructureSubnets) || self.infrastructureSubnets.all(s, "
-                "cidr(s).masked() == cidr(s))",
-                "infrastructureSubnets must be a masked network address (no host bits set)"),
-            cel("!has(self.reservedSubnets) || self.reservedSubnets.all(s, "
-                "cidr(s).masked() == cidr(s))",
-                "reservedSubnets must be a masked network address (no host bits set)"),
-        ],
-    }
-
-
-def localnet_config() -> JSON:
-    return {
-        "type": "object", "required": ["role", "physicalNetworkName"],
-        "properties": {
-            "role": role(["Secondary"]),
-            "physicalNetworkName": {
-                "type": "string", "minLength": 1, "maxLength": 253,
-                "x-kubernetes-validations": [cel(
-                    "self.matches('^[^,:]+$')",
-                    "physicalNetworkName cannot contain `,` or `:` characters")]},
-            "subnets": dual_stack_cidrs(),
-            "excludeSubnets": {"type": "array", "minItems": 1, "maxItems": 25, "items": cidr()},
-            "ipam": ipam(),
-            "mtu": mtu(),
-            "vlan": {"type": "object", "required": ["mode"], "properties": {
-                "mode": {"type": "string", "enum": ["Access"]},
-                "access": {"type": "object", "required": ["id"], "properties": {
-                    "id": {"type": "integer", "format": "int32", "minimum": 1,
-                           "maximum": 4094}}}},
-                "x-kubernetes-validations": [cel(
-                    "has(self.mode) && self.mode == 'Access' ? has(self.access): "
-                    "!has(self.access)",
-                    "vlan access config is required when vlan mode is 'Access', and forbidden "
-                    "otherwise")]},
-        },
-        "x-kubernetes-validations": [
-            cel("!has(self.ipam) || !has(self.ipam.mode) || self.ipam.mode == 'Enabled' ? "
-                "has(self.subnets) : !has(self.subnets)",
-                "Subnets is required with ipam.mode is Enabled or unset, and forbidden "
-                "otherwise"),
-            cel("!has(self.excludeSubnets) || has(self.subnets)",
-                "excludeSubnets must be unset when subnets is unset"),
-            cel(IPV6_MTU_RULE.replace("exists_one", "exists"),
-                "MTU should be greater than or equal to 1280 when an IPv6 subnet is used"),
-        ],
-    }
-
-
-def topology_rules(kinds: list[str]) -> list[JSON]:
-    return [cel(f"has(self.topology) && self.topology == '{kind}' ? has(self.{kind.lower()}) "
-                f": !has(self.{kind.lower()})",
-                f"spec.{kind.lower()} is required when topology is {kind} and forbidden "
-                "otherwise") for kind in kinds]
+def topology_property(sections: UdnSections) -> JSON:
+    """``topology``: one of the sections' values, immutable."""
+    return {"type": "string", "enum": list(sections.values()),
+            "x-kubernetes-validations": [cel("self == oldSelf", "Topology is immutable")]}
 
 
 def immutable(schema: JSON, message: str) -> JSON:
@@ -237,17 +98,16 @@ def immutable(schema: JSON, message: str) -> JSON:
     return schema | {"x-kubernetes-validations": rules}
 
 
-def udn_spec() -> JSON:
+def udn_spec(sections: UdnSections) -> JSON:
+    """A UserDefinedNetwork's ``spec``: the sections a namespaced network may use."""
+    allowed = sections.namespaced()
     return {
         "type": "object", "required": ["topology"],
         "properties": {
-            "topology": {"type": "string", "enum": ["Layer2", "Layer3"],
-                         "x-kubernetes-validations": [cel("self == oldSelf",
-                                                          "Topology is immutable")]},
-            "layer3": layer3_config(),
-            "layer2": immutable(layer2_config(), "Layer2 is immutable"),
+            "topology": topology_property(allowed),
+            **{section.key: section.schema() for section in allowed},
         },
-        "x-kubernetes-validations": topology_rules(["Layer3", "Layer2"]),
+        "x-kubernetes-validations": topology_rules(allowed),
     }
 
 
@@ -261,41 +121,45 @@ def vrf() -> JSON:
         "routeTarget": route_target()}}
 
 
-def network_spec() -> JSON:
+def transport_rule(transport: str, sections: UdnSections) -> JSON:
+    """Only the primary networks of the topologies whose ``transports`` include it may use
+    ``transport``."""
+    allowed = [f"(self.topology == '{s.topology}' && self.{s.key}.role == '{PRIMARY}')"
+               for s in sections if transport in s.transports]
+    return cel(" || ".join([f"!has(self.transport) || self.transport != '{transport}'",
+                            *allowed]), transport_support_message(transport, sections))
+
+
+def evpn_vrf_rules(sections: UdnSections) -> list[JSON]:
+    """Each topology's VRF requirements of an EVPN network (``evpn_vrfs``), by topology."""
+    return [cel(f"!has(self.evpn) || self.topology != '{s.topology}' || "
+                f"{'' if needed else '!'}has(self.evpn.{vrf})",
+                evpn_vrf_message(s, vrf, needed))
+            for s in sections.by_value() for vrf, needed in s.evpn_vrfs]
+
+
+def network_spec(sections: UdnSections) -> JSON:
+    """A ClusterUserDefinedNetwork's ``spec.network``: every section, and the transports."""
     rules = [
-        *topology_rules(["Layer3", "Layer2", "Localnet"]),
-        cel("!has(self.transport) || self.transport != 'NoOverlay' || "
-            "(self.topology == 'Layer3' && self.layer3.role == 'Primary')",
-            "transport 'NoOverlay' is only supported for Layer3 primary networks"),
+        *topology_rules(sections),
+        transport_rule(NO_OVERLAY, sections),
         cel("!has(self.transport) || self.transport != 'NoOverlay' || has(self.noOverlay)",
             "spec.noOverlay is required when type transport is 'NoOverlay'"),
         cel("!has(self.noOverlay) || (has(self.transport) && self.transport == 'NoOverlay')",
             "spec.noOverlay is forbidden when transport type is not 'NoOverlay'"),
-        cel("!has(self.transport) || self.transport != 'EVPN' || "
-            "(self.topology == 'Layer3' && self.layer3.role == 'Primary') || "
-            "(self.topology == 'Layer2' && self.layer2.role == 'Primary')",
-            "transport 'EVPN' is only supported for Layer2 or Layer3 primary networks"),
+        transport_rule(EVPN, sections),
         cel("!has(self.transport) || self.transport != 'EVPN' || has(self.evpn)",
             "spec.evpn field is required when transport is 'EVPN'"),
         cel("!has(self.evpn) || (has(self.transport) && self.transport == 'EVPN')",
             "spec.evpn field is forbidden when transport is not 'EVPN'"),
-        cel("!has(self.evpn) || self.topology != 'Layer2' || has(self.evpn.macVRF)",
-            "spec.evpn.macVRF field is required for Layer2 topology when transport is 'EVPN'"),
-        cel("!has(self.evpn) || self.topology != 'Layer3' || has(self.evpn.ipVRF)",
-            "spec.evpn.ipVRF field is required for Layer3 topology when transport is 'EVPN'"),
-        cel("!has(self.evpn) || self.topology != 'Layer3' || !has(self.evpn.macVRF)",
-            "spec.evpn.macVRF field is forbidden for Layer3 topology when transport is 'EVPN'"),
+        *evpn_vrf_rules(sections),
     ]
     return {
         "type": "object", "required": ["topology"],
         "properties": {
-            "topology": {"type": "string", "enum": ["Layer2", "Layer3", "Localnet"],
-                         "x-kubernetes-validations": [cel("self == oldSelf",
-                                                          "Topology is immutable")]},
-            "layer3": layer3_config(),
-            "layer2": immutable(layer2_config(), "Layer2 is immutable"),
-            "localnet": immutable(localnet_config(), "Localnet is immutable"),
-            "transport": {"type": "string", "enum": ["NoOverlay", "EVPN"],
+            "topology": topology_property(sections),
+            **{section.key: section.schema() for section in sections},
+            "transport": {"type": "string", "enum": list(TRANSPORTS),
                           "x-kubernetes-validations": [cel("self == oldSelf",
                                                            "transport is immutable")]},
             "noOverlay": immutable({"type": "object", "properties": {
@@ -327,12 +191,13 @@ def label_selector() -> JSON:
         "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}}}}
 
 
-def cudn_spec() -> JSON:
+def cudn_spec(sections: UdnSections) -> JSON:
+    """A ClusterUserDefinedNetwork's ``spec``."""
     return {
         "type": "object", "required": ["namespaceSelector", "network"],
         "properties": {
             "namespaceSelector": label_selector(),
-            "network": network_spec(),
+            "network": network_spec(sections),
             "uplinks": {"type": "array", "minItems": 1, "maxItems": 1, "items": {
                 "type": "string", "minLength": 1, "maxLength": 253,
                 "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},

@@ -5,6 +5,14 @@ are its output (``python -m ovnk_core.manifests.crds`` rewrites them, and a
 test fails when they drift).  UDN and CUDN are ovnk's own API;
 NetworkAttachmentDefinition, EgressIP and IPAMClaim are the upstream kinds
 ovnk reads and writes, included so a cluster has everything it needs.
+
+The UDN and CUDN schemas are made of the topology plugins' sections
+(``UdnSection``, ``ovnk_core.udn_section``): a cluster applies the CRDs built
+from the sections of the topologies its configuration enables
+(``build_crds(sections_for(config))``), so the API server itself rejects a
+topology nobody renders.  Without sections, and for the checked-in files,
+every installed topology's section is used (in development: the bundled
+plugins).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from typing import Any
 import yaml
 
 from ovnk_core.manifests.crd_schemas import conditions_status, cudn_spec, udn_spec
+from ovnk_core.udn.sections import UdnSections, installed_sections
 
 JSON = dict[str, Any]
 CRD_DIR = Path(__file__).resolve().parent / "crds"
@@ -59,7 +68,10 @@ def root(spec: JSON | None, status: JSON | None = None, required: list[str] | No
 AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 
 
-def build_crds() -> list[JSON]:
+def build_crds(sections: UdnSections | None = None) -> list[JSON]:
+    """Every CRD, the UDN/CUDN ones made of ``sections`` (default: every installed
+    topology's)."""
+    sections = installed_sections() if sections is None else sections
     egress_ip_spec = {"type": "object", "required": ["egressIPs", "namespaceSelector"],
                       "properties": {
                           "egressIPs": {"type": "array", "items": {"type": "string"}},
@@ -74,13 +86,13 @@ def build_crds() -> list[JSON]:
     return [
         crd("k8s.ovn.org", "UserDefinedNetwork", "userdefinednetworks", "userdefinednetwork",
             "Namespaced", "v1",
-            root(udn_spec(), conditions_status(), ["spec"],
+            root(udn_spec(sections), conditions_status(), ["spec"],
                  "UserDefinedNetwork describe network request for a Namespace."),
             short_names=["udn"],
             printer_columns=[AGE]),
         crd("k8s.ovn.org", "ClusterUserDefinedNetwork", "clusteruserdefinednetworks",
             "clusteruserdefinednetwork", "Cluster", "v1",
-            root(cudn_spec(), conditions_status(), ["spec"],
+            root(cudn_spec(sections), conditions_status(), ["spec"],
                  "ClusterUserDefinedNetwork describe network request for a shared network "
                  "across namespaces."),
             short_names=["cudn"], printer_columns=[AGE]),
@@ -115,10 +127,11 @@ def render(obj: JSON) -> str:
     return yaml.safe_dump(obj, sort_keys=False, width=100)
 
 
-def write_crd_files(directory: Path = CRD_DIR) -> list[Path]:
+def write_crd_files(directory: Path = CRD_DIR,
+                    sections: UdnSections | None = None) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for obj in build_crds():
+    for obj in build_crds(sections):
         path = directory / crd_file_name(obj)
         path.write_text(render(obj))
         written.append(path)

@@ -38,6 +38,7 @@ from ovnk_core.kube.selectors import selector_matches, selector_problem
 from ovnk_core.networks import nad_config
 from ovnk_core.plugins import PluginHost
 from ovnk_core.udn import nad as nadlib
+from ovnk_core.udn.sections import UdnSections
 from ovnk_core.udn.unrendered import UnrenderedWarnings
 
 log = logging.getLogger(__name__)
@@ -108,6 +109,7 @@ class UdnControllers:
         self.client = client
         self.config = config
         self.host = host
+        self.sections = UdnSections.of(host.topologies.values())  # what UDNs may name
         self.recorder = recorder
         self.unrendered = UnrenderedWarnings(host, recorder)
         self.udns = informers.get(UDNS, indexers={DELETING: being_deleted})
@@ -187,18 +189,18 @@ class UdnControllers:
         """Create or update the NAD of ``obj`` in ``namespace``; the outcome for the status."""
         name = obj["metadata"]["name"]
         try:
-            if nadlib.is_primary(obj):
+            if nadlib.is_primary(obj, self.sections):
                 ns = self.namespaces.get(namespace)
                 labels = (ns or {}).get("metadata", {}).get("labels") or {}
                 if PRIMARY_NAMESPACE_LABEL not in labels:
                     raise NetworkConfigError(invalid_primary_network_message(namespace))
-            desired = nadlib.build_nad(obj, namespace, self.config)
+            desired = nadlib.build_nad(obj, namespace, self.config, self.sections)
             topology = str(self.host.parse_netconf(desired["spec"]["config"]).topology)
         except NetworkConfigError as exc:
             return NadOutcome(namespace, str(exc))
         existing = self.nads.get(f"{namespace}/{name}")
         if existing is None:
-            if nadlib.is_primary(obj):
+            if nadlib.is_primary(obj, self.sections):
                 other = self._other_primary_nad(namespace, name)
                 if other:
                     return NadOutcome(namespace, f'primary network already exist in namespace '

@@ -3,8 +3,13 @@
 Pure functions only: given the custom resource, the target namespace and the
 configuration, build the NAD object — name, namespace, owner reference,
 labels, annotations, finalizer and the CNI config JSON with exactly
-upstream's keys and defaults.  The controller compares this with what exists
-and writes only differences.
+upstream's keys and defaults.  The CNI config's common keys are rendered
+here, the topology's own keys by the ``UdnSection`` of the topology plugin
+that owns it (``ovnk_core.udn_section``; the functions that need it take the
+loaded ``UdnSections``, by default every installed topology's).
+``transit_subnets`` and ``persistent_ips`` are building blocks for those
+sections.  The controller compares this with what exists and writes only
+differences.
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ import json
 from typing import Any
 
 from ovnk_core.config import Config
-from ovnk_core.errors import NetworkConfigError
+from ovnk_core.errors import NetworkConfigError, TopologyNotSupported
 from ovnk_core.networks import nad_config
+from ovnk_core.udn.sections import UdnSections, installed_sections
+from ovnk_core.udn_section import PRIMARY, TRANSPORTS
 
 JSON = dict[str, Any]
 
@@ -57,14 +64,17 @@ def network_spec_of(obj: JSON) -> JSON:
     return spec
 
 
-def topology_config(spec: JSON) -> JSON:
-    topology = str(spec.get("topology", ""))
-    config: JSON = spec.get(topology.lower()) or {}
+def topology_config(spec: JSON, sections: UdnSections | None = None) -> JSON:
+    """The section of the chosen topology (``spec.<key>``); empty when no loaded section
+    owns ``spec.topology``."""
+    section = (installed_sections() if sections is None else sections).get(
+        spec.get("topology"))
+    config: JSON = (spec.get(section.key) if section is not None else None) or {}
     return config
 
 
-def is_primary(obj: JSON) -> bool:
-    return topology_config(network_spec_of(obj)).get("role") == "Primary"
+def is_primary(obj: JSON, sections: UdnSections | None = None) -> bool:
+    return topology_config(network_spec_of(obj), sections).get("role") == PRIMARY
 
 
 def transit_subnets(subnets: list[str]) -> str:
@@ -86,49 +96,50 @@ def transit_subnets(subnets: list[str]) -> str:
     return ",".join(chosen)
 
 
-def build_cni_config(obj: JSON, namespace: str, config: Config) -> JSON:
-    """The CNI JSON of the NAD (as a dict with upstream's keys)."""
+def persistent_ips(section: JSON, config: Config) -> bool:
+    """Whether a section asks for persistent IPs (``ipam.lifecycle: Persistent``), which
+    its NAD says with ``allowPersistentIPs``.
+
+    :raises NetworkConfigError: it does, but ``--enable-persistent-ips`` is off.
+    """
+    ipam = section.get("ipam") or {}
+    if ipam.get("lifecycle") != "Persistent":
+        return False
+    if not config.enable_persistent_ips:
+        raise NetworkConfigError("allowPersistentIPs is set but persistentIPs is Disabled")
+    return True
+
+
+def build_cni_config(obj: JSON, namespace: str, config: Config,
+                     sections: UdnSections | None = None) -> JSON:
+    """The CNI JSON of the NAD (as a dict with upstream's keys): the common keys, then the
+    keys the topology's section renders (``UdnSection.render``).
+
+    :raises TopologyNotSupported: no loaded section owns ``topology``.
+    :raises NetworkConfigError: the section cannot be rendered with this configuration.
+    """
+    sections = installed_sections() if sections is None else sections
     spec = network_spec_of(obj)
     topology = str(spec.get("topology", ""))
-    topo = topology_config(spec)
+    section = sections.get(topology)
+    if section is None:
+        raise TopologyNotSupported(topology, [s.topology for s in sections])
+    topo = topology_config(spec, sections)
     role = str(topo.get("role", "")).lower()
     name = obj["metadata"]["name"]
     cni: JSON = {"cniVersion": CNI_VERSION, "type": CNI_TYPE, "name": network_name_of(obj),
-                 "netAttachDefName": f"{namespace}/{name}", "topology": topology.lower(),
-                 "role": role}
-    if topology == "Localnet":
-        cni["mtu"] = int(topo.get("mtu") or config.mtu + 100)
-    elif topo.get("mtu"):
-        cni["mtu"] = int(topo["mtu"])
-    if role == "primary":
+                 "netAttachDefName": f"{namespace}/{name}",
+                 "topology": section.netconf_topology, "role": role}
+    mtu = topo.get("mtu") or section.default_mtu(config)
+    if mtu:
+        cni["mtu"] = int(mtu)
+    if role == PRIMARY.lower():
         join = topo.get("joinSubnets")
         cni["joinSubnet"] = ",".join(join) if join else DEFAULT_JOIN_SUBNETS
-    if topology == "Layer3":
-        cni["subnets"] = ",".join(
-            f"{s['cidr']}/{s['hostSubnet']}" if s.get("hostSubnet") else str(s["cidr"])
-            for s in topo.get("subnets") or [])
-    elif topo.get("subnets"):
-        cni["subnets"] = ",".join(topo["subnets"])
-    if topology == "Layer2" and role == "primary":
-        cni["transitSubnet"] = transit_subnets(list(topo.get("subnets") or []))
-    ipam = topo.get("ipam") or {}
-    if topology in ("Layer2", "Localnet") and ipam.get("lifecycle") == "Persistent":
-        if not config.enable_persistent_ips:
-            raise NetworkConfigError("allowPersistentIPs is set but persistentIPs is Disabled")
-        cni["allowPersistentIPs"] = True
-    if topology == "Localnet":
-        cni["physicalNetworkName"] = topo.get("physicalNetworkName", "")
-        if topo.get("excludeSubnets"):
-            cni["excludeSubnets"] = ",".join(topo["excludeSubnets"])
-        vlan = topo.get("vlan") or {}
-        if vlan.get("mode") == "Access":
-            cni["vlanID"] = int((vlan.get("access") or {}).get("id", 0))
-    if topology == "Layer2" and config.enable_preconfigured_udn_addresses:
-        for key in ("reservedSubnets", "infrastructureSubnets", "defaultGatewayIPs"):
-            if topo.get(key):
-                cni[key] = ",".join(topo[key])
+    for key, value in section.render(topo, role, config).items():
+        cni.setdefault(key, value)  # the common keys are the core's
     transport = spec.get("transport")
-    if transport in ("NoOverlay", "EVPN"):
+    if transport in TRANSPORTS:
         # Upstream renders "no-overlay"/"evpn" into the netconf; this control plane only
         # renders the Geneve overlay, so it says so instead of rendering an overlay.
         raise NetworkConfigError(f"transport '{transport}' is not supported by this control "
@@ -147,8 +158,10 @@ def owner_reference(obj: JSON) -> JSON:
             "uid": meta.get("uid", ""), "controller": True, "blockOwnerDeletion": True}
 
 
-def build_nad(obj: JSON, namespace: str, config: Config) -> JSON:
-    """The complete NAD for ``obj`` in ``namespace``.
+def build_nad(obj: JSON, namespace: str, config: Config,
+              sections: UdnSections | None = None) -> JSON:
+    """The complete NAD for ``obj`` in ``namespace`` (``sections``: the loaded topologies'
+    sections, by default every installed one's).
 
     :raises NetworkConfigError: the CR cannot be rendered (message for the condition).
     """
@@ -160,7 +173,7 @@ def build_nad(obj: JSON, namespace: str, config: Config) -> JSON:
                       "ownerReferences": [owner_reference(obj)], "finalizers": [FINALIZER]}
     if annotations:
         nad_meta["annotations"] = annotations
-    cni = build_cni_config(obj, namespace, config)
+    cni = build_cni_config(obj, namespace, config, sections)
     return {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
             "metadata": nad_meta, "spec": {"config": json.dumps(cni, separators=(",", ":"))}}
 

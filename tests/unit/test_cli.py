@@ -138,9 +138,9 @@ def test_plugins_show_what_each_contributes_and_never_enabled_for_nothing(
         "dynamic": [NOTHING],
         "isolation": [NOTHING],
         "mirror": ["cluster-manager: controllers"],
-        "layer3": ["topology: parse, routes, render"],
-        "layer2": ["topology: parse, routes", NOT_RENDERED],
-        "localnet": ["topology: parse, mtu", NOT_RENDERED]}
+        "layer3": ["topology: parse, routes, render, udn section"],
+        "layer2": ["topology: parse, routes, udn section", NOT_RENDERED],
+        "localnet": ["topology: parse, mtu, udn section", NOT_RENDERED]}
     # A bare "enabled" is only ever shown for a plugin that contributes and renders.
     for name, row in rows.items():
         if row[-1] == "enabled":
@@ -194,7 +194,8 @@ def test_plugins_json(capsys: pytest.CaptureFixture[str]) -> None:
                               "distribution": "ovnk-layer3",
                               "version": version_of("plugins/layer3"), "enabled": True,
                               "status": "enabled",
-                              "contributes": {"topology": ["parse", "routes", "render"]},
+                              "contributes": {"topology": ["parse", "routes", "render",
+                                                           "udn section"]},
                               "contributes_nothing": False, "renders": True, "problems": []}
     assert (rows["mirror"]["status"], rows["mirror"]["contributes"]) == (
         "enabled", {"cluster-manager": ["controllers"]})

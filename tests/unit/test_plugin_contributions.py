@@ -224,9 +224,9 @@ def test_bundled_plugins_contributions_and_status() -> None:
         "dynamic": ("enabled, contributes nothing", ()),
         "isolation": ("enabled, contributes nothing", ()),
         "mirror": ("enabled", ((CLUSTER_MANAGER, ("controllers",)),)),
-        "layer3": ("enabled", ((TOPOLOGY, ("parse", "routes", "render")),)),
-        "layer2": ("enabled, parses only", ((TOPOLOGY, ("parse", "routes")),)),
-        "localnet": ("enabled, parses only", ((TOPOLOGY, ("parse", "mtu")),)),
+        "layer3": ("enabled", ((TOPOLOGY, ("parse", "routes", "render", "udn section")),)),
+        "layer2": ("enabled, parses only", ((TOPOLOGY, ("parse", "routes", "udn section")),)),
+        "localnet": ("enabled, parses only", ((TOPOLOGY, ("parse", "mtu", "udn section")),)),
     }
     assert all(not p.contributions.problems for p in report.plugins)
     default = report.default_topology

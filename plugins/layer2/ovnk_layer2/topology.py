@@ -20,10 +20,12 @@ from ovnk_core.networks.netconf_fields import (
 )
 from ovnk_core.networks.netinfo import NetInfo, NetworkNeeds
 from ovnk_core.pods.routing import primary_network_routes
+from ovnk_layer2.udn_section import Layer2Section
 
 
 class Layer2Topology(Topology):
     name = "layer2"
+    udn_section = Layer2Section()
 
     def pod_routing(self, netinfo: NetInfo, gateways: Sequence[IPAddress]) -> PodRouting:
         """A secondary Layer2 network has no router: nothing.  A primary one is the pod's

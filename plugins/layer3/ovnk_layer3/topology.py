@@ -18,10 +18,12 @@ from ovnk_core.ovn.declarative import DesiredRow
 from ovnk_core.pods.routing import primary_network_routes, routes_to
 from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
 from ovnk_layer3 import desired
+from ovnk_layer3.udn_section import Layer3Section
 
 
 class Layer3Topology(Topology):
     name = "layer3"
+    udn_section = Layer3Section()
     renders = True
 
     def build_network(self, network: NetworkState) -> list[DesiredRow]:

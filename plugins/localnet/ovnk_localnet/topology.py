@@ -17,10 +17,12 @@ from ovnk_core.networks.netconf_fields import (
     read_plain_subnets,
 )
 from ovnk_core.networks.netinfo import NetInfo
+from ovnk_localnet.udn_section import LocalnetSection
 
 
 class LocalnetTopology(Topology):
     name = "localnet"
+    udn_section = LocalnetSection()
     supports_primary = False
 
     def default_mtu(self) -> int:

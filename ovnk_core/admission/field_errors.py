@@ -1,11 +1,12 @@
 """Field errors of the UDN/CUDN rules, worded as kube-apiserver 1.32 words each kind of rule.
 
-The Python rules stand in for two different validators of a real API server,
-and each prints the offending value its own way:
+The Python rules (``ovnk_core.udn.validation`` and the topology plugins' sections,
+``ovnk_core.udn_section``) stand in for two different validators of a real API
+server, and each prints the offending value its own way:
 
 * a failed CEL rule (``x-kubernetes-validations``) prints the schema type of
-  the node that declares it, never the value: ``spec.layer3.subnets[0].cidr:
-  Invalid value: "string": CIDR is invalid``, ``spec: Invalid value: "object":
+  the node that declares it, never the value: ``spec.uplinks: Invalid
+  value: "array": uplinks is immutable``, ``spec: Invalid value: "object":
   ...`` (apiextensions' ``fieldErrorForReason(path, sts.Type, ...)``);
 * a failed OpenAPI keyword prints what apiextensions makes of kube-openapi's
   result: the value for bounds and lengths (``Invalid value: 100: ... should be
