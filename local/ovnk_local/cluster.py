@@ -43,17 +43,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ovnk_core.annotations import node_gateway
+from ovnk_core.config import Config, as_environment
+from ovnk_core.config.loader import CONFIG_FILE_ENV
 from ovnk_core.kube.apply import apply_documents
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.errors import AlreadyExists, NotFound
 from ovnk_core.kube.resources import NAMESPACES, NODES, PODS
-from ovnk_core.manifests.crds import CRD_DIR
+from ovnk_core.manifests.crds import build_crds
 from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.node.netns import NETNS_DIR
 from ovnk_core.ovn.processes import NB_SCHEMA, SB_SCHEMA
+from ovnk_core.udn.sections import sections_for
 from ovnk_local.apiserver.security import SecurityOptions, admin_kubeconfig
 from ovnk_local.components import COMPONENTS as STAND_INS
 from ovnk_local.credentials import Credentials
@@ -199,7 +200,13 @@ class LocalCluster:
         return self.credentials(0).path(name)
 
     # -- records ---------------------------------------------------------------------------
-    def _infra_records(self, port: int) -> list[ProcessRecord]:
+    def _infra_records(self, port: int, settings: ComponentSettings) -> list[ProcessRecord]:
+        """The API server, the OVN databases and northd.
+
+        The API server loads ovnk's admission hooks (``ovnk.admission``), which read the
+        components' configuration as a component does (``$OVNK_CONFIG``, ``OVNK_*``): it
+        gets ``DIR/ovnk.toml`` and the flags given to ``up`` as variables, so it accepts a
+        UDN/CUDN exactly when the components enable its topology (``--topologies``)."""
         ovn = self.ovn_dir
         records = [ProcessRecord(
             "apiserver", "infra",
@@ -209,7 +216,8 @@ class LocalCluster:
              # kubectl exec: the command runs in the pod's namespace (real dataplane)
              "--pod-netns-template",
              self.dataplane.pod_netns_prefix("{node}") + "{namespace}.{name}"],
-            str(self.log_dir / "apiserver.log"))]
+            str(self.log_dir / "apiserver.log"),
+            env={CONFIG_FILE_ENV: str(self.config_file), **as_environment(settings.given)})]
         for name in ("nb", "sb"):
             records.append(ProcessRecord(
                 f"{name}-ovsdb", "infra",
@@ -284,7 +292,7 @@ class LocalCluster:
         :raises ConfigError: an invalid or inconsistent component option.
         """
         settings = settings or ComponentSettings()
-        settings.check(self.owned_settings())
+        config = settings.check(self.owned_settings())
         if nodes < 1:
             raise LocalClusterError("--nodes must be at least 1")
         unavailable = dataplane_unavailable()
@@ -316,16 +324,17 @@ class LocalCluster:
         SecurityOptions.in_directory(self.pki_dir)
         state = self.state()
         try:
-            for record in self._infra_records(port):
+            # before the API server starts: its admission hooks read it (OVNK_CONFIG)
+            self.write_config(settings)
+            for record in self._infra_records(port, settings):
                 self._record(spawn(record))
             state = self.state()
             self._wait_infra(state, timeout)
             with self.states.update() as locked:
                 self._ensure_supervisor(locked)
             admin_kubeconfig(self.pki_dir, self.server_url(port), self.kubeconfig)
-            self.write_config(settings)
             client = KubeClient(api_client_from_kubeconfig(str(self.kubeconfig)))
-            self._apply_crds(client)
+            self._apply_crds(client, config)
             for namespace in SYSTEM_NAMESPACES:
                 try:
                     client.create(NAMESPACES, {"metadata": {"name": namespace}})
@@ -489,9 +498,10 @@ class LocalCluster:
         except (OSError, ssl.SSLError):
             return False
 
-    def _apply_crds(self, client: KubeClient) -> None:
-        for path in sorted(CRD_DIR.glob("*.yaml")):
-            apply_documents(client, yaml.safe_load_all(path.read_text()))
+    def _apply_crds(self, client: KubeClient, config: Config) -> None:
+        """The project's CRDs, their UDN/CUDN topology sections those of the topology
+        plugins ``config`` enables (a topology nobody renders is refused at apply time)."""
+        apply_documents(client, build_crds(sections_for(config)))
 
     # -- status / restart / down -----------------------------------------------------------
     def status(self) -> list[ProcessStatus]:

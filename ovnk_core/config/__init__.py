@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ovnk_core.config.loader import (
     add_config_arguments,
+    as_environment,
     as_flags,
     config_file_text,
     given_options,
@@ -12,5 +13,5 @@ from ovnk_core.config.loader import (
 )
 from ovnk_core.config.model import Config
 
-__all__ = ["Config", "add_config_arguments", "as_flags", "config_file_text", "given_options",
-           "load_config", "read_config_file"]
+__all__ = ["Config", "add_config_arguments", "as_environment", "as_flags", "config_file_text",
+           "given_options", "load_config", "read_config_file"]

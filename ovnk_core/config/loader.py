@@ -133,6 +133,14 @@ def as_flags(given: Mapping[str, Any]) -> list[str]:
     return flags
 
 
+def as_environment(given: Mapping[str, Any]) -> dict[str, str]:
+    """``given`` (raw values by ``Config`` field) as the ``OVNK_*`` variables that set them,
+    for a process whose command line ovnk does not own (an API server loading ovnk's
+    admission hooks reads its configuration as every component does: ``load_config()``)."""
+    return {option.env_var: _flag_text(given[option.field])
+            for option in OPTIONS if option.field in given}
+
+
 def _flag_text(raw: Any) -> str:
     if isinstance(raw, bool):
         return "true" if raw else "false"

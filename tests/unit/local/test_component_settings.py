@@ -19,7 +19,13 @@ from ovnk_local.settings import LOCAL_SETTINGS, OWNED, ComponentSettings
 from ovnk_local.state import ProcessRecord
 
 from ovnk_core.cli.main import build_parser, main
-from ovnk_core.config import as_flags, config_file_text, given_options, load_config
+from ovnk_core.config import (
+    as_environment,
+    as_flags,
+    config_file_text,
+    given_options,
+    load_config,
+)
 from ovnk_core.config.loader import read_config_file
 from ovnk_core.config.options import OPTIONS, OPTIONS_BY_FIELD
 from ovnk_core.errors import ConfigError
@@ -62,6 +68,17 @@ def test_flags_given_become_the_flags_a_component_parses_the_same() -> None:
     again = given_options(build_parser().parse_args(["config", *flags]))
     assert load_config(again, env={}, defaults=LOCAL_SETTINGS) == \
         load_config(given, env={}, defaults=LOCAL_SETTINGS)
+
+
+def test_the_given_options_as_environment_load_the_same_config() -> None:
+    given = given_options(up_args("--topologies", "layer3", "--enable-multi-network",
+                                  "--mtu=1300", "--udn-deletion-grace-period=5s"))
+    env = as_environment(given)
+    assert env == {OPTIONS_BY_FIELD["topologies"].env_var: "layer3",
+                   OPTIONS_BY_FIELD["enable_multi_network"].env_var: "true",
+                   OPTIONS_BY_FIELD["mtu"].env_var: "1300",
+                   OPTIONS_BY_FIELD["udn_deletion_grace_period"].env_var: "5s"}
+    assert load_config({}, env=env) == load_config(given, env={})
 
 
 def test_a_config_file_written_reads_back_as_it_was(tmp_path: Path) -> None:
