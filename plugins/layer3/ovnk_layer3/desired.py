@@ -37,6 +37,7 @@ from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.networks.port_names import DEFAULT_NAD_KEY
 from ovnk_core.ovn.declarative import DesiredRow, Link, Ref
 from ovnk_core.ovn.ownership import ObjectIDs, Owner
+from ovnk_core.ovn.port_types import LSP_TYPE_LOCALNET, LSP_TYPE_ROUTER
 from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
 from ovnk_core.zone.owners import network_owner, node_owner, pod_owner
 
@@ -123,7 +124,7 @@ def build_network(network: NetworkState) -> list[DesiredRow]:
                    links=(Link(Ref.to("Logical_Router", router), "ports"),)),
         DesiredRow("Logical_Switch_Port", _ids(netinfo, owner, "JoinToRouterPort",
                                                CLUSTER_ROUTER, False),
-                   {"name": "jtor-" + netinfo.scoped_name(CLUSTER_ROUTER), "type": "router",
+                   {"name": "jtor-" + netinfo.scoped_name(CLUSTER_ROUTER), "type": LSP_TYPE_ROUTER,
                     "addresses": ["router"], "options": {"router-port": rtoj}},
                    links=(Link(Ref.to("Logical_Switch", join), "ports"),)),
     ]
@@ -165,7 +166,7 @@ def build_node(network: NetworkState, node: NodeState) -> list[DesiredRow]:
                    links=(Link(Ref.to("Logical_Router", router_ids(netinfo)), "ports"),)),
         DesiredRow("Logical_Switch_Port", _ids(netinfo, owner, "SwitchToRouterPort", node.name,
                                                False),
-                   {"name": f"stor-{switch_name}", "type": "router", "addresses": ["router"],
+                   {"name": f"stor-{switch_name}", "type": LSP_TYPE_ROUTER, "addresses": ["router"],
                     "options": {"router-port": rtos}},
                    links=(Link(Ref.to("Logical_Switch", switch), "ports"),)),
     ]
@@ -240,7 +241,7 @@ def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
                    links=link_gr("ports")),
         DesiredRow("Logical_Switch_Port", _ids(netinfo, owner, "JoinToRouterPort", gr_name,
                                                False),
-                   {"name": f"jtor-{gr_name}", "type": "router", "addresses": ["router"],
+                   {"name": f"jtor-{gr_name}", "type": LSP_TYPE_ROUTER, "addresses": ["router"],
                     "options": {"router-port": rtoj}},
                    links=(Link(Ref.to("Logical_Switch", join_switch_ids(netinfo)), "ports"),)),
         DesiredRow("Logical_Router_Port", _ids(netinfo, owner, "RouterToExternalPort", gr_name,
@@ -251,12 +252,12 @@ def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
         DesiredRow("Logical_Switch", ext, {"name": "ext_" + switch_name}),
         DesiredRow("Logical_Switch_Port", _ids(netinfo, owner, "ExternalToRouterPort", gr_name,
                                                False),
-                   {"name": f"etor-{gr_name}", "type": "router",
+                   {"name": f"etor-{gr_name}", "type": LSP_TYPE_ROUTER,
                     "addresses": [gateway.mac or "router"], "options": {"router-port": rtoe}},
                    links=(Link(Ref.to("Logical_Switch", ext), "ports"),)),
         DesiredRow("Logical_Switch_Port", _ids(netinfo, owner, "ExternalLocalnetPort",
                                                node.name, False),
-                   {"name": f"{gateway.bridge_id}_{switch_name}", "type": "localnet",
+                   {"name": f"{gateway.bridge_id}_{switch_name}", "type": LSP_TYPE_LOCALNET,
                     "addresses": ["unknown"], "options": {"network_name": "physnet"},
                     "tag_request": [gateway.vlan_id] if gateway.vlan_id else []},
                    links=(Link(Ref.to("Logical_Switch", ext), "ports"),)),

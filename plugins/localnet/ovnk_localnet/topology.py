@@ -17,7 +17,7 @@ from ovnk_core.networks.netconf_fields import (
     read_plain_subnets,
 )
 from ovnk_core.networks.netinfo import NetInfo
-from ovnk_localnet.udn_section import LocalnetSection
+from ovnk_localnet.udn_section import LocalnetSection, localnet_default_mtu
 
 
 class LocalnetTopology(Topology):
@@ -26,7 +26,7 @@ class LocalnetTopology(Topology):
     supports_primary = False
 
     def default_mtu(self) -> int:
-        return self.config.mtu + 100
+        return localnet_default_mtu(self.config)
 
     def parse_netconf(self, netconf: NetConf) -> NetInfo:
         if netconf.role != "secondary":
