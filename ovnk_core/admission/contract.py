@@ -178,6 +178,22 @@ class AdmissionDenied(Exception):
         self.reason = reason
 
 
+class PolicyDenied(Exception):
+    """A refusal of a rule that upstream ships as a ValidatingAdmissionPolicy (CEL, evaluated
+    by the API server itself).  A server words it as the real one does: ``<resource>
+    "<name>" is forbidden: ValidatingAdmissionPolicy '<policy>' with binding '<binding>'
+    denied request: <message>``, with ``reason`` (``Invalid``, the real default when a
+    validation sets none, or ``Forbidden``) and its HTTP code."""
+
+    def __init__(self, policy: str, message: str, binding: str = "",
+                 reason: str = "Invalid") -> None:
+        super().__init__(message)
+        self.policy = policy
+        self.binding = binding
+        self.message = message
+        self.reason = reason
+
+
 HookResult = None | str | FieldError | Sequence[FieldError]
 ValidatingHook = Callable[..., HookResult]   # (operation, new, old[, user])
 MutatingHook = Callable[..., JSON | None]    # (operation, new, old[, user]); a dict replaces new
@@ -202,5 +218,6 @@ class AdmissionRegistry(Protocol):
 
 
 __all__ = ["ENTRY_POINT_GROUP", "JSON", "MASTERS", "OMIT", "AdmissionDenied",
-           "AdmissionRegistry", "FieldError", "HookResult", "MutatingHook", "UserInfo",
+           "AdmissionRegistry", "FieldError", "HookResult", "MutatingHook", "PolicyDenied",
+           "UserInfo",
            "ValidatingHook", "go_quote", "go_value", "type_name"]

@@ -50,7 +50,8 @@ from ovnk_core.networks.registry import NetworkRegistry
 from ovnk_core.pods import annotation, network_selections
 from ovnk_core.pods.ip_pools import excluded_subnets, uses_node_subnets
 from ovnk_core.topology import Topology
-from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL, invalid_primary_network_message
+from ovnk_core.udn.controller import invalid_primary_network_message
+from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
 
 log = logging.getLogger(__name__)
 

@@ -38,12 +38,12 @@ from ovnk_core.kube.selectors import selector_matches, selector_problem
 from ovnk_core.networks import nad_config
 from ovnk_core.plugins import PluginHost
 from ovnk_core.udn import nad as nadlib
+from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
 from ovnk_core.udn.sections import UdnSections
 from ovnk_core.udn.unrendered import UnrenderedWarnings
 
 log = logging.getLogger(__name__)
 
-PRIMARY_NAMESPACE_LABEL = "k8s.ovn.org/primary-user-defined-network"
 NETWORK_CREATED = "NetworkCreated"
 
 

@@ -17,15 +17,21 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client
-from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.apiserver.server import ServerHandle, ServerOptions
 from ovnk_local.testing import apiserver_fixtures
 from ovnk_local.testing.apiserver_fixtures import client_for
 
 import ovnk_core
 from ovnk_core.udn import admission as udn_admission
 
-kube_apiserver = apiserver_fixtures.kube_apiserver
 kube_apiserver_factory = apiserver_fixtures.kube_apiserver_factory
+
+
+@pytest.fixture
+def kube_apiserver(kube_apiserver_factory: apiserver_fixtures.ServerFactory) -> ServerHandle:
+    """A server with the namespace-label rule (the core's ``ovnk.admission`` hook)."""
+    return kube_apiserver_factory(ServerOptions(
+        bookmark_interval=1.0, admission_modules=("ovnk_core.udn.namespace_label",)))
 
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 CRD_DIR = Path(ovnk_core.__file__).resolve().parent / "manifests" / "crds"

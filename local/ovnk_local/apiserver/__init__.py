@@ -12,7 +12,8 @@ with ``serve()`` or ``python -m ovnk_local.apiserver``.
 
 from __future__ import annotations
 
-from ovnk_local.apiserver.admission import AdmissionRegistry, PolicyDenied
+from ovnk_core.admission.contract import PolicyDenied
+from ovnk_local.apiserver.admission import AdmissionRegistry
 from ovnk_local.apiserver.errors import ApiStatusError, FieldError
 from ovnk_local.apiserver.security import SecurityOptions
 from ovnk_local.apiserver.server import ServerHandle, ServerOptions, serve

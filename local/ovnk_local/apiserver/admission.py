@@ -1,4 +1,4 @@
-"""Admission: Python hooks that mutate or reject writes, plus the built-in UDN namespace rule.
+"""Admission: Python hooks that mutate or reject writes.
 
 The real cluster enforces some UDN rules with CEL (CRD
 ``x-kubernetes-validations``) and a ValidatingAdmissionPolicy; this server
@@ -32,6 +32,7 @@ from ovnk_core.admission.contract import (
     AdmissionDenied,
     FieldError,
     MutatingHook,
+    PolicyDenied,
     UserInfo,
     ValidatingHook,
 )
@@ -50,30 +51,8 @@ from ovnk_local.apiserver.resources import ResourceType
 
 log = logging.getLogger(__name__)
 
-UDN_NAMESPACE_LABEL = "k8s.ovn.org/primary-user-defined-network"
-UDN_LABEL_POLICY = "user-defined-networks-namespace-label"
-UDN_LABEL_BINDING = "user-defined-networks-namespace-label-binding"
-UDN_LABEL_MESSAGE = (f"The '{UDN_NAMESPACE_LABEL}' label cannot be added/removed after the "
-                     "namespace was created")
 _REASON_CODES = {"Invalid": 422, "Forbidden": 403, "Unauthorized": 401,
                  "RequestEntityTooLarge": 413}
-
-
-class PolicyDenied(Exception):
-    """Raised by a hook to deny the way a ValidatingAdmissionPolicy with Deny does.
-
-    The client sees ``<resource> "<name>" is forbidden: ValidatingAdmissionPolicy '<policy>'
-    with binding '<binding>' denied request: <message>`` with reason ``reason`` (Invalid,
-    the real default when a validation sets no reason, or Forbidden) and its HTTP code.
-    """
-
-    def __init__(self, policy: str, message: str, binding: str = "",
-                 reason: str = "Invalid") -> None:
-        super().__init__(message)
-        self.policy = policy
-        self.binding = binding
-        self.message = message
-        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -101,12 +80,9 @@ class _Hook:
 class AdmissionRegistry:
     """Hooks registered at run time, called for every matching API write."""
 
-    def __init__(self, builtin_rules: bool = True) -> None:
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._hooks: list[_Hook] = []
-        if builtin_rules:
-            self.register_validating("", "namespaces", namespace_label_rule,
-                                     name=UDN_LABEL_POLICY, operations=("UPDATE",))
 
     def register_validating(self, group: str, resource: str, hook: ValidatingHook, *,
                             name: str = "", subresources: tuple[str, ...] = ("",),
@@ -218,17 +194,6 @@ def policy_error(rt: ResourceType, name: str, denied: PolicyDenied) -> ApiStatus
         text = f"ValidatingAdmissionPolicy '{denied.policy}' denied request: {denied.message}"
     return forbidden(rt.group, rt.plural, name, text, code=_REASON_CODES.get(denied.reason, 422),
                      reason=denied.reason, causes=[{"message": text}])
-
-
-def namespace_label_rule(operation: str, obj: JSON | None, old: JSON | None) -> None:
-    """The UDN namespace label may be set at creation only: adding or removing it later is
-    denied, exactly like OVN-Kubernetes' ValidatingAdmissionPolicy."""
-    if operation != "UPDATE" or obj is None or old is None:
-        return
-    had = UDN_NAMESPACE_LABEL in ((old.get("metadata") or {}).get("labels") or {})
-    has = UDN_NAMESPACE_LABEL in ((obj.get("metadata") or {}).get("labels") or {})
-    if had != has:
-        raise PolicyDenied(UDN_LABEL_POLICY, UDN_LABEL_MESSAGE, binding=UDN_LABEL_BINDING)
 
 
 def load_plugins(registry: AdmissionRegistry, modules: Iterable[str] = (),

@@ -85,7 +85,6 @@ class ServerOptions:
     default_watch_timeout: float = 1800.0
     service_cidrs: tuple[str, ...] = ("10.96.0.0/16",)
     persist_interval: float = 0.2
-    builtin_admission: bool = True
     admission_modules: tuple[str, ...] = ()
     admission_entry_points: bool = False
     default_namespaces: tuple[str, ...] = DEFAULT_NAMESPACES
@@ -108,7 +107,7 @@ class ApiServer:
         self.options = options
         self.store = Store(options.history_size, options.max_watch_queue)
         self.registry = ResourceRegistry(builtin_types())
-        self.admission = AdmissionRegistry(builtin_rules=options.builtin_admission)
+        self.admission = AdmissionRegistry()
         self.api = Api(self.store, self.registry, self.admission,
                        ServiceAllocator(options.service_cidrs))
         self.security = Security(options.security, self.store)

@@ -66,7 +66,7 @@ GATEWAY = json.dumps({"default": {"mode": "shared", "ip-addresses": ["172.18.0.2
 
 @pytest.fixture
 def registry() -> AdmissionRegistry:
-    registry = AdmissionRegistry(builtin_rules=False)
+    registry = AdmissionRegistry()
     rules.register(registry)
     return registry
 
@@ -345,7 +345,7 @@ def test_denial_status_and_go_formatting() -> None:
 
 
 def test_registered_by_the_entry_point() -> None:
-    registry = AdmissionRegistry(builtin_rules=False)
+    registry = AdmissionRegistry()
     load_plugins(registry, use_entry_points=True)
     new = pod({POD_NETWORKS_ANNOTATION: NETWORKS})
     assert refusal(registry, PODS_RT, "CREATE", new, None, ALICE) is not None

@@ -1,4 +1,5 @@
-"""Admission hooks and the built-in UDN namespace-label rule."""
+"""Admission hooks, and the UDN namespace-label rule (the core's ``ovnk.admission`` hook)
+served through them."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from ovnk_local.apiserver.admission import UDN_NAMESPACE_LABEL, AdmissionRegistry, PolicyDenied
+from ovnk_local.apiserver.admission import AdmissionRegistry
 from ovnk_local.apiserver.errors import FieldError
 from ovnk_local.apiserver.server import ServerHandle, ServerOptions
-from ovnk_local.testing.apiserver_fixtures import client_for
+from ovnk_local.testing.apiserver_fixtures import ServerFactory, client_for
+
+from ovnk_core.admission.contract import PolicyDenied
+from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL as UDN_NAMESPACE_LABEL
 
 MERGE = "application/merge-patch+json"
 VAP_MESSAGE = (
@@ -22,6 +26,13 @@ VAP_MESSAGE = (
     "'user-defined-networks-namespace-label-binding' denied request: The "
     "'k8s.ovn.org/primary-user-defined-network' label cannot be added/removed after the "
     "namespace was created")
+
+
+@pytest.fixture
+def kube_apiserver(kube_apiserver_factory: ServerFactory) -> ServerHandle:
+    """A server with the namespace-label rule, as ovnk's admission entry points give it."""
+    return kube_apiserver_factory(ServerOptions(
+        bookmark_interval=1.0, admission_modules=("ovnk_core.udn.namespace_label",)))
 
 
 def status_of(exc: ApiException) -> dict[str, Any]:
