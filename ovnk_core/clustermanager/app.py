@@ -36,6 +36,7 @@ from ovnk_core.networks.registry import NetworkRegistry
 from ovnk_core.plugins import PluginHost
 from ovnk_core.udn import nad as nadlib
 from ovnk_core.udn.controller import UdnControllers
+from ovnk_core.udn.sections import UdnSections
 
 log = logging.getLogger(__name__)
 
@@ -82,24 +83,27 @@ class ClusterManager:
             self.registry.register(GaugeFromCache(
                 "ovnkube_clustermanager_user_defined_networks",
                 "The total number of UserDefinedNetworks in the cluster",
-                ["role", "topology"], lambda: self._count(udn.udns.items())))
+                ["role", "topology"], lambda: self._count(udn.udns.items(), udn.sections)))
             self.registry.register(GaugeFromCache(
                 "ovnkube_clustermanager_cluster_user_defined_networks",
                 "The total number of ClusterUserDefinedNetworks in the cluster",
-                ["role", "topology"], lambda: self._count(udn.cudns.items())))
+                ["role", "topology"], lambda: self._count(udn.cudns.items(), udn.sections)))
         self.registry.register(ControllerCollector(self.controllers))
         self._metrics_server: object | None = None
         self._running = threading.Event()
 
     @staticmethod
-    def _count(objects: Iterable[JSON]) -> list[tuple[tuple[str, ...], float]]:
+    def _count(objects: Iterable[JSON], sections: UdnSections,
+               ) -> list[tuple[tuple[str, ...], float]]:
+        """Networks by role and topology; the role read by the sections this cluster
+        manager loaded (a topology none of them owns counts with an empty role)."""
         counts: Counter[tuple[str, str]] = Counter()
         for obj in objects:
             if obj["metadata"].get("deletionTimestamp"):
                 continue
             spec = nadlib.network_spec_of(obj)
             topology = str(spec.get("topology", ""))
-            role = str(nadlib.topology_config(spec).get("role", ""))
+            role = str(nadlib.topology_config(spec, sections).get("role", ""))
             counts[(role, topology)] += 1
         return [((role, topology), float(n)) for (role, topology), n in sorted(counts.items())]
 

@@ -32,7 +32,7 @@ from ovnk_core.ovn.snapshot import committed_names, difference
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
 from ovnk_core.testing.waiting import wait_until
-from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
+from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
 
 pytestmark = pytest.mark.e2e
 

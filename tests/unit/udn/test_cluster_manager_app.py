@@ -15,7 +15,8 @@ from ovnk_core.kube.resources import CRDS, NADS, NAMESPACES, UDNS
 from ovnk_core.manifests.crds import build_crds
 from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.waiting import wait_until
-from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
+from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
+from ovnk_core.udn.sections import sections_for
 
 
 def test_leader_runs_controllers_and_serves_metrics(kube_apiserver: ServerHandle,
@@ -60,3 +61,21 @@ def test_leader_runs_controllers_and_serves_metrics(kube_apiserver: ServerHandle
         stop.set()
         runner.join(timeout=20)
     assert not runner.is_alive() and not ready.exists()
+
+
+def test_the_network_counts_read_roles_with_the_loaded_sections() -> None:
+    """A topology this cluster manager has no plugin for still counts, with no role (its
+    section is not read, and nothing is loaded for it per scrape)."""
+    sections = sections_for(load_config({"topologies": "layer3"}, env={}))
+
+    def udn(name: str, topology: str, deleting: bool = False) -> dict[str, object]:
+        meta: dict[str, object] = {"name": name, "namespace": "a"}
+        if deleting:
+            meta["deletionTimestamp"] = "2026-11-23T00:00:00Z"
+        return {"metadata": meta, "spec": {"topology": topology,
+                                           topology.lower(): {"role": "Primary"}}}
+
+    objects = [udn("a", "Layer3"), udn("b", "Layer3"), udn("c", "Layer2"),
+               udn("d", "Layer3", deleting=True)]
+    assert ClusterManager._count(objects, sections) == [
+        (("", "Layer2"), 1.0), (("Primary", "Layer3"), 2.0)]

@@ -11,7 +11,7 @@ from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.conditions import get_condition
 from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, UDNS
 from ovnk_core.testing.waiting import wait_until
-from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
+from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
 
 
 def node_subnets(client: KubeClient, name: str) -> dict[str, list[str]]:

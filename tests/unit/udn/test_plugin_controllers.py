@@ -19,7 +19,7 @@ from ovnk_core.kube.resources import ENDPOINTSLICES, NAMESPACES, NODES, PODS, SE
 from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.waiting import wait_until
-from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
+from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
 
 pytestmark = pytest.mark.unit
 

@@ -11,7 +11,7 @@ from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.testing.waiting import wait_until
-from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
+from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
 
 
 def pod(client: KubeClient, namespace: str, name: str, node: str,

@@ -20,8 +20,9 @@ from ovnk_core.manifests.crds import build_crds
 from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn import admission
-from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL, UdnControllers
+from ovnk_core.udn.controller import UdnControllers
 from ovnk_core.udn.nad import FINALIZER
+from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
 
 CONFIG = load_config({"enable_multi_network": "true", "enable_network_segmentation": "true",
                       "v4_masquerade_subnet": "169.254.0.0/17"}, env={})

@@ -21,7 +21,7 @@ from ovnk_core.kube.names import QUALIFIED_NAME_MSG
 from ovnk_core.kube.resources import CUDNS, EVENTS, NADS, NAMESPACES, PODS, UDNS
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn import admission
-from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
+from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
 
 NETWORK_ID = "k8s.ovn.org/network-id"
 POD_NETWORKS = "k8s.ovn.org/pod-networks"
