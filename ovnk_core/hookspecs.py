@@ -25,15 +25,21 @@ import pluggy
 if TYPE_CHECKING:
     from ovnk_core.config import Config
     from ovnk_core.contexts import ClusterManagerContext, NodeContext, ZoneContext
+    from ovnk_core.kube.client import JSON
     from ovnk_core.kube.controller import Controller
     from ovnk_core.networks.netinfo import NetInfo
+    from ovnk_core.ovn.declarative import DesiredRow
+    from ovnk_core.ovn.ownership import Owner
+    from ovnk_core.pod_port import PodPortExtras
+    from ovnk_core.render_state import PodAttachment
 
 PROJECT = "ovnk"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 __all__ = ["hookimpl", "hookspec", "ovnk_cluster_manager_controllers", "ovnk_configure",
-           "ovnk_node_controllers", "ovnk_validate_network", "ovnk_zone_controllers"]
+           "ovnk_node_controllers", "ovnk_validate_network", "ovnk_zone_controllers",
+           "ovnk_zone_pod_port"]
 
 
 @hookspec
@@ -132,5 +138,36 @@ def ovnk_node_controllers(context: NodeContext) -> list[Controller]:
     :returns: the controllers to run (an empty list is fine).
     :raises ConfigError: the plugin cannot build its controllers; startup aborts with the
         message.
+    """
+    raise NotImplementedError  # a specification: plugins implement it
+
+
+@hookspec
+def ovnk_zone_pod_port(pod: JSON, attachment: PodAttachment, netinfo: NetInfo, owner: Owner,
+                       port: DesiredRow) -> PodPortExtras | None:
+    """Add to a pod's logical switch port, in the transaction that writes it.
+
+    **When:** in the zone-controller process, on its pod worker thread, each time it
+    reconciles a pod's attachment to a network it renders (the pod was created or
+    changed, its network or node changed, at startup), after the topology built the
+    pod's rows (``Topology.build_pod``) and before they are written.  Only attachments
+    whose rows include a ``Logical_Switch_Port`` are offered; ``port`` is the first such
+    row.  Every enabled plugin is asked; a plugin returns ``None`` for ports it has
+    nothing to do with (decide from ``netinfo`` and ``attachment.role``, e.g.
+    ``infrastructure-locked`` on the default network).  Work here must not grow with the
+    cluster: build from the arguments, never scan informers or Northbound.
+
+    :param pod: the pod as the zone's informer holds it (read-only: never modify it).
+    :param attachment: the pod's entry for this network (IPs, MAC, role, NAD key).
+    :param netinfo: the network.
+    :param owner: the pod's owner of its rows on this network; ``PodPortExtras.rows``
+        must carry it.
+    :param port: the port row as the topology built it (its ``ids``, name and columns).
+    :returns: ``ovnk_core.pod_port.PodPortExtras``: links the port joins, rows of the
+        pod's owner, or an ``error`` for unusable pod input (see its docstring for what
+        follows); ``None`` for nothing.
+    :raises: nothing for bad input (return an ``error``).  Any exception is a bug in
+        the plugin: the pod's rows on this network are left as they are in Northbound,
+        the message goes to the log and the pod is retried with backoff.
     """
     raise NotImplementedError  # a specification: plugins implement it

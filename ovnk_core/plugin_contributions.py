@@ -6,7 +6,7 @@ runs in a known component (``HOOKS``):
 
 * cluster-manager: ``ovnk_cluster_manager_controllers`` (controllers) and
   ``ovnk_validate_network`` (network checks, also applied by the zone);
-* zone: ``ovnk_zone_controllers``;
+* zone: ``ovnk_zone_controllers`` (controllers) and ``ovnk_zone_pod_port`` (pod ports);
 * node: ``ovnk_node_controllers``;
 * every process: ``ovnk_configure`` (a configuration check).
 
@@ -59,6 +59,7 @@ HOOKS: dict[str, tuple[tuple[str, ...], str]] = {
     "ovnk_cluster_manager_controllers": ((CLUSTER_MANAGER,), "controllers"),
     "ovnk_validate_network": ((CLUSTER_MANAGER, ZONE), "network checks"),
     "ovnk_zone_controllers": ((ZONE,), "controllers"),
+    "ovnk_zone_pod_port": ((ZONE,), "pod ports"),
     "ovnk_node_controllers": ((NODE,), "controllers"),
     "ovnk_configure": ((EVERY_PROCESS,), CONFIGURATION_CHECK),
 }

@@ -55,7 +55,7 @@ from ovnk_core.annotations import pod_networks
 from ovnk_core.config import Config
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.contexts import feature_of_controller
-from ovnk_core.errors import NotReady, PermanentError, TopologyNotSupported
+from ovnk_core.errors import NotReady, PermanentError, TemporaryError, TopologyNotSupported
 from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.events import WARNING, EventRecorder
@@ -68,6 +68,7 @@ from ovnk_core.ovn.declarative import DesiredRow, MissingReference, UnstorableVa
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
+from ovnk_core.pod_port import ERROR_ADDING, ERROR_UPDATING
 from ovnk_core.pods.ip_pools import uses_node_subnets
 from ovnk_core.pods.network_selections import requested_networks
 from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
@@ -76,6 +77,7 @@ from ovnk_core.zone import attachment_checks, owners
 from ovnk_core.zone.attachment_checks import PodContext
 from ovnk_core.zone.networks import GONE, READY, lookup_network
 from ovnk_core.zone.node_facts import read_node
+from ovnk_core.zone.pod_port_extras import merge_pod_port
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +170,8 @@ class ZoneController:
         self._holders: dict[str, dict[str, str]] = {}
         self._claimed: dict[str, dict[str, tuple[str, ...]]] = {}
         self._refused: dict[str, dict[str, str]] = {}  # pod key → NAD key → event message
+        # pod key → NAD key → (reason, message) of the features' errors last reported
+        self._feature_errors: dict[str, dict[str, tuple[str, str]]] = {}
         self.network_controller = Controller("zone-network-controller", self.reconcile_network,
                                              initial_sync=self.sync_networks,
                                              on_error=self._network_error)
@@ -402,6 +406,8 @@ class ZoneController:
         claimed: set[str] = set()  # networks whose IPs the pod now holds
         refused: dict[str, str] = {}
         waiting: list[str] = []
+        feature_errors: dict[str, tuple[str, str]] = {}  # NAD key → (reason, message)
+        present = set(self.nb.owners(owner_key=f"{owners.POD_SCOPE_PREFIX}{key}"))
         if pod is not None and self._pod_is_running(pod):
             context = self._pod_context(pod)
             for nad_key, entry in pod_entries(pod).items():
@@ -435,13 +441,25 @@ class ZoneController:
                     refused[nad_key] = attachment_checks.refusal_message(
                         context, nad_key, network, problems)
                     continue
+                owner = owners.pod_owner(netinfo, attachment.namespace, attachment.name)
+                merged = merge_pod_port(self.host.hook, pod, attachment, netinfo, owner, rows)
+                if merged.failure or (merged.errors and owner not in present):
+                    # a plugin's bug, or unusable input for a port not written yet: as upstream,
+                    # the port waits (what NB holds stays) and the pod is retried
+                    keep.add(owner.controller)
+                    feature_errors[nad_key] = (ERROR_ADDING, merged.failure or "; ".join(
+                        merged.errors))
+                    continue
+                if merged.errors:
+                    feature_errors[nad_key] = (ERROR_UPDATING, "; ".join(merged.errors))
                 claimed.add(network)
-                wanted[owners.pod_owner(netinfo, attachment.namespace, attachment.name)] = rows
+                wanted[owner] = merged.rows
         self._release(key, keep=claimed | {owners.network_of_controller(c) or ""
                                            for c in keep})
         self._report_refused(pod, key, refused)
+        self._report_feature_errors(pod, key, feature_errors)
         namespace, name = split_key(key)
-        for owner in self.nb.owners(owner_key=f"{owners.POD_SCOPE_PREFIX}{key}"):
+        for owner in present:
             if owners.network_of_controller(owner.controller) is None:
                 continue  # not a network's rows (a feature's): never the zone's to remove
             if owner not in wanted and owner.controller not in keep:
@@ -459,6 +477,9 @@ class ZoneController:
                                    backoff=True) from None
         if waiting:
             raise NotReady(f"pod {namespace}/{name}: " + "; ".join(waiting), backoff=True)
+        if feature_errors:
+            raise TemporaryError(f"pod {namespace}/{name}: " + "; ".join(
+                message for _reason, message in feature_errors.values()))
 
     def _pod_context(self, pod: JSON) -> PodContext:
         meta, spec = pod["metadata"], pod.get("spec") or {}
@@ -567,6 +588,23 @@ class ZoneController:
             if self.recorder is not None:
                 self.recorder.event(pod, WARNING, attachment_checks.REASON, message)
             reported[nad_key] = message
+
+    def _report_feature_errors(self, pod: JSON | None, key: str,
+                               errors: dict[str, tuple[str, str]]) -> None:
+        """A Warning event (``ErrorAddingResource``/``ErrorUpdatingResource``) per new
+        feature error on the pod's ports, once per distinct message."""
+        if not errors:
+            self._feature_errors.pop(key, None)
+            return
+        assert pod is not None
+        previous = self._feature_errors.get(key, {})
+        self._feature_errors[key] = dict(errors)
+        for nad_key, (reason, message) in errors.items():
+            if previous.get(nad_key) == (reason, message):
+                continue
+            log.warning("pod %s, %s: %s", key, nad_key, message)
+            if self.recorder is not None:
+                self.recorder.event(pod, WARNING, reason, message)
 
     @staticmethod
     def _pod_is_running(pod: JSON) -> bool:
