@@ -56,9 +56,11 @@ from ovnk_core.node.netns import NETNS_DIR
 from ovnk_core.ovn.processes import NB_SCHEMA, SB_SCHEMA
 from ovnk_core.udn.sections import sections_for
 from ovnk_local.apiserver.security import SecurityOptions, admin_kubeconfig
+from ovnk_local.cgroups import ensure_kubelet_cgroup, remove_cluster_cgroups
 from ovnk_local.components import COMPONENTS as STAND_INS
 from ovnk_local.credentials import Credentials
 from ovnk_local.dataplane import Dataplane, NodeDataplane, node_ip
+from ovnk_local.runtime import kill_leftovers
 from ovnk_local.settings import ComponentSettings
 from ovnk_local.state import ClusterState, ProcessRecord, StateFile
 from ovnk_local.supervisor import (
@@ -320,6 +322,7 @@ class LocalCluster:
             directory.mkdir(parents=True, exist_ok=True)
         for stale in self.run_dir.glob("*.ready"):
             stale.unlink()
+        self._remove_containers()  # a cluster that ended without 'down' leaves none running
         self._create_databases()
         SecurityOptions.in_directory(self.pki_dir)
         state = self.state()
@@ -382,6 +385,8 @@ class LocalCluster:
         nodes = self._nodes(state)
         for node in nodes:
             dataplane.create_node(node)
+            # before the node agent starts: it finds the kubelet's cgroup in the node's dir
+            ensure_kubelet_cgroup(dataplane.prefix, node.name, node.dir)
             self._record(*(spawn(record) for record in dataplane.ovs_records(node)))
         state = self.state()
         northd = state.processes["northd"]
@@ -437,6 +442,15 @@ class LocalCluster:
             # on the node's namespace by name (netlink) and on its OVS by socket
             str(self.log_dir / f"{node.name}-node-agent.log"),
             supervised=True, ready_file=str(self.ready_file(f"node-agent-{node.name}")))
+
+    def _remove_containers(self) -> None:
+        """Kill every pod container of this cluster that still runs (the kubelet leaves
+        them running when it stops, as a container runtime would) and remove the
+        cluster's cgroups (``ovnk_local.runtime``, ``ovnk_local.cgroups``)."""
+        killed = kill_leftovers(self.run_dir / "containers")
+        if killed:
+            log.info("killed pod containers: %s", ", ".join(map(str, killed)))
+        remove_cluster_cgroups(self.dataplane.prefix)
 
     def _create_databases(self) -> None:
         for name, schema in (("nb", NB_SCHEMA), ("sb", SB_SCHEMA)):
@@ -591,6 +605,7 @@ class LocalCluster:
                 stopped.append(name)
         for ready in self.run_dir.glob("*.ready") if self.run_dir.exists() else ():
             ready.unlink()
+        self._remove_containers()
         removed = self.dataplane.destroy()
         if removed:
             log.info("removed network namespaces: %s", ", ".join(removed))

@@ -18,6 +18,7 @@ from typing import Protocol
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
 from ovnk_local.endpointslices import EndpointSliceController
 from ovnk_local.kubelet import Kubelet
+from ovnk_local.runtime import Sandboxes
 from ovnk_local.scheduler import Scheduler
 from ovnk_local.state import ClusterState
 
@@ -37,10 +38,17 @@ def cni_dir(cluster_dir: Path) -> Path | None:
     return cluster_dir / "run" / "cni" if state.dataplane else None
 
 
+def kubelet(client: KubeClient, cluster_dir: Path) -> Kubelet:
+    """With a real dataplane: the node agents' CNI sockets, and the pods' and nodes'
+    namespaces and cgroups, where it runs containers and probes."""
+    sockets = cni_dir(cluster_dir)
+    return Kubelet(client, cni_dir=sockets,
+                   sandboxes=Sandboxes.of_cluster(cluster_dir) if sockets else None)
+
+
 COMPONENTS: dict[str, Callable[[KubeClient, Path], Runnable]] = {
     "scheduler": lambda client, _dir: Scheduler(client),
-    # the node agents' CNI sockets, when the cluster runs a real dataplane
-    "kubelet": lambda client, cluster_dir: Kubelet(client, cni_dir=cni_dir(cluster_dir)),
+    "kubelet": kubelet,
     "endpointslice-controller": lambda client, _dir: EndpointSliceController(client),
 }
 

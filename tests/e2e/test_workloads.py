@@ -1,0 +1,223 @@
+"""Containers that listen and a kubelet that probes, in ``ovnk local`` with a real dataplane.
+
+One cluster for the module: agnhost netexec answers other pods, HTTP readiness
+probes make pods Ready (dialled from the node's namespace and its kubelet cgroup),
+a failing liveness probe restarts the container, unsupported images say so, deleting
+a pod kills its process, a restarted kubelet adopts running containers, and ``down``
+leaves no process and no cgroup behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ovnk_local.cgroups import KUBELET_CGROUP_FILE, KubeletCgroup, cgroup2_mount
+from ovnk_local.cluster import LocalCluster, dataplane_unavailable
+
+from ovnk_core.node.netns import NETNS_DIR
+from ovnk_core.testing.capabilities import in_ci
+from ovnk_core.testing.waiting import wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.netns]
+NAMESPACE = "work"
+AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
+NETEXEC = {"name": "netexec", "image": AGNHOST, "args": ["netexec", "--http-port=8080"],
+           "ports": [{"name": "http", "containerPort": 8080}]}
+
+
+def container_pids(cluster: LocalCluster) -> list[int]:
+    pids = []
+    for record in (cluster.run_dir / "containers").glob("*/*.json"):
+        pids.append(int(json.loads(record.read_text())["pid"]))
+    return pids
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    reason = dataplane_unavailable()
+    if reason:
+        if in_ci():
+            pytest.fail(f"no real dataplane in CI: {reason}")
+        pytest.skip(f"no real dataplane here: {reason}")
+    local = LocalCluster(tmp_path_factory.mktemp("workloads") / ".ovnk")
+    local.up(nodes=2, timeout=90, dataplane=True)
+    kubectl(local, "create", "namespace", NAMESPACE)
+    yield local
+    pids = container_pids(local)
+    local.down()
+    assert pids and not [pid for pid in pids if alive(pid)], "down left containers running"
+    mount = cgroup2_mount()
+    if mount is not None:
+        assert not (mount / "ovnk-local" / local.dataplane.prefix).exists()
+
+
+def kubectl(cluster: LocalCluster, *args: str, stdin: str | None = None,
+            check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(["kubectl", "--kubeconfig", str(cluster.kubeconfig), *args],
+                            input=stdin, capture_output=True, text=True, timeout=90)
+    if check:
+        assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
+    return result
+
+
+def apply_pod(cluster: LocalCluster, name: str, *containers: dict[str, Any],
+              **spec: Any) -> None:
+    kubectl(cluster, "apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"containers": list(containers), **spec}}))
+
+
+def get_pod(cluster: LocalCluster, name: str) -> dict[str, Any]:
+    return dict(json.loads(kubectl(cluster, "get", "pod", name, "-n", NAMESPACE, "-o",
+                                   "json").stdout))
+
+
+def condition(pod: dict[str, Any], kind: str) -> str | None:
+    return next((c["status"] for c in (pod.get("status") or {}).get("conditions") or []
+                 if c["type"] == kind), None)
+
+
+def wait_ready(cluster: LocalCluster, *names: str) -> None:
+    result = kubectl(cluster, "wait", "--for=condition=Ready", "-n", NAMESPACE, "--timeout=90s",
+                     *(f"pod/{name}" for name in names), check=False)
+    logs = sorted(cluster.log_dir.glob("kubelet.log"))
+    tail = "\n".join(logs[0].read_text().splitlines()[-30:]) if logs else ""
+    assert result.returncode == 0, f"{result.stderr}\n{tail}"
+
+
+def events(cluster: LocalCluster, pod: str, reason: str) -> list[dict[str, Any]]:
+    items = json.loads(kubectl(cluster, "get", "events", "-n", NAMESPACE, "-o",
+                               "json").stdout)["items"]
+    return [e for e in items if e["involvedObject"]["name"] == pod and e["reason"] == reason]
+
+
+def exec_in(cluster: LocalCluster, pod: str, *command: str) -> str:
+    return kubectl(cluster, "exec", "-n", NAMESPACE, pod, "--", *command).stdout
+
+
+def test_netexec_answers_other_pods(cluster: LocalCluster) -> None:
+    apply_pod(cluster, "server", NETEXEC, nodeName="ovn-worker")
+    apply_pod(cluster, "client", {"name": "pause", "image": "registry.k8s.io/pause:3.9"},
+              nodeName="ovn-worker2")
+    wait_ready(cluster, "server", "client")
+    server, client = get_pod(cluster, "server"), get_pod(cluster, "client")
+    url = f"http://{server['status']['podIP']}:8080"
+    assert exec_in(cluster, "client", "curl", "-sS", "--max-time", "5",
+                   f"{url}/hostname") == "server"
+    clientip = exec_in(cluster, "client", "curl", "-sS", "--max-time", "5", f"{url}/clientip")
+    assert clientip.rsplit(":", 1)[0] == client["status"]["podIP"]
+    assert exec_in(cluster, "client", "curl", "-sS", "--max-time", "5",
+                   f"{url}/echo?msg=hello") == "hello"
+    udp = exec_in(cluster, "client", "python3", "-c",
+                  "import socket,sys; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+                  "s.settimeout(5); s.sendto(b'echo over-udp', (sys.argv[1], 8081)); "
+                  "print(s.recv(100).decode())", server["status"]["podIP"])
+    assert udp.strip() == "over-udp"
+    [status] = server["status"]["containerStatuses"]
+    assert status["ready"] and status["restartCount"] == 0 and "running" in status["state"]
+    # the process runs as nobody, in the pod's network namespace, with the pod's hostname
+    pid = int(status["containerID"].rsplit("/", 1)[1])
+    assert os.stat(f"/proc/{pid}").st_uid == 65534
+    netns = cluster.dataplane.pod_netns_prefix("ovn-worker") + f"{NAMESPACE}.server"
+    assert os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(NETNS_DIR / netns).st_ino
+
+
+def test_http_readiness_probe_makes_the_pod_ready_from_the_kubelet_cgroup(
+        cluster: LocalCluster) -> None:
+    probe = {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 1}
+    apply_pod(cluster, "ready", {**NETEXEC, "readinessProbe": probe}, nodeName="ovn-worker")
+    apply_pod(cluster, "never-ready", {**NETEXEC, "readinessProbe": {
+        "tcpSocket": {"port": 9999}, "periodSeconds": 1, "failureThreshold": 1}},
+        nodeName="ovn-worker")
+    wait_ready(cluster, "ready")
+    pod = get_pod(cluster, "ready")
+    assert condition(pod, "ContainersReady") == "True"
+    # the probes came from the node: its management port's address, .2 of its subnet
+    node = json.loads(kubectl(cluster, "get", "node", "ovn-worker", "-o", "json").stdout)
+    subnet = json.loads(node["metadata"]["annotations"]["k8s.ovn.org/node-subnets"])["default"]
+    management_ip = subnet[0].rsplit(".", 1)[0] + ".2"
+    log = cluster.log_dir / "pods" / f"{NAMESPACE}.ready" / "netexec.log"
+    assert f'{management_ip} "GET /healthz' in log.read_text()
+    # from a process in the node's kubelet cgroup, in the node's network namespace
+    recorded = KubeletCgroup.read(cluster.dir / "nodes" / "ovn-worker" / KUBELET_CGROUP_FILE)
+    assert recorded.directory is not None, recorded.error
+    assert recorded.path.endswith("/ovn-worker/kubelet") and recorded.level == 4
+    [prober] = (recorded.directory / "cgroup.procs").read_text().split()
+    node_netns = NETNS_DIR / f"{cluster.dataplane.prefix}-ovn-worker"
+    assert os.stat(f"/proc/{prober}/ns/net").st_ino == os.stat(node_netns).st_ino
+    # a probe that fails keeps the pod out of Ready, with the kubelet's words
+    unhealthy = wait_until(lambda: events(cluster, "never-ready", "Unhealthy"))
+    assert unhealthy[0]["message"].startswith("Readiness probe failed: dial tcp ")
+    pod = get_pod(cluster, "never-ready")
+    assert condition(pod, "Ready") == "False" and pod["status"]["phase"] == "Running"
+    assert pod["status"]["containerStatuses"][0]["ready"] is False
+
+
+def test_a_failing_liveness_probe_restarts_the_container(cluster: LocalCluster) -> None:
+    apply_pod(cluster, "unlucky", {**NETEXEC, "livenessProbe": {
+        "httpGet": {"path": "/nope", "port": 8080}, "periodSeconds": 1, "initialDelaySeconds": 1,
+        "failureThreshold": 2, "terminationGracePeriodSeconds": 1}}, nodeName="ovn-worker2")
+
+    def restarted() -> dict[str, Any] | None:
+        status = (get_pod(cluster, "unlucky").get("status") or {}).get("containerStatuses")
+        return status[0] if status and status[0]["restartCount"] >= 1 else None
+
+    status = wait_until(restarted, timeout=60)
+    assert status["lastState"]["terminated"]["reason"] in ("Completed", "Error")
+    [killing] = events(cluster, "unlucky", "Killing")
+    assert killing["message"] == "Container netexec failed liveness probe, will be restarted"
+    assert "Liveness probe failed: HTTP probe failed with statuscode: 404" in {
+        e["message"] for e in events(cluster, "unlucky", "Unhealthy")}
+
+
+def test_an_unsupported_image_says_so(cluster: LocalCluster) -> None:
+    apply_pod(cluster, "nginx", {"name": "web", "image": "nginx:1.27"})
+
+    def waiting() -> dict[str, Any] | None:
+        statuses = (get_pod(cluster, "nginx").get("status") or {}).get("containerStatuses")
+        return statuses[0]["state"].get("waiting") if statuses else None
+
+    state = wait_until(waiting)
+    assert state["reason"] == "UnsupportedImage"
+    assert state["message"].startswith("image 'nginx:1.27' is not supported: unknown image")
+    assert get_pod(cluster, "nginx")["status"]["phase"] == "Pending"
+    [event] = wait_until(lambda: events(cluster, "nginx", "UnsupportedImage"))
+    assert event["type"] == "Warning" and "nginx:1.27" in event["message"]
+
+
+def test_a_restarted_kubelet_adopts_running_containers(cluster: LocalCluster) -> None:
+    apply_pod(cluster, "steady", NETEXEC)
+    wait_ready(cluster, "steady")
+    before = get_pod(cluster, "steady")["status"]["containerStatuses"][0]
+    assert cluster.restart("kubelet") == ["kubelet"]
+    apply_pod(cluster, "after", {"name": "c", "image": "agnhost"})  # the new kubelet works
+    wait_ready(cluster, "after", "steady")
+    after = get_pod(cluster, "steady")["status"]["containerStatuses"][0]
+    assert (after["containerID"], after["restartCount"]) == (before["containerID"], 0)
+
+
+def test_deleting_a_pod_kills_its_process(cluster: LocalCluster) -> None:
+    apply_pod(cluster, "doomed", NETEXEC)
+    wait_ready(cluster, "doomed")
+    status = get_pod(cluster, "doomed")["status"]["containerStatuses"][0]
+    pid = int(status["containerID"].rsplit("/", 1)[1])
+    assert alive(pid)
+    kubectl(cluster, "delete", "pod", "doomed", "-n", NAMESPACE, "--timeout=60s")
+    assert not alive(pid)
+    assert kubectl(cluster, "get", "pod", "doomed", "-n", NAMESPACE,
+                   check=False).returncode != 0
