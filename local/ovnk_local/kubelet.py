@@ -275,6 +275,7 @@ class PodState:
     uid: str
     node: str
     containers: dict[str, ContainerState]
+    grace: float = 30.0  # the pod's termination grace period
     wired: bool = False
     cgroup: Path | None = None
 
@@ -387,7 +388,9 @@ class Kubelet:
     def _reconcile_containers(self, key: str, pod: JSON | None) -> None:
         assert self.runtime is not None and self.sandboxes is not None
         uid = str(pod["metadata"].get("uid")) if pod is not None else ""
-        for other, other_key in self.runtime.pods().items():
+        with self._lock:
+            known = {state.uid: state.key for state in self._states.values()}
+        for other, other_key in (known | self.runtime.pods()).items():
             if other_key == key and other != uid:  # gone, or replaced by a new pod
                 self._stop_pod(other, None)
         if pod is None:
@@ -452,7 +455,7 @@ class Kubelet:
             if cs.current is not None and not cs.current.exited:
                 cs.seed_ready = bool(before.get("ready"))
             containers[cs.name] = cs
-        state = PodState(object_key(pod), uid, node, containers)
+        state = PodState(object_key(pod), uid, node, containers, grace=grace_period(pod))
         with self._lock:
             self._states[uid] = state
         return state
@@ -557,10 +560,13 @@ class Kubelet:
 
     def _stop_pod(self, uid: str, pod: JSON | None) -> None:
         """Stop the pod's containers (SIGTERM, SIGKILL after the grace period); not ready
-        while one still runs; then forget the pod."""
+        while one still runs; then forget the pod.  ``pod`` None: it is gone from the API
+        already (the local API server deletes pods at once, as a forced deletion)."""
         assert self.runtime is not None
         running = [c for c in self.runtime.of_pod(uid) if not c.exited]
-        grace = grace_period(pod) if pod is not None else 0.0
+        with self._lock:
+            known = self._states.get(uid)
+        grace = grace_period(pod) if pod is not None else known.grace if known else 0.0
         for container in running:
             self.runtime.terminate(container, grace)
         if running:

@@ -178,11 +178,33 @@ def test_a_failing_liveness_probe_restarts_the_container(cluster: LocalCluster) 
         return status[0] if status and status[0]["restartCount"] >= 1 else None
 
     status = wait_until(restarted, timeout=60)
+    assert status is not None
     assert status["lastState"]["terminated"]["reason"] in ("Completed", "Error")
     [killing] = events(cluster, "unlucky", "Killing")
     assert killing["message"] == "Container netexec failed liveness probe, will be restarted"
     assert "Liveness probe failed: HTTP probe failed with statuscode: 404" in {
         e["message"] for e in events(cluster, "unlucky", "Unhealthy")}
+
+
+def test_exec_probes_and_a_container_that_exits(cluster: LocalCluster) -> None:
+    """An exec readiness probe runs in the container's namespaces; a container that exits
+    is restarted at once the first time, its exit code kept in lastState."""
+    apply_pod(cluster, "exec-ready", {**NETEXEC, "readinessProbe": {"exec": {"command": [
+        "curl", "-sf", "--max-time", "1", "http://localhost:8080/healthz"]},
+        "periodSeconds": 1}}, nodeName="ovn-worker2")
+    wait_ready(cluster, "exec-ready")
+    netns = cluster.dataplane.pod_netns_prefix("ovn-worker2") + f"{NAMESPACE}.exec-ready"
+    subprocess.run(["ip", "netns", "exec", netns, "curl", "-s", "--max-time", "2",
+                    "http://localhost:8080/exit?code=3"], capture_output=True, timeout=10)
+
+    def restarted() -> dict[str, Any] | None:
+        status = get_pod(cluster, "exec-ready")["status"]["containerStatuses"][0]
+        return status if status["restartCount"] == 1 and status["ready"] else None
+
+    status = wait_until(restarted, timeout=30)
+    assert status is not None
+    assert status["lastState"]["terminated"]["exitCode"] == 3
+    assert status["lastState"]["terminated"]["reason"] == "Error"
 
 
 def test_an_unsupported_image_says_so(cluster: LocalCluster) -> None:
@@ -193,6 +215,7 @@ def test_an_unsupported_image_says_so(cluster: LocalCluster) -> None:
         return statuses[0]["state"].get("waiting") if statuses else None
 
     state = wait_until(waiting)
+    assert state is not None
     assert state["reason"] == "UnsupportedImage"
     assert state["message"].startswith("image 'nginx:1.27' is not supported: unknown image")
     assert get_pod(cluster, "nginx")["status"]["phase"] == "Pending"
@@ -218,6 +241,8 @@ def test_deleting_a_pod_kills_its_process(cluster: LocalCluster) -> None:
     pid = int(status["containerID"].rsplit("/", 1)[1])
     assert alive(pid)
     kubectl(cluster, "delete", "pod", "doomed", "-n", NAMESPACE, "--timeout=60s")
-    assert not alive(pid)
+    # the local API server deletes a pod at once (no graceful deletion), so the kubelet
+    # stops its containers right after (SIGTERM: netexec ends at once)
+    wait_until(lambda: not alive(pid), timeout=30, what=f"container pid {pid} ended")
     assert kubectl(cluster, "get", "pod", "doomed", "-n", NAMESPACE,
                    check=False).returncode != 0

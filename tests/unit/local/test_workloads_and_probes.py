@@ -3,6 +3,8 @@ run, how probes read and count, and the status the kubelet stand-in builds from 
 
 from __future__ import annotations
 
+import json
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from ovnk_local.kubelet import (
     restart_delay,
     should_restart,
 )
+from ovnk_local.runtime import kill_leftovers, process_start_time
 from ovnk_local.workloads.netexec import client_address, udp_reply
 
 from ovnk_core.testing.waiting import wait_until
@@ -229,6 +232,29 @@ def test_phase_restart_policy_and_backoff() -> None:
     assert grace_period({"metadata": {"deletionGracePeriodSeconds": 0},
                          "spec": {"terminationGracePeriodSeconds": 5}}) == 0.0
     assert grace_period({}) == 30.0
+
+
+# -- leftovers --------------------------------------------------------------------------------
+def test_leftover_containers_are_killed_by_record(tmp_path: Path) -> None:
+    """What ``ovnk local down`` and ``up`` do with containers a kubelet left running; a
+    record whose pid now belongs to another process (start time differs) is not killed."""
+    sleeper = subprocess.Popen(["sleep", "60"])
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        state_dir = tmp_path / "containers"
+        (state_dir / "uid1").mkdir(parents=True)
+        (state_dir / "uid1" / "c.json").write_text(json.dumps(
+            {"pid": sleeper.pid, "start_time": process_start_time(sleeper.pid)}))
+        (state_dir / "uid1" / "reused.json").write_text(json.dumps(
+            {"pid": other.pid, "start_time": -1}))
+        assert kill_leftovers(state_dir) == [sleeper.pid]
+        assert sleeper.wait(timeout=5) == -9
+        assert other.poll() is None
+        assert list(state_dir.iterdir()) == []
+    finally:
+        for process in (sleeper, other):
+            process.kill()
+            process.wait()
 
 
 # -- the kubelet cgroup file --------------------------------------------------------------------
