@@ -130,6 +130,11 @@ def build_running_status(pod: JSON, ips: list[str], host_ip: str | None, now: st
                   for c in (pod.get("spec") or {}).get("containers") or []]
     status: dict[str, Any] = {"phase": "Running", "conditions": conditions,
                               "startTime": started, "containerStatuses": containers}
+    return with_addresses(status, ips, host_ip)
+
+
+def with_addresses(status: JSON, ips: list[str], host_ip: str | None) -> JSON:
+    """``status`` with the pod's IPs (``podIP(s)``: eth0's) and its node's (``hostIP(s)``)."""
     if ips:
         status["podIP"] = ips[0]
         status["podIPs"] = [{"ip": ip} for ip in ips]
@@ -216,13 +221,7 @@ def build_pod_status(pod: JSON, ips: list[str], host_ip: str | None, now: str,
     status: dict[str, Any] = {"phase": pod_phase(restart_policy, statuses),
                               "conditions": conditions, "startTime": started,
                               "containerStatuses": statuses}
-    if ips:
-        status["podIP"] = ips[0]
-        status["podIPs"] = [{"ip": ip} for ip in ips]
-    if host_ip:
-        status["hostIP"] = host_ip
-        status["hostIPs"] = [{"ip": host_ip}]
-    return status
+    return with_addresses(status, ips, host_ip)
 
 
 def should_restart(restart_policy: str, exit_code: int) -> bool:

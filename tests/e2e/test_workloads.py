@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 from ovnk_local.cgroups import KUBELET_CGROUP_FILE, KubeletCgroup, cgroup2_mount
-from ovnk_local.cluster import LocalCluster, dataplane_unavailable
+from ovnk_local.cluster import LocalCluster
+from ovnk_local.testing.dataplane import require_dataplane
 
 from ovnk_core.node.netns import NETNS_DIR
-from ovnk_core.testing.capabilities import in_ci
 from ovnk_core.testing.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.netns]
@@ -48,11 +48,7 @@ def alive(pid: int) -> bool:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    reason = dataplane_unavailable()
-    if reason:
-        if in_ci():
-            pytest.fail(f"no real dataplane in CI: {reason}")
-        pytest.skip(f"no real dataplane here: {reason}")
+    require_dataplane()
     local = LocalCluster(tmp_path_factory.mktemp("workloads") / ".ovnk")
     local.up(nodes=2, timeout=90, dataplane=True)
     kubectl(local, "create", "namespace", NAMESPACE)

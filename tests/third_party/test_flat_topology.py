@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ovnk_local.cluster import LocalCluster, dataplane_unavailable
+from ovnk_local.cluster import LocalCluster
+from ovnk_local.testing.dataplane import require_dataplane
 
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.ownership import OWNER_CONTROLLER_KEY, OWNER_KEY, TOPOLOGY_KEY
 from ovnk_core.ovn.trace import packet_flow, trace, wait_for_sb
-from ovnk_core.testing.capabilities import in_ci
 from ovnk_core.testing.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.netns]
@@ -55,11 +55,7 @@ NETCONF = {"cniVersion": "1.0.0", "type": "ovn-k8s-cni-overlay", "name": "flatne
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory,
             third_party_sites: dict[str, Path]) -> Iterator[LocalCluster]:
-    reason = dataplane_unavailable()
-    if reason:
-        if in_ci():
-            pytest.fail(f"no real dataplane in CI: {reason}")
-        pytest.skip(f"no real dataplane here: {reason}")
+    require_dataplane()
     with pytest.MonkeyPatch.context() as patch:
         # Every process of the cluster (the supervisor, and the components and node agents
         # it starts) inherits this environment: the third party's site is importable there.
