@@ -32,6 +32,8 @@ import json
 import os
 import platform
 import re
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -45,11 +47,12 @@ from pathlib import Path
 from ovnk_local.cluster import LocalCluster
 
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
-from ovnk_core.kube.resources import NADS, NAMESPACES, PODS, UDNS
+from ovnk_core.kube.resources import NADS, NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.testing.waiting import wait_until
-from ovnk_core.udn.controller import PRIMARY_NAMESPACE_LABEL
+from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
 
 POD_NETWORKS = "k8s.ovn.org/pod-networks"
+NODE_SUBNETS = "k8s.ovn.org/node-subnets"
 ECHO_NS = "bench-echo"
 ECHO_ANNOTATION = "bench.ovnk/echo"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -183,7 +186,25 @@ def latencies(seen: Seen, table: dict[str, float], keys: list[str]) -> list[floa
     return [(table[k] - seen.created[k]) * 1000 for k in keys if k in table and k in seen.created]
 
 
-def run_size(udns: int, nodes: int, pods: int, rates: list[float], workdir: Path) -> list[JSON]:
+def start_profiles(pids: dict[str, int], out: Path, tag: str) -> list[subprocess.Popen[bytes]]:
+    """Sample each component with ``py-spy record`` (collapsed stacks, every thread, idle
+    samples left out) until stopped: where a component's CPU goes while pods start."""
+    out.mkdir(parents=True, exist_ok=True)
+    return [subprocess.Popen(
+        ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "200", "--nonblocking",
+         "--output", str(out / f"{tag}-{name}.txt")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for name, pid in pids.items()]
+
+
+def stop_profiles(recorders: list[subprocess.Popen[bytes]]) -> None:
+    for recorder in recorders:
+        recorder.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+    for recorder in recorders:
+        recorder.wait(timeout=60)
+
+
+def run_size(udns: int, nodes: int, pods: int, rates: list[float], workdir: Path,
+             profile: Path | None = None) -> list[JSON]:
     cluster = LocalCluster(workdir / ".ovnk")
     cluster.up(nodes=nodes, timeout=120, dataplane=False)
     rows: list[JSON] = []
@@ -202,6 +223,10 @@ def run_size(udns: int, nodes: int, pods: int, rates: list[float], workdir: Path
                                                             or {})
                                for n in admin.list(NADS)["items"]) == udns,
                    timeout=60 + udns, interval=0.5, what=f"{udns} networks accepted")
+        wait_until(lambda: all(
+            len(json.loads((n["metadata"].get("annotations") or {}).get(NODE_SUBNETS, "{}"))) > udns
+            for n in admin.list(NODES)["items"]),
+                   timeout=60 + udns, interval=0.5, what="every node has a subnet in every network")
         state = cluster.state()
         pids = {name: state.processes[name].pid
                 for name in ("cluster-manager", "controller", "apiserver")}
@@ -228,6 +253,8 @@ def run_size(udns: int, nodes: int, pods: int, rates: list[float], workdir: Path
             echo_keys = [f"{ns}/{name}" for ns, name in echo_names]
             wait_until(lambda keys=echo_keys, seen=seen: all(  # type: ignore[misc]
                 k in seen.annotated for k in keys), timeout=60, what="echo annotations")
+            recorders = start_profiles(pids, profile, f"u{udns}-n{nodes}-{tag}") \
+                if profile else []
             before = {name: cpu_seconds(pid) for name, pid in pids.items()}
             names = [(namespaces[i % udns], f"{tag}-p{i}") for i in range(pods)]
             offered = create_at_rate(admin, seen, names, rate)
@@ -237,6 +264,7 @@ def run_size(udns: int, nodes: int, pods: int, rates: list[float], workdir: Path
                 timeout=120 + pods, interval=0.2, what="pods annotated and ported")
             cpu = {name: (cpu_seconds(pid) - before[name]) / pods
                    for name, pid in pids.items()}
+            stop_profiles(recorders)
             stop.set()
             for thread in watchers:
                 thread.join(timeout=10)
@@ -281,13 +309,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=200)
     parser.add_argument("--rate", default="10,50", help="comma-separated offered pods/s")
     parser.add_argument("--results", default=str(Path(__file__).parent / "results"))
+    parser.add_argument("--profile", metavar="DIR",
+                        help="sample the components with py-spy while pods start (collapsed "
+                             "stacks per component and size in DIR; py-spy must be on PATH)")
     args = parser.parse_args(argv)
+    if args.profile and shutil.which("py-spy") is None:
+        parser.error("--profile needs py-spy on PATH (pip install py-spy)")
     rows: list[JSON] = []
     for nodes in (int(n) for n in args.nodes.split(",")):
         for udns in (int(u) for u in args.udns.split(",")):
             with tempfile.TemporaryDirectory(prefix="ovnk-podlat-") as workdir:
                 rows += run_size(udns, nodes, args.pods,
-                                 [float(r) for r in args.rate.split(",")], Path(workdir))
+                                 [float(r) for r in args.rate.split(",")], Path(workdir),
+                                 Path(args.profile) if args.profile else None)
     print(table(rows))
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)

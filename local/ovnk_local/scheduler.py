@@ -19,7 +19,7 @@ from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.errors import Conflict, NotFound
 from ovnk_core.kube.informer import Informer, index_by_node
-from ovnk_core.kube.resources import NODES, PODS, object_key, split_key
+from ovnk_core.kube.resources import NODES, PODS, split_key
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +31,14 @@ def node_is_schedulable(node: JSON) -> bool:
         if condition.get("type") == "Ready":
             return bool(condition.get("status") == "True")
     return False
+
+
+PENDING = "pending"
+
+
+def index_pending(pod: JSON) -> list[str]:
+    """Pods not bound to a node yet (what a node event makes worth another try)."""
+    return [] if (pod.get("spec") or {}).get("nodeName") else [PENDING]
 
 
 def choose_node(pod: JSON, nodes: list[JSON], pods_per_node: dict[str, int]) -> str | None:
@@ -49,7 +57,7 @@ class Scheduler:
     def __init__(self, client: KubeClient, resync_period: float = 30.0) -> None:
         self.client = client
         self.pods = Informer(client, PODS, resync_period=resync_period,
-                             indexers={"node": index_by_node})
+                             indexers={"node": index_by_node, "pending": index_pending})
         self.nodes = Informer(client, NODES, resync_period=resync_period)
         self.controller = Controller("scheduler", self.reconcile)
         self.controller.watch(self.pods, primary=True)
@@ -58,8 +66,7 @@ class Scheduler:
         self._assumed_lock = threading.Lock()
 
     def _pending_keys(self) -> list[str]:
-        return [object_key(pod) for pod in self.pods.items()
-                if not (pod.get("spec") or {}).get("nodeName")]
+        return self.pods.keys_by_index("pending", PENDING)
 
     def reconcile(self, key: str) -> None:
         pod = self.pods.get(key)
@@ -67,7 +74,7 @@ class Scheduler:
             return
         if pod["metadata"].get("deletionTimestamp"):
             return
-        node = choose_node(pod, self.nodes.items(), self.pods_per_node())
+        node = choose_node(pod, self.nodes.peek_all(), self.pods_per_node())
         if node is None:
             raise NotReady(f"pod {key}: no schedulable node fits", delay=5.0)
         namespace, name = split_key(key)

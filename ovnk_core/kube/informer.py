@@ -203,6 +203,19 @@ class Informer:
                 raise KeyError(f"informer {self.resource} has no index {name!r}")
             return [self._items[key] for key in sorted(self._indexes[name].get(value, ()))]
 
+    def peek_all(self) -> list[JSON]:
+        """Every cached object without copies; the same read-only contract as ``peek``."""
+        with self._lock:
+            return list(self._items.values())
+
+    def index_values(self, name: str) -> list[str]:
+        """The values index ``name`` has objects for (e.g. every network some NAD names),
+        without touching the objects."""
+        with self._lock:
+            if name not in self._indexers:
+                raise KeyError(f"informer {self.resource} has no index {name!r}")
+            return [value for value, members in self._indexes[name].items() if members]
+
     def keys_by_index(self, name: str, value: str) -> list[str]:
         """Keys of the objects whose index ``name`` has ``value`` (no copies made)."""
         with self._lock:

@@ -208,7 +208,7 @@ class NodeGateway:
         """Primary user-defined networks that need a node gateway, with their masquerade
         IPs."""
         found = []
-        for network in primary_networks(self.nads.items(), self.topologies):
+        for network in primary_networks(self.nads.peek_all(), self.topologies):
             try:
                 ip = masquerade_ips(self.masquerade_subnet, network.network_id)[0]
             except ValueError:

@@ -160,7 +160,7 @@ class ManagementPorts:
         ports = [build_management_port(self.node, DEFAULT_NETWORK_NAME, 0,
                                        subnets.get(DEFAULT_NETWORK_NAME, []),
                                        self.default_cluster_subnets)]
-        for network in primary_networks(self.nads.items(), self.topologies):
+        for network in primary_networks(self.nads.peek_all(), self.topologies):
             if network.needs.management_port:
                 ports.append(build_management_port(self.node, network.name,
                                                    network.network_id,

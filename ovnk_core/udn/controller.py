@@ -417,8 +417,8 @@ class UdnControllers:
     # -- startup ---------------------------------------------------------------------------
     def remove_stale_nads(self) -> None:
         """Delete NADs whose owning UDN/CUDN no longer exists (found by owner uid)."""
-        live = {obj["metadata"].get("uid") for obj in self.udns.items() + self.cudns.items()}
-        for nad in self.nads.items():
+        live = {obj["metadata"].get("uid") for obj in self.udns.peek_all() + self.cudns.peek_all()}
+        for nad in self.nads.peek_all():
             meta = nad["metadata"]
             if nadlib.NAD_LABEL not in (meta.get("labels") or {}):
                 continue

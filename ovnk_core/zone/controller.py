@@ -76,7 +76,7 @@ from ovnk_core.topology import RenderingNotSupported, Topology
 from ovnk_core.zone import attachment_checks, owners
 from ovnk_core.zone.attachment_checks import PodContext
 from ovnk_core.zone.networks import GONE, READY, lookup_network
-from ovnk_core.zone.node_facts import read_node
+from ovnk_core.zone.node_facts import NodeFacts, NodeFactsCache, networks_affected
 from ovnk_core.zone.pod_port_extras import merge_pod_port
 
 log = logging.getLogger(__name__)
@@ -93,15 +93,22 @@ def pod_nad_keys(pod: JSON) -> list[str]:
         return []
 
 
+def nad_ip_key(nad_key: str, ip: str) -> str:
+    """The pod IP index's value for ``ip`` (without prefix length) on NAD ``nad_key``."""
+    return f"{nad_key}@{ip}"
+
+
 def pod_ip_keys(pod: JSON) -> list[str]:
-    """Index: every IP (without prefix length) of a pod's annotated networks."""
+    """Index: every IP of a pod's annotated networks, per NAD (``nad_ip_key``).  Networks
+    overlap: keyed by IP alone, one lookup would find the pods of every network using the
+    same range."""
     raw = (pod["metadata"].get("annotations") or {}).get(pod_networks.POD_NETWORKS_ANNOTATION)
     try:
         entries = pod_networks.parse(raw)
     except pod_networks.PodAnnotationError:
         return []
-    return sorted({str(ipaddress.ip_interface(ip).ip)
-                   for entry in entries.values() for ip in entry.ip_addresses})
+    return sorted({nad_ip_key(nad_key, str(ipaddress.ip_interface(ip).ip))
+                   for nad_key, entry in entries.items() for ip in entry.ip_addresses})
 
 
 def pod_entries(pod: JSON) -> dict[str, pod_networks.PodNetwork]:
@@ -178,7 +185,9 @@ class ZoneController:
         self.network_controller.watch(self.nads, key_func=nad_network_name)
         self.network_controller.watch(self.nodes, key_func=lambda _node: ())
         self.nodes.add_handler(self._node_changed)
-        self._node_facts: dict[str, object] = {}
+        # node → the facts its last event carried (what the handler compares a change to)
+        self._node_facts: dict[str, NodeFacts] = {}
+        self._facts = NodeFactsCache()
         self.pod_controller = Controller("zone-pod-controller", self.reconcile_pod, workers=2,
                                          initial_sync=self.sync_pods,
                                          on_error=self._pod_error)
@@ -199,10 +208,8 @@ class ZoneController:
 
     # -- names ---------------------------------------------------------------------------
     def network_names(self) -> list[str]:
-        names = {DEFAULT_NETWORK_NAME}
-        for nad in self.nads.items():
-            names.update(nad_network_name(nad))
-        return sorted(names)
+        """The default network and every network some NAD names (from the NAD index)."""
+        return sorted({DEFAULT_NETWORK_NAME, *self.nads.index_values("network")})
 
     def network_of_nad(self, nad_key: str) -> str | None:
         """The network a NAD belongs to; ``None`` for a NAD that names a network whose
@@ -218,21 +225,26 @@ class ZoneController:
         return None if accepted is not None and nad_key not in accepted else names[0]
 
     def _node_changed(self, event: str, old: JSON | None, new: JSON | None) -> None:
-        """Every network is reconciled when a node comes, goes, or changes what it tells us
-        (not on status heartbeats)."""
+        """The networks a node change touches are reconciled: all of them when a node comes,
+        goes or changes its ID, chassis or gateway; only those whose subnet on it changed
+        otherwise (not on status heartbeats)."""
         node = new or old
         if node is None:
             return
         name = node["metadata"]["name"]
-        facts = read_node(new) if new is not None else None
+        facts = self._facts.facts(new) if new is not None else None
         with self._lock:
-            if self._node_facts.get(name) == facts and new is not None:
-                return
+            before = self._node_facts.get(name)
             if facts is None:
                 self._node_facts.pop(name, None)
             else:
                 self._node_facts[name] = facts
-        for network in self.network_names():
+        if facts is None:
+            self._facts.forget(name)
+        if before == facts:
+            return
+        affected = networks_affected(before, facts)
+        for network in self.network_names() if affected is None else sorted(affected):
             self.network_controller.queue.add(network)
 
     # -- startup ---------------------------------------------------------------------------
@@ -323,7 +335,7 @@ class ZoneController:
             # nodes that are gone.
             desired = {owners.network_owner(netinfo): topology.build_network(state)}
             live_nodes = set()
-            for node in self.nodes.items():
+            for node in self.nodes.peek_all():
                 node_state = self._node_state(node, name)
                 live_nodes.add(node_state.name)
                 desired[owners.node_owner(netinfo, node_state.name)] = \
@@ -371,7 +383,7 @@ class ZoneController:
                 self.pod_controller.queue.add(pod_key)
 
     def _node_state(self, node: JSON, network: str) -> NodeState:
-        facts = read_node(node)
+        facts = self._facts.facts(node)
         if facts.problems:
             self._warn(node, f"node/{facts.name}", "InvalidNodeAnnotation",
                        f"node {facts.name}: " + "; ".join(facts.problems))
@@ -502,7 +514,7 @@ class ZoneController:
 
     def _node_subnets(self, node_name: str, network: str) -> tuple[IPNetwork, ...]:
         node = self.nodes.peek(node_name)
-        return read_node(node).subnets.get(network, ()) if node is not None else ()
+        return self._facts.facts(node).subnets.get(network, ()) if node is not None else ()
 
     # -- who holds a pod IP on a network ------------------------------------------------------
     def _claim(self, key: str, state: NetworkState, topology: Topology,
@@ -542,21 +554,20 @@ class ZoneController:
         """The other live pods whose entry for ``network`` has ``ip`` (pod key → its
         attachment there), found through the pods' IP index."""
         found: dict[str, PodAttachment] = {}
-        for other in self.pods.peek_by_index("ip", ip):
-            other_key = object_key(other)
-            if other_key == key or not self._pod_is_running(other):
-                continue
-            try:
-                entries = pod_entries(other)
-            except PermanentError:
-                continue
-            for other_nad, entry in entries.items():
-                if ip not in {str(ipaddress.ip_interface(text).ip)
-                              for text in entry.ip_addresses}:
+        with self._lock:
+            accepted = self._accepted.get(network)
+        nads = accepted if accepted is not None else self.nads.keys_by_index("network", network)
+        for other_nad in sorted({nad_key, *nads}):
+            for other in self.pods.peek_by_index("ip", nad_ip_key(other_nad, ip)):
+                other_key = object_key(other)
+                if other_key == key or not self._pod_is_running(other):
                     continue
-                if other_nad != nad_key and self.network_of_nad(other_nad) != network:
+                try:
+                    entry = pod_entries(other).get(other_nad)
+                except PermanentError:
                     continue
-                found[other_key] = attachment_of(other, other_nad, entry)
+                if entry is not None:
+                    found[other_key] = attachment_of(other, other_nad, entry)
         return found
 
     def _release(self, key: str, keep: set[str]) -> None:

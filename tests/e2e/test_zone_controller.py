@@ -26,7 +26,7 @@ from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.informer import wait_for_informers
-from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
+from ovnk_core.kube.resources import CUDNS, EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
 from ovnk_core.ovn.snapshot import committed_names, difference, snapshot
@@ -479,3 +479,45 @@ def test_forged_pod_networks_are_refused_and_change_no_row(
     now = snapshot(zone.nb)
     assert {key: now[key] for key in before if key[0] == "Logical_Switch_Port"} == \
         {key: row for key, row in before.items() if key[0] == "Logical_Switch_Port"}
+
+
+def test_an_ip_held_through_another_nad_of_the_same_network_is_refused(
+        client: KubeClient, manager: ClusterManager, start_zone: Callable[[str], Zone],
+        ovn_stack: OvnStack) -> None:
+    """One network, two NADs (a CUDN over two namespaces): a pod of the second namespace
+    annotated with the IP a pod of the first holds is refused; the same IP on another network
+    (isolated networks overlap) is not a conflict."""
+    for ns in ("c1", "c2", "solo"):
+        namespace(client, ns)
+    client.create(CUDNS, {"metadata": {"name": "shared"}, "spec": {
+        "namespaceSelector": {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["c1", "c2"]}]},
+        "network": {"topology": "Layer3", "layer3": {"role": "Primary", "subnets": [
+            {"cidr": "104.104.0.0/16", "hostSubnet": 24}]}}}})
+    layer3_udn(client, "solo", "104.104.0.0/16")  # the same range, another network
+    pod(client, "c1", "a", "ovn-worker")
+    zone = start_zone(ovn_stack.nb.remote)
+    a = networks_of(client, "c1", "a", 2)
+    held = a["c1/shared"]
+    wait_until(lambda: "c1.shared_c1_a" in port_names(zone.nb) or None, timeout=30)
+
+    def annotated(ns: str, name: str, nad_key: str) -> None:
+        client.create(PODS, {"metadata": {"name": name, "namespace": ns, "annotations": {
+            POD_NETWORKS: json.dumps({nad_key: held})}},
+            "spec": {"nodeName": "ovn-worker", "containers": [{"name": "c", "image": "x"}]}})
+
+    annotated("c2", "b", "c2/shared")
+    annotated("solo", "s", "solo/solo-network")
+    ip = held["ip_addresses"][0].split("/")[0]
+    message = ("pod c2/b: not rendering the k8s.ovn.org/pod-networks entry for c2/shared "
+               f"(network cluster_udn_shared): IP {ip} is already used on network "
+               "cluster_udn_shared by pod c1/a")
+
+    def refusals(ns: str) -> set[str]:
+        return {e["message"] for e in client.list(EVENTS, ns)["items"]
+                if e["reason"] == "ErrorAddingLogicalPort"}
+
+    wait_until(lambda: message in refusals("c2") or None, timeout=30)
+    wait_until(lambda: "solo.solo.network_solo_s" in port_names(zone.nb) or None, timeout=30)
+    assert refusals("solo") == set()
+    assert "c2.shared_c2_b" not in port_names(zone.nb)

@@ -12,7 +12,7 @@ from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.zone.controller import pod_attachments, pod_nad_keys
 from ovnk_core.zone.networks import GONE, READY, WAITING, lookup_network
-from ovnk_core.zone.node_facts import read_node
+from ovnk_core.zone.node_facts import NodeFactsCache, networks_affected, read_node
 from ovnk_core.zone.owners import (
     controller_name,
     network_of_controller,
@@ -48,6 +48,46 @@ def test_bad_annotations_become_problems_and_the_rest_is_read() -> None:
     assert [str(s) for s in facts.subnets["default"]] == ["10.244.0.0/24"]
     assert len(facts.problems) == 3
     assert "k8s.ovn.org/node-id 'four' is not an integer" in facts.problems
+
+
+def subnets_node(subnets: dict[str, str], version: str = "1", node_id: str = "4"
+                 ) -> dict[str, object]:
+    node = build_node("ovn-worker", 0)
+    node["metadata"]["resourceVersion"] = version  # type: ignore[index]
+    node["metadata"]["annotations"].update({  # type: ignore[index]
+        "k8s.ovn.org/node-id": node_id, "k8s.ovn.org/node-subnets": json.dumps(subnets)})
+    return node
+
+
+def test_a_node_change_touches_only_the_networks_whose_subnet_changed() -> None:
+    before = read_node(subnets_node({"default": "10.244.0.0/24", "a": "10.1.0.0/24"}))
+    grown = read_node(subnets_node({"default": "10.244.0.0/24", "a": "10.1.0.0/24",
+                                    "b": "10.2.0.0/24"}))
+    moved = read_node(subnets_node({"default": "10.244.0.0/24", "a": "10.1.9.0/24"}))
+    assert networks_affected(before, grown) == {"b"}
+    assert networks_affected(grown, before) == {"b"}
+    assert networks_affected(before, moved) == {"a"}
+    assert networks_affected(before, before) == set()
+    # the node's own identity changed, it came or it went: every network
+    renumbered = read_node(subnets_node({"default": "10.244.0.0/24", "a": "10.1.0.0/24"},
+                                        node_id="5"))
+    assert networks_affected(before, renumbered) is None
+    assert networks_affected(None, before) is None and networks_affected(before, None) is None
+
+
+def test_node_facts_are_read_once_per_node_version() -> None:
+    cache = NodeFactsCache()
+    first = subnets_node({"default": "10.244.0.0/24"}, version="7")
+    facts = cache.facts(first)
+    assert cache.facts(first) is facts  # same version: not read again
+    copy_of_same_version = json.loads(json.dumps(first))
+    assert cache.facts(copy_of_same_version) is facts
+    newer = subnets_node({"default": "10.244.0.0/24", "a": "10.1.0.0/24"}, version="8")
+    assert set(cache.facts(newer).subnets) == {"default", "a"}
+    cache.forget("ovn-worker")
+    assert cache.facts(first) is not facts and cache.facts(first) == facts
+    unversioned = subnets_node({"default": "10.244.0.0/24"}, version="")
+    assert cache.facts(unversioned) is not cache.facts(unversioned)  # nothing to key it by
 
 
 def nad(name: str, namespace: str, network: str, network_id: str | None = None,

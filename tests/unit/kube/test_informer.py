@@ -227,3 +227,23 @@ def test_handler_errors_do_not_stop_delivery(direct: KubeClient) -> None:
         informer.stop()
     with pytest.raises(NotFound):
         direct.get(CONFIGMAPS, "missing", "default")
+
+
+def test_peek_all_and_index_values_read_the_cache_without_copies(direct: KubeClient) -> None:
+    direct.create(CONFIGMAPS, configmap("p", "red"))
+    direct.create(CONFIGMAPS, configmap("q", "blue"))
+    informer = Informer(direct, CONFIGMAPS,
+                        indexers={"colour": lambda obj: [obj["data"]["v"]]})
+    informer.start()
+    try:
+        assert informer.wait_for_sync(10)
+        wait_until(lambda: len(informer.peek_all()) >= 2)
+        peeked = {object_key(o): o for o in informer.peek_all()}
+        assert peeked["default/p"] is informer.peek("default/p")  # the cached object itself
+        assert {"red", "blue"} <= set(informer.index_values("colour"))
+        direct.delete(CONFIGMAPS, "q", "default")
+        wait_until(lambda: "blue" not in informer.index_values("colour"))  # emptied: gone
+        with pytest.raises(KeyError):
+            informer.index_values("shape")
+    finally:
+        informer.stop()
