@@ -334,7 +334,7 @@ class Kubelet:
             return
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             return
-        node = self.nodes.get(str(node_name))
+        node = self.nodes.peek(str(node_name))
         host_ip = node_address(node) if node else None
         ips = self._ips(pod, host_ip)
         if ips is None:
@@ -404,7 +404,7 @@ class Kubelet:
             return
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             return
-        node = self.nodes.get(node_name)
+        node = self.nodes.peek(node_name)
         host_ip = node_address(node) if node else None
         ips = self._ips(pod, host_ip)
         if ips is None:

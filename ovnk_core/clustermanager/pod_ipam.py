@@ -44,6 +44,7 @@ from ovnk_core.kube.errors import Conflict, NotFound
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.informer import index_by_namespace, index_by_node
+from ovnk_core.kube.parsed_cache import ParsedByVersion
 from ovnk_core.kube.resources import NADS, NAMESPACES, NODES, PODS, object_key, split_key
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, NetInfo
 from ovnk_core.networks.registry import NetworkRegistry
@@ -60,6 +61,13 @@ MAX_POD_TUNNEL_ID = 32768
 Interface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
 
 
+def unannotated_pod_node(pod: JSON) -> list[str]:
+    """Index: the node of a pod that has no ``k8s.ovn.org/pod-networks`` yet."""
+    if (pod["metadata"].get("annotations") or {}).get(pod_networks.POD_NETWORKS_ANNOTATION):
+        return []
+    return index_by_node(pod)
+
+
 class PodAllocator:
     def __init__(self, client: KubeClient, informers: InformerFactory, config: Config,
                  registry: NetworkRegistry, recorder: EventRecorder,
@@ -73,7 +81,8 @@ class PodAllocator:
         self.recorder = recorder
         self.catalog = catalog
         self.pods = informers.get(PODS, indexers={"namespace": index_by_namespace,
-                                                  "node": index_by_node})
+                                                  "node": index_by_node,
+                                                  "unannotated-node": unannotated_pod_node})
         self.namespaces = informers.get(NAMESPACES)
         self.nodes = informers.get(NODES)
         self.nads = informers.get(NADS)  # the NADs pods select
@@ -89,12 +98,19 @@ class PodAllocator:
                                      initial_sync=self.sync, workers=2)
         self.controller.watch(self.pods, primary=True)
         self.controller.watch(self.nodes, key_func=self._pods_on_node)
+        # each node's subnets, parsed once per version of the Node (an entry per network)
+        self._node_subnets = ParsedByVersion(parse_node_subnets)
+        self.nodes.add_handler(self._node_event)
         self.controller.watch(self.namespaces, key_func=self._pods_in_namespace)
 
+    def _node_event(self, event: str, old: JSON | None, new: JSON | None) -> None:
+        if new is None and old is not None:
+            self._node_subnets.forget(object_key(old))
+
     def _pods_on_node(self, node: JSON) -> list[str]:
-        return [object_key(p) for p in self.pods.peek_by_index("node", node["metadata"]["name"])
-                if not (p["metadata"].get("annotations") or {}).get(
-                    pod_networks.POD_NETWORKS_ANNOTATION)]
+        """The pods of a node still waiting for their addresses (a node's new subnet may be
+        what they wait for)."""
+        return self.pods.keys_by_index("unannotated-node", node["metadata"]["name"])
 
     def _pods_in_namespace(self, namespace: JSON) -> list[str]:
         return self.pods.keys_by_index("namespace", namespace["metadata"]["name"])
@@ -217,8 +233,8 @@ class PodAllocator:
             message = invalid_primary_network_message(namespace)
             self.recorder.event(pod, WARNING, "ErrorReconcilingPod", message)
             raise NotReady(f"pod {key}: {message}", backoff=True)
-        node = self.nodes.get(node_name)
-        node_subnets = parse_node_subnets(node) if node else {}
+        node = self.nodes.peek(node_name)
+        node_subnets = self._node_subnets.get(node) if node else {}
         wanted: dict[str, pod_networks.PodNetwork] = {}
         plan = [("default", "infrastructure-locked" if primary else "primary")]
         if primary:

@@ -60,6 +60,7 @@ from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
+from ovnk_core.kube.parsed_cache import ParsedByVersion
 from ovnk_core.kube.resources import NADS, NODES, PODS, object_key, split_key
 from ovnk_core.networks import nad_config
 from ovnk_core.networks.nad_config import nad_network_name
@@ -76,7 +77,7 @@ from ovnk_core.topology import RenderingNotSupported, Topology
 from ovnk_core.zone import attachment_checks, owners
 from ovnk_core.zone.attachment_checks import PodContext
 from ovnk_core.zone.networks import GONE, READY, lookup_network
-from ovnk_core.zone.node_facts import NodeFacts, NodeFactsCache, networks_affected
+from ovnk_core.zone.node_facts import NodeFacts, networks_affected, read_node
 from ovnk_core.zone.pod_port_extras import merge_pod_port
 
 log = logging.getLogger(__name__)
@@ -187,7 +188,7 @@ class ZoneController:
         self.nodes.add_handler(self._node_changed)
         # node → the facts its last event carried (what the handler compares a change to)
         self._node_facts: dict[str, NodeFacts] = {}
-        self._facts = NodeFactsCache()
+        self._facts = ParsedByVersion(read_node)  # each node's facts, once per version
         self.pod_controller = Controller("zone-pod-controller", self.reconcile_pod, workers=2,
                                          initial_sync=self.sync_pods,
                                          on_error=self._pod_error)
@@ -232,7 +233,7 @@ class ZoneController:
         if node is None:
             return
         name = node["metadata"]["name"]
-        facts = self._facts.facts(new) if new is not None else None
+        facts = self._facts.get(new) if new is not None else None
         with self._lock:
             before = self._node_facts.get(name)
             if facts is None:
@@ -383,7 +384,7 @@ class ZoneController:
                 self.pod_controller.queue.add(pod_key)
 
     def _node_state(self, node: JSON, network: str) -> NodeState:
-        facts = self._facts.facts(node)
+        facts = self._facts.get(node)
         if facts.problems:
             self._warn(node, f"node/{facts.name}", "InvalidNodeAnnotation",
                        f"node {facts.name}: " + "; ".join(facts.problems))
@@ -514,7 +515,7 @@ class ZoneController:
 
     def _node_subnets(self, node_name: str, network: str) -> tuple[IPNetwork, ...]:
         node = self.nodes.peek(node_name)
-        return self._facts.facts(node).subnets.get(network, ()) if node is not None else ()
+        return self._facts.get(node).subnets.get(network, ()) if node is not None else ()
 
     # -- who holds a pod IP on a network ------------------------------------------------------
     def _claim(self, key: str, state: NetworkState, topology: Topology,

@@ -10,7 +10,6 @@ on the node, and the rest of the node is still rendered.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 
 from ovnk_core.annotations import node_gateway, node_id, node_subnets
@@ -71,31 +70,3 @@ def networks_affected(old: NodeFacts | None, new: NodeFacts | None) -> set[str] 
     return {network for network in old.subnets.keys() | new.subnets.keys()
             if old.subnets.get(network) != new.subnets.get(network)}
 
-
-class NodeFactsCache:
-    """Each node's facts read once per version of the Node, not once per network or pod
-    that needs them (a node's subnets annotation has an entry per network: re-reading it
-    for every network would make work per event grow with the number of networks)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._facts: dict[str, tuple[str, NodeFacts]] = {}  # node → (resourceVersion, facts)
-
-    def facts(self, node: JSON) -> NodeFacts:
-        """The facts of this version of ``node`` (read now if it is a version not seen)."""
-        meta = node.get("metadata") or {}
-        name, version = str(meta.get("name") or ""), meta.get("resourceVersion")
-        if not version:
-            return read_node(node)  # no version to key it by: nothing to cache
-        with self._lock:
-            cached = self._facts.get(name)
-        if cached is not None and cached[0] == version:
-            return cached[1]
-        facts = read_node(node)
-        with self._lock:
-            self._facts[name] = (version, facts)
-        return facts
-
-    def forget(self, name: str) -> None:
-        with self._lock:
-            self._facts.pop(name, None)

@@ -12,7 +12,7 @@ from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.zone.controller import pod_attachments, pod_nad_keys
 from ovnk_core.zone.networks import GONE, READY, WAITING, lookup_network
-from ovnk_core.zone.node_facts import NodeFactsCache, networks_affected, read_node
+from ovnk_core.zone.node_facts import networks_affected, read_node
 from ovnk_core.zone.owners import (
     controller_name,
     network_of_controller,
@@ -73,21 +73,6 @@ def test_a_node_change_touches_only_the_networks_whose_subnet_changed() -> None:
                                         node_id="5"))
     assert networks_affected(before, renumbered) is None
     assert networks_affected(None, before) is None and networks_affected(before, None) is None
-
-
-def test_node_facts_are_read_once_per_node_version() -> None:
-    cache = NodeFactsCache()
-    first = subnets_node({"default": "10.244.0.0/24"}, version="7")
-    facts = cache.facts(first)
-    assert cache.facts(first) is facts  # same version: not read again
-    copy_of_same_version = json.loads(json.dumps(first))
-    assert cache.facts(copy_of_same_version) is facts
-    newer = subnets_node({"default": "10.244.0.0/24", "a": "10.1.0.0/24"}, version="8")
-    assert set(cache.facts(newer).subnets) == {"default", "a"}
-    cache.forget("ovn-worker")
-    assert cache.facts(first) is not facts and cache.facts(first) == facts
-    unversioned = subnets_node({"default": "10.244.0.0/24"}, version="")
-    assert cache.facts(unversioned) is not cache.facts(unversioned)  # nothing to key it by
 
 
 def nad(name: str, namespace: str, network: str, network_id: str | None = None,

@@ -282,17 +282,27 @@ class Api:
             _check_name(rt, patched, namespace, name)
             return to_storage(rt, patched)
 
-        return self._guaranteed_update(rt, namespace, name, subresource, options, build, "")
+        # A patch is conditional only when it names a resourceVersion itself; otherwise a
+        # concurrent write makes the server patch the newer object again, never a Conflict.
+        stated = patch.get("metadata") if isinstance(patch, dict) else None
+        precondition = str(stated.get("resourceVersion") or "") if isinstance(stated, dict) \
+            else ""
+        return self._guaranteed_update(rt, namespace, name, subresource, options, build,
+                                       precondition, conditional_body=False)
 
     def _guaranteed_update(self, rt: ResourceType, namespace: str, name: str, subresource: str,
                            options: WriteOptions, build: Callable[[JSON], JSON],
-                           precondition: str) -> Result:
+                           precondition: str, conditional_body: bool = True) -> Result:
+        """Write ``build(current)`` unless the object changed meanwhile (then build again);
+        Conflict only for a write that is conditional: ``precondition``, or with
+        ``conditional_body`` the resourceVersion of the body built (an update's)."""
         for _attempt in range(32):
             current = self._load(rt, namespace, name)
             new = build(current)
             m = meta(new)
             m.pop("managedFields", None)
-            wanted_rv = str(m.get("resourceVersion") or precondition or "")
+            stated_rv = str(m.get("resourceVersion") or "") if conditional_body else ""
+            wanted_rv = stated_rv or precondition
             if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
                 raise conflict(rt.group, rt.plural, name)
             new = strategy.prepare_update(rt, new, current, subresource)

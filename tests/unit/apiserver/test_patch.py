@@ -10,6 +10,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from ovnk_local.apiserver.builtins import POD_KEYS
 from ovnk_local.apiserver.patch import json_patch, merge_patch
+from ovnk_local.apiserver.server import ServerHandle
 from ovnk_local.apiserver.strategic import strategic_merge
 
 MERGE = "application/merge-patch+json"
@@ -226,3 +227,33 @@ def test_patch_functions_directly() -> None:
                               "hostPath": {"path": "/x"}}]}}, POD_KEYS)
     assert retained["spec"]["volumes"] == [{"name": "v", "hostPath": {"path": "/x"}}]
 
+
+
+def test_a_patch_without_a_resource_version_is_applied_to_a_concurrent_write(
+        core: client.CoreV1Api, namespace: str, kube_apiserver: ServerHandle,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """As kube-apiserver: a patch that names no resourceVersion is applied again to the
+    object another write changed while it was being admitted, never a Conflict; a patch that
+    names a stale resourceVersion is one."""
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "busy"}})
+    admission = kube_apiserver.app.admission
+    validate = admission.validate
+    interleaved: list[str] = []
+
+    def validate_with_a_write_in_between(*args: Any, **kwargs: Any) -> None:
+        if not interleaved:  # another client's write lands between load and commit
+            interleaved.append("other")
+            core.patch_namespaced_config_map("busy", namespace, {"metadata": {
+                "annotations": {"other": "1"}}}, _content_type=MERGE)
+        validate(*args, **kwargs)
+
+    monkeypatch.setattr(admission, "validate", validate_with_a_write_in_between)
+    core.patch_namespaced_config_map("busy", namespace, {"metadata": {
+        "annotations": {"mine": "1"}}}, _content_type=MERGE)
+    assert interleaved == ["other"]
+    annotations = core.read_namespaced_config_map("busy", namespace).metadata.annotations
+    assert annotations == {"other": "1", "mine": "1"}
+    with pytest.raises(ApiException) as stale:
+        core.patch_namespaced_config_map("busy", namespace, {"metadata": {
+            "resourceVersion": "1", "annotations": {"late": "1"}}}, _content_type=MERGE)
+    assert stale.value.status == 409

@@ -13,12 +13,12 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
+from ovnk_local.apiserver.persistence import journal_path, read_snapshot
 from ovnk_local.apiserver.server import ServerHandle
 from ovnk_local.testing.apiserver_fixtures import client_for
 
@@ -76,9 +76,62 @@ def test_writes_are_flushed_while_running(
     names: list[str] = []
     while time.monotonic() < deadline and "blue" not in names:
         time.sleep(0.05)
-        snapshot: dict[str, Any] = json.loads(data.read_text())
+        snapshot = read_snapshot(data)
+        assert snapshot is not None
         names = [o["metadata"]["name"] for o in snapshot["objects"]["/namespaces"]]
     assert "blue" in names
+    assert journal_path(data).exists()  # a write while running goes to the journal
+
+
+def test_a_crash_keeps_every_journaled_write_and_drops_a_torn_line(
+        kube_apiserver_factory: Callable[..., ServerHandle], tmp_path: Path) -> None:
+    """No clean stop: the snapshot is old, the journal has the writes since; a last line cut
+    short by the crash is left out."""
+    data = tmp_path / "data.json"
+    server = kube_apiserver_factory(data_file=data)
+    assert server.persistence is not None
+    core = client.CoreV1Api(client_for(server))
+    core.create_namespace({"metadata": {"name": "blue"}})
+    core.create_namespaced_config_map("blue", {"metadata": {"name": "a"}, "data": {"v": "1"}})
+    core.patch_namespaced_config_map("a", "blue", {"data": {"v": "2"}})
+    core.create_namespaced_config_map("blue", {"metadata": {"name": "gone"}})
+    core.delete_namespaced_config_map("gone", "blue")
+    last_rv = int(core.list_namespace().metadata.resource_version)
+    server.persistence.sync()
+    snapshot_before = data.read_text()
+    with journal_path(data).open("a") as journal:
+        journal.write('{"rv": 99999, "storage": "/configmaps", "type": "ADD')  # torn
+    state = read_snapshot(data)
+    assert state is not None and data.read_text() == snapshot_before
+    assert state["resourceVersion"] == last_rv
+    maps = {o["metadata"]["name"]: o for o in state["objects"]["/configmaps"]
+            if o["metadata"].get("namespace") == "blue"}
+    assert set(maps) == {"a"} and maps["a"]["data"] == {"v": "2"}
+
+
+def test_the_journal_is_folded_into_the_snapshot_once_it_outgrows_it(
+        tmp_path: Path) -> None:
+    from ovnk_local.apiserver.persistence import Persistence
+    from ovnk_local.apiserver.store import Store
+
+    store = Store()
+    data = tmp_path / "data.json"
+    persistence = Persistence(store, data, interval=60, min_compact_bytes=2000)
+    persistence.start()
+    persistence.flush()
+    assert persistence.compactions == 1 and not journal_path(data).exists()
+    for index in range(40):
+        store.put("/configmaps", {"metadata": {"name": f"c{index}", "namespace": "x"},
+                                  "data": {"v": "x" * 40}})
+        persistence.sync()
+    assert persistence.compactions >= 2  # folded at least once on the way
+    if journal_path(data).exists():  # never much more than the snapshot (or the minimum)
+        assert journal_path(data).stat().st_size <= max(2000, data.stat().st_size) + 200
+    state = read_snapshot(data)
+    assert state is not None and len(state["objects"]["/configmaps"]) == 40
+    persistence.stop()
+    assert not journal_path(data).exists()  # a clean stop leaves one snapshot
+    assert len(json.loads(data.read_text())["objects"]["/configmaps"]) == 40
 
 
 def test_module_runs_as_a_process(tmp_path: Path) -> None:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import time
 from collections.abc import Callable
 from typing import Any
+
+from ovnk_local.cluster import build_node
 
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.kube.client import KubeClient
@@ -162,3 +165,18 @@ def test_completed_pods_give_their_addresses_back(client: KubeClient,
     client.patch_status(PODS, "job", {"status": {"phase": "Succeeded"}}, "jobs")
     wait_until(lambda: "jobs/job" not in manager.pods.held)
     assert networks(client, "jobs", "job")  # the annotation stays, the address is free
+
+
+def test_a_pod_on_a_node_without_a_subnet_yet_is_annotated_once_the_node_has_one(
+        client: KubeClient, manager: ClusterManager) -> None:
+    """Bound to a node the cluster manager has not given a subnet yet, the pod waits; the
+    node's new subnet (a node event) brings it its addresses, from that version of the
+    node."""
+    client.create(NAMESPACES, {"metadata": {"name": "late"}})
+    pod(client, "late", "p", "ovn-late")
+    time.sleep(1.0)  # the allocator has seen the pod and could not place it
+    assert networks(client, "late", "p") == {}
+    client.create(NODES, build_node("ovn-late", 9))
+    entry = wait_until(lambda: networks(client, "late", "p").get("default"), timeout=30)
+    subnet = ipaddress.ip_network(node_subnet(client, "ovn-late", "default"))
+    assert ipaddress.ip_interface(entry["ip_addresses"][0]).network == subnet
