@@ -32,19 +32,36 @@ from ovnk_core.render_state import NetworkState
 NetworkListener = Callable[[str], None]
 
 FEATURE_CONTROLLER_SUFFIX = "-feature-controller"
+FEATURE_OWNER_PREFIX = "feature:"
 FEATURE_TABLE_PREFIX = "ovnk-feature-"
 FEATURE_TABLE_FAMILY = "inet"
 
 
-def feature_owner(feature: str, scope: str) -> Owner:
-    """The owner of a feature's Northbound rows: controller ``<feature>-feature-controller``
-    (written into every row's external_ids), ``scope`` chosen by the feature (one unit it
-    converges and deletes as a whole, e.g. ``network:<name>`` or ``cluster``)."""
-    return Owner(f"{feature}{FEATURE_CONTROLLER_SUFFIX}", scope)
+def feature_owner(feature: str, scope: str, controller: str | None = None) -> Owner:
+    """The owner of a feature's Northbound rows: owner key ``feature:<feature>:<scope>``
+    (``scope`` chosen by the feature: one unit it converges and deletes as a whole, e.g.
+    ``network:<name>``, ``pod:<ns>/<name>`` or ``cluster``) and, in every row's external_ids,
+    controller ``<feature>-feature-controller`` unless the feature names another one to match
+    upstream's rows (UDN isolation's are ``default-network-controller``'s).  The owner key,
+    not the controller, tells a feature's rows from the core's."""
+    return Owner(controller or f"{feature}{FEATURE_CONTROLLER_SUFFIX}",
+                 f"{FEATURE_OWNER_PREFIX}{feature}:{scope}")
+
+
+def feature_of_owner(owner: Owner) -> str | None:
+    """The feature owning ``owner``'s rows (``None`` for the core's owners)."""
+    if owner.key.startswith(FEATURE_OWNER_PREFIX):
+        return owner.key[len(FEATURE_OWNER_PREFIX):].split(":", 1)[0] or None
+    return feature_of_controller(owner.controller)
+
+
+def is_feature_key(owner_key: str) -> bool:
+    """Whether an owner key (``k8s.ovn.org/owner``) is a feature's."""
+    return owner_key.startswith(FEATURE_OWNER_PREFIX)
 
 
 def feature_of_controller(controller: str) -> str | None:
-    """The feature owning rows of ``controller`` (``None`` for the core's controllers)."""
+    """The feature of a ``<feature>-feature-controller`` (``None`` for any other)."""
     if controller.endswith(FEATURE_CONTROLLER_SUFFIX):
         return controller[:-len(FEATURE_CONTROLLER_SUFFIX)] or None
     return None
@@ -125,9 +142,9 @@ class ZoneContext(_NetworkListeners):
         / ``delete_owner``; rows of other owners are never yours to touch.
     :ivar rendered_network: the network as the zone last rendered it (``None``: not
         rendered, or gone); hear about changes with ``on_networks_changed``.
-    :ivar owners_in_nb: the owners that have rows in NB for a controller name; use
-        ``feature_owners`` (e.g. at startup, to remove rows of objects deleted while the
-        zone was down).
+    :ivar owners_in_nb: the owners that have rows in NB whose owner key starts with a
+        prefix; use ``feature_owners`` (e.g. at startup, to remove rows of objects deleted
+        while the zone was down).
     """
 
     config: Config
@@ -140,8 +157,9 @@ class ZoneContext(_NetworkListeners):
     _listeners: list[NetworkListener] = field(default_factory=list)
 
     def feature_owners(self, feature: str) -> set[Owner]:
-        """Every owner of ``feature``'s rows now in NB (``feature_owner(feature, ...)``)."""
-        return set(self.owners_in_nb(feature_owner(feature, "").controller))
+        """Every owner of ``feature``'s rows now in NB (``feature_owner(feature, ...)``,
+        whatever controller it names)."""
+        return set(self.owners_in_nb(f"{FEATURE_OWNER_PREFIX}{feature}:"))
 
 
 @dataclass
@@ -157,7 +175,10 @@ class NodeContext:
     :ivar node_netns: the network namespace the node's host networking lives in (``None``:
         the agent's own).  Apply nftables and routes there.
     :ivar nft_table: the name of the nftables table (family ``inet``) each feature owns
-        here: ``nft_table(<feature>)``.  A feature keeps every host rule in its own table.
+        here: ``nft_table(<feature>)``.  A feature keeps every host rule in its own table:
+        ``ovnk-feature-<name>``, or the one its class claims (``Feature.nft_table_name``,
+        e.g. ``ovn-kubernetes``); ``NodeFeatureControllers`` sets this to
+        ``PluginHost.nft_table`` before calling the hook.
     """
 
     config: Config

@@ -49,9 +49,9 @@ class Owner:
         return f"{self.controller}/{self.key}"
 
     def object_ids(self, owner_type: str, name: str, network: str = "", topology: str = "",
-                   role: str = "") -> ObjectIDs:
+                   role: str = "", extra: tuple[tuple[str, str], ...] = ()) -> ObjectIDs:
         return ObjectIDs(owner=self, owner_type=owner_type, name=name, network=network,
-                         topology=topology, role=role)
+                         topology=topology, role=role, extra=extra)
 
 
 @dataclass(frozen=True)
@@ -64,10 +64,14 @@ class ObjectIDs:
     network: str = ""
     topology: str = ""
     role: str = ""
+    # further identity keys, in order: each is an external_id and a part of the primary id
+    # (upstream's ``direction`` of an ACL: ``<controller>:<type>:<name>:<direction>``)
+    extra: tuple[tuple[str, str], ...] = ()
 
     @cached_property
     def primary_id(self) -> str:
-        return f"{self.owner.controller}:{self.owner_type}:{self.name}"
+        return ":".join([self.owner.controller, self.owner_type, self.name,
+                         *(value for _key, value in self.extra)])
 
     def external_ids(self) -> dict[str, str]:
         ids = {
@@ -83,6 +87,8 @@ class ObjectIDs:
             ids[TOPOLOGY_KEY] = self.topology
         if self.role:
             ids[ROLE_KEY] = self.role
+        for key, value in self.extra:
+            ids[key] = value
         return ids
 
 

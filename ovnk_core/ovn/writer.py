@@ -227,6 +227,13 @@ class NbWriter:
         with self._lock:
             return self._store.owners(controller, owner_key)
 
+    def owners_with_key_prefix(self, prefix: str) -> set[Owner]:
+        """The owners with rows in NB whose owner key starts with ``prefix`` (goes through
+        every owner key: for startup, not for per-event work)."""
+        with self._lock:
+            return {owner for key in self._store.owner_keys() if key.startswith(prefix)
+                    for owner in self._store.owners(owner_key=key)}
+
     def owner_controllers(self) -> set[str]:
         """Every ``k8s.ovn.org/owner-controller`` of an owned row."""
         with self._lock:

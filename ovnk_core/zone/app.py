@@ -45,7 +45,7 @@ class ZoneApp:
         self.zone = ZoneController(self.informers, config, host, nb, self.recorder)
         self.context = ZoneContext(config, client, self.informers, self.recorder, nb,
                                    self.zone.rendered_network,
-                                   lambda controller: nb.owners(controller=controller))
+                                   nb.owners_with_key_prefix)
         self.zone.network_listeners.append(self.context.networks_changed)
         self.plugin_controllers: list[Controller] = host.contributed_controllers(
             "ovnk_zone_controllers", self.context)

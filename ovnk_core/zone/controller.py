@@ -54,7 +54,12 @@ from collections.abc import Callable, Iterable
 from ovnk_core.annotations import pod_networks
 from ovnk_core.config import Config
 from ovnk_core.config.values import IPNetwork
-from ovnk_core.contexts import feature_of_controller
+from ovnk_core.contexts import (
+    FEATURE_OWNER_PREFIX,
+    feature_of_controller,
+    feature_of_owner,
+    is_feature_key,
+)
 from ovnk_core.errors import NotReady, PermanentError, TemporaryError, TopologyNotSupported
 from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
@@ -257,12 +262,18 @@ class ZoneController:
             network = owners.network_of_controller(controller)
             if network is not None:
                 names.add(network)
-            feature = feature_of_controller(controller)
+        disabled: dict[str, set[Owner]] = {}
+        for owner in self.nb.owners_with_key_prefix(FEATURE_OWNER_PREFIX) | {
+                owner for controller in self.nb.owner_controllers()
+                if feature_of_controller(controller) is not None
+                for owner in self.nb.owners(controller=controller)}:
+            feature = feature_of_owner(owner)
             if feature is not None and feature not in self.host.features:
-                found = self.nb.owners(controller=controller)
-                apply_many(self.nb, {owner: [] for owner in found})
-                log.info("feature %s is not enabled: removed its rows (%d owner(s))",
-                         feature, len(found))
+                disabled.setdefault(feature, set()).add(owner)
+        for feature, found in sorted(disabled.items()):
+            apply_many(self.nb, {owner: [] for owner in found})
+            log.info("feature %s is not enabled: removed its rows (%d owner(s))",
+                     feature, len(found))
         for name in sorted(names):
             self.network_controller.queue.add(name)
 
@@ -283,7 +294,7 @@ class ZoneController:
         """Enqueue the networks and pods owning rows another writer changed."""
         for owner in changed:
             network = owners.network_of_controller(owner.controller)
-            if network is None:
+            if network is None or is_feature_key(owner.key):
                 continue  # a feature's rows: its own controllers repair them
             pod = owners.scope_pod(owner)
             if pod is not None:
@@ -395,7 +406,9 @@ class ZoneController:
     def delete_network(self, name: str) -> None:
         """Remove every row of the network's controller: pods, then nodes, then the network."""
         controller = owners.controller_name(name)
-        found = self.nb.owners(controller=controller)
+        # a feature's rows may name this controller (to match upstream's): never ours to delete
+        found = {owner for owner in self.nb.owners(controller=controller)
+                 if not is_feature_key(owner.key)}
         pods = [o for o in found if owners.scope_pod(o) is not None]
         nodes = [o for o in found if owners.scope_node(o) is not None]
         rest = [o for o in found if o not in pods and o not in nodes]

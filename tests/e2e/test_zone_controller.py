@@ -464,7 +464,9 @@ def test_forged_pod_networks_are_refused_and_change_no_row(
     wait_until(lambda: {"blue.blue.network_blue_c", "blue_c"} <= port_names(zone.nb),
                timeout=30)
     after = settled(zone)
-    switches = {key for key in before if key[0] == "Logical_Switch"}
+    # the new ports join their switches and, the pod being isolated on the default network,
+    # the isolation port group
+    switches = {key for key in before if key[0] in ("Logical_Switch", "Port_Group")}
     assert {key: row for key, row in after.items() if key in before and key not in switches} \
         == {key: row for key, row in before.items() if key not in switches}
     assert {key[0] for key in set(after) - set(before)} == {"Logical_Switch_Port"}

@@ -131,12 +131,12 @@ def test_plugins_show_what_each_contributes_and_never_enabled_for_nothing(
     assert (code, err) == (0, "")
     _header, rows, details, last = plugin_table(out)
     assert {name: rows[name][-1] for name in BUNDLED} == {
-        "dynamic": "enabled, contributes nothing", "isolation": "enabled, contributes nothing",
+        "dynamic": "enabled, contributes nothing", "isolation": "enabled",
         "mirror": "enabled", "layer3": "enabled", "layer2": "enabled, parses only",
         "localnet": "enabled, parses only"}
     assert {name: details[name] for name in BUNDLED} == {
         "dynamic": [NOTHING],
-        "isolation": [NOTHING],
+        "isolation": ["zone: controllers, pod ports"],
         "mirror": ["cluster-manager: controllers"],
         "layer3": ["topology: parse, routes, render, udn section"],
         "layer2": ["topology: parse, routes, udn section", NOT_RENDERED],
@@ -201,7 +201,7 @@ def test_plugins_json(capsys: pytest.CaptureFixture[str]) -> None:
         "enabled", {"cluster-manager": ["controllers"]})
     assert (rows["isolation"]["enabled"], rows["isolation"]["status"],
             rows["isolation"]["contributes"], rows["isolation"]["contributes_nothing"]) == (
-        True, "enabled, contributes nothing", {}, True)
+        True, "enabled", {"zone": ["controllers", "pod ports"]}, False)
     assert (rows["layer2"]["status"], rows["layer2"]["renders"]) == (
         "enabled, parses only", False)
     assert rows["dynamic"]["status"] == "disabled"

@@ -16,8 +16,10 @@ from ovnk_core.annotations.network_id import DEFAULT_NETWORK_ID, MAX_NETWORKS
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.clustermanager.nad_controller import NadController
 from ovnk_core.config import Config
+from ovnk_core.contexts import ZoneContext
 from ovnk_core.identities import CLUSTER_MANAGER_USER, CONTROLLER_USER
 from ovnk_core.kube.client import KubeClient
+from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import NODES
@@ -41,8 +43,13 @@ class Zone:
     nb: NbClient  # the test's reader (an IDL copy that follows NB)
     informers: InformerFactory
     controller: ZoneController
+    # the enabled plugins' zone controllers (``ovnk_zone_controllers``), as the zone process
+    # runs them: started after the zone's own, stopped before
+    plugin_controllers: list[Controller] = field(default_factory=list)
 
     def stop(self) -> None:
+        for plugin_controller in reversed(self.plugin_controllers):
+            plugin_controller.stop()
         self.controller.stop()
         self.informers.stop()
         self.writer.stop()
@@ -56,7 +63,8 @@ def settled(zone: Zone, interval: float = 0.3) -> Snapshot:
     def stable() -> Snapshot:  # empty (falsy) until settled
         current = snapshot(zone.nb)
         done = current == last[0] and zone.controller.network_controller.queue.idle() \
-            and zone.controller.pod_controller.queue.idle()
+            and zone.controller.pod_controller.queue.idle() \
+            and all(c.queue.idle() for c in zone.plugin_controllers)
         last[0] = current
         return current if done else {}
 
@@ -118,11 +126,19 @@ class ControlPlane:
         client = component_client(self.handle, CONTROLLER_USER)
         writer = NbWriter([nb_remote]).start()
         informers = InformerFactory(client)
-        controller = ZoneController(informers, config, PluginHost.load(config), writer,
-                                    EventRecorder(client, "ovnkube-controller", identity))
+        host = PluginHost.load(config)
+        recorder = EventRecorder(client, "ovnkube-controller", identity)
+        controller = ZoneController(informers, config, host, writer, recorder)
+        context = ZoneContext(config, client, informers, recorder, writer,
+                              controller.rendered_network, writer.owners_with_key_prefix)
+        controller.network_listeners.append(context.networks_changed)
+        plugin_controllers = host.contributed_controllers("ovnk_zone_controllers", context)
         informers.start()
         controller.start()
-        zone = Zone(writer, NbClient([nb_remote]).start(), informers, controller)
+        for plugin_controller in plugin_controllers:
+            plugin_controller.start()
+        zone = Zone(writer, NbClient([nb_remote]).start(), informers, controller,
+                    plugin_controllers)
         self.zones.append(zone)
         return zone
 
