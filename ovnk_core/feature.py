@@ -22,10 +22,17 @@ class Feature:
 
     :cvar name: the feature name, equal to the entry-point name.
     :cvar required_flags: ``Config`` boolean fields (by flag name) that must be on.
+    :cvar nft_table_name: the nftables table (family ``inet``) the feature keeps its host
+        rules in when it must match upstream's (e.g. ``"ovn-kubernetes"``); ``None``: its
+        own ``ovnk-feature-<name>``.  ``NodeContext.nft_table(<name>)`` returns it, and a node
+        agent on which the feature is installed but not enabled deletes that table at start
+        (the class is then imported to read this attribute, never instantiated), so claim
+        a table only when the feature alone writes it on the node.
     """
 
     name: ClassVar[str]
     required_flags: ClassVar[tuple[str, ...]] = ()
+    nft_table_name: ClassVar[str | None] = None
 
     def __init__(self, config: Config) -> None:
         self.config = config

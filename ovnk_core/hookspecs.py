@@ -129,10 +129,12 @@ def ovnk_node_controllers(context: NodeContext) -> list[Controller]:
     management ports), with the shared informers synced, and stopped before them.
 
     A feature keeps its host rules in its own nftables table,
-    ``context.nft_table(<feature>)`` (family ``inet``), inside ``context.node_netns``; the
+    ``context.nft_table(<feature>)`` (family ``inet``: ``ovnk-feature-<name>``, or the name
+    its class claims with ``Feature.nft_table_name``), inside ``context.node_netns``; the
     agent never touches it, and deletes the table of a feature that is no longer enabled
-    when it starts.  A missing kernel feature must be detected and reported (an Event
-    through ``context.recorder``), never crash-loop the agent.
+    (claimed tables included, for features installed but not enabled) when it starts.
+    A missing kernel feature must be detected and reported (an Event through
+    ``context.recorder``), never crash-loop the agent.
 
     :param context: the node agent's shared parts; see ``ovnk_core.contexts``.
     :returns: the controllers to run (an empty list is fine).

@@ -4,7 +4,9 @@ Two entry-point groups exist.  ``ovnk.topologies`` holds ``Topology``
 classes, one per topology string; every installed topology is loaded unless
 ``--topologies`` names a subset.  ``ovnk.features`` holds feature plugins,
 loaded only when the configuration enables them (``Config.enabled_features``)
-— an installed but disabled feature is never imported.
+— an installed but disabled feature is never instantiated nor registered; only a
+node agent imports its class, to learn the nftables table it claims
+(``Feature.nft_table_name``) and delete it (``disabled_feature_tables``).
 
 Loading is explicit (``PluginHost.load(config)``), never a side effect of an
 import, so tests build as many independent hosts as they like.  Anything that
@@ -27,6 +29,7 @@ from stevedore import ExtensionManager, NamedExtensionManager
 
 from ovnk_core import hookspecs
 from ovnk_core.config import Config
+from ovnk_core.contexts import feature_table_name
 from ovnk_core.errors import (
     ConfigError,
     NetworkConfigError,
@@ -170,6 +173,32 @@ class PluginHost:
                 raise ConfigError(f"plugin {_label(impl)}: {exc}") from None
             controllers.extend(result or [])
         return controllers
+
+    def nft_table(self, feature: str) -> str:
+        """The nftables table (family ``inet``) of an enabled ``feature`` on a node: the one
+        it claims (``Feature.nft_table_name``), else ``ovnk-feature-<name>``."""
+        claimed = getattr(self.features.get(feature), "nft_table_name", None)
+        return claimed if isinstance(claimed, str) and claimed else feature_table_name(feature)
+
+    def disabled_feature_tables(self) -> dict[str, str]:
+        """Feature → the nftables table it claims, for features installed but not enabled
+        (their classes are imported, not instantiated) whose table no enabled feature uses.
+        A class that cannot be imported is logged and left out (its table stays)."""
+        in_use = {self.nft_table(name) for name in self.features}
+        claimed: dict[str, str] = {}
+        for ep in metadata.entry_points(group=FEATURE_GROUP):
+            if ep.name in self.features or ep.name in claimed:
+                continue
+            try:
+                table = getattr(ep.load(), "nft_table_name", None)
+            except Exception as exc:  # a broken disabled plugin must not stop the agent
+                log.warning("disabled feature %s (%s) cannot be imported to find its "
+                            "nftables table: %s: %s", ep.name, ep.value,
+                            type(exc).__name__, exc)
+                continue
+            if isinstance(table, str) and table and table not in in_use:
+                claimed[ep.name] = table
+        return claimed
 
     def default_topology(self) -> Topology:
         """The topology that renders the cluster default network.

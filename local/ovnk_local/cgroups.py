@@ -19,10 +19,12 @@ agents start and writes where it is to **``DIR/nodes/<node>/kubelet-cgroup.json`
      "path": "ovnk-local/ovnk1a2b3c/ovn-worker/kubelet",   # relative to the mount
      "level": 4}                                           # its number of components
 
-The node agent finds it next to its OVS database socket (``--ovs-db DIR/nodes/<node>/
-db.sock``), so it needs no flag of its own.  ``path`` and ``level`` are what nftables'
-``socket cgroupv2 level 4
-"ovnk-local/ovnk1a2b3c/ovn-worker/kubelet"`` takes.  Without a writable cgroup v2
+``ovnk local`` starts each node agent with ``--kubelet-cgroup-path <path>``
+(``kubelet_cgroup_flags``), from which UDN isolation builds nftables'
+``socket cgroupv2 level 4 "ovnk-local/ovnk1a2b3c/ovn-worker/kubelet"`` (the path
+prefixed with the mount's place under /sys/fs/cgroup, ``unified/`` on a hybrid
+system); without it the agent would look for a ``kubelet.service`` directory, as
+upstream does.  Without a writable cgroup v2
 mount the file says why instead: ``{"error": "..."}``; probes then still run, from
 the node's network namespace but outside a dedicated cgroup, and the kubelet says
 so (a log line and a Warning event ``KubeletCgroupUnavailable`` on the Node).
@@ -93,6 +95,13 @@ class KubeletCgroup:
         if data.get("error"):
             return cls(error=str(data["error"]))
         return cls(mount=str(data.get("mount", "")), path=str(data.get("path", "")))
+
+
+def kubelet_cgroup_flags(node_dir: Path) -> list[str]:
+    """The node agent's ``--kubelet-cgroup-path`` from the node's ``KUBELET_CGROUP_FILE``
+    (none when the node has no kubelet cgroup: the agent then reports that itself)."""
+    recorded = KubeletCgroup.read(node_dir / KUBELET_CGROUP_FILE)
+    return ["--kubelet-cgroup-path", recorded.path] if recorded.path else []
 
 
 def cluster_path(cluster: str) -> str:

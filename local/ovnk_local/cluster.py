@@ -56,7 +56,7 @@ from ovnk_core.node.netns import NETNS_DIR
 from ovnk_core.ovn.processes import NB_SCHEMA, SB_SCHEMA
 from ovnk_core.udn.sections import sections_for
 from ovnk_local.apiserver.security import SecurityOptions, admin_kubeconfig
-from ovnk_local.cgroups import ensure_kubelet_cgroup, remove_cluster_cgroups
+from ovnk_local.cgroups import ensure_kubelet_cgroup, kubelet_cgroup_flags, remove_cluster_cgroups
 from ovnk_local.components import COMPONENTS as STAND_INS
 from ovnk_local.credentials import Credentials
 from ovnk_local.dataplane import Dataplane, NodeDataplane, node_ip
@@ -436,6 +436,7 @@ class LocalCluster:
              "--cni-socket", str(dataplane.cni_socket(node.name)),
              "--pod-netns-prefix", dataplane.pod_netns_prefix(node.name),
              "--node-netns", node.netns,
+             *kubelet_cgroup_flags(node.dir),
              "--ready-file", str(self.ready_file(f"node-agent-{node.name}")),
              *self.state().component_flags],
             # in the host's namespace, where the API server's loopback address is; it works

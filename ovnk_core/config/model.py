@@ -49,6 +49,7 @@ class Config:
     sb_address: tuple[str, ...]
     kubeconfig: str
     node_name: str
+    kubelet_cgroup_path: str
     metrics_bind_address: str
     loglevel: str
     # Where each field's value came from ("default", "file", "env", "cli"), for `ovnk config`.

@@ -107,6 +107,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("k8s-kubeconfig", "kubeconfig", str, "", "Path of the kubeconfig to use "
            "(empty: in-cluster config, else ~/.kube/config).", aliases=("kubeconfig",)),
     Option("node-name", "node_name", str, "", "Name of this node (node component)."),
+    Option("kubelet-cgroup-path", "kubelet_cgroup_path", str, "",
+           "The kubelet's cgroup v2 directory, relative to the cgroup v2 mount (e.g. "
+           "kubelet.slice/kubelet.service), for host rules that let the kubelet's own "
+           "connections (its probes) through to pods (node component; empty: the first "
+           "directory named kubelet.service under the mount, as upstream)."),
     Option("metrics-bind-address", "metrics_bind_address", str, "",
            "HOST:PORT for the Prometheus endpoint (empty: off)."),
     Option("loglevel", "loglevel", str, "info",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,12 +39,14 @@ class NftChain:
     hook: str | None = None
     priority: int | str | None = None
     policy: str | None = None
+    comment: str = ""
 
     def render(self) -> str:
+        comment = f'\t\tcomment "{self.comment}";\n' if self.comment else ""
         if self.type is None:
-            return f"\tchain {self.name} {{\n\t}}\n"
+            return f"\tchain {self.name} {{\n{comment}\t}}\n"
         policy = f" policy {self.policy};" if self.policy else ""
-        return (f"\tchain {self.name} {{\n\t\ttype {self.type} hook {self.hook} "
+        return (f"\tchain {self.name} {{\n{comment}\t\ttype {self.type} hook {self.hook} "
                 f"priority {self.priority};{policy}\n\t}}\n")
 
 
@@ -54,12 +56,15 @@ class NftSet:
     type: str  # "ipv4_addr", "ipv4_addr . inet_proto . inet_service", or "typeof ..."
     flags: tuple[str, ...] = ()
     elements: tuple[str, ...] = ()  # in nft syntax: "10.0.0.1", "10.0.0.0/24", "a . tcp . 80"
+    comment: str = ""
 
     def render(self) -> str:
         kind = self.type if self.type.startswith("typeof ") else f"type {self.type}"
         lines = [f"\tset {self.name} {{", f"\t\t{kind};"]
         if self.flags:
             lines.append(f"\t\tflags {', '.join(self.flags)};")
+        if self.comment:
+            lines.append(f'\t\tcomment "{self.comment}";')
         if self.elements:
             lines.append(f"\t\telements = {{ {', '.join(self.elements)} }};")
         lines.append("\t}")
@@ -145,6 +150,25 @@ def list_table(family: str, name: str, netns: str | None = None) -> list[dict[st
     return run_in_netns(netns, list_it)
 
 
+def list_table_text(family: str, name: str, netns: str | None = None,
+                    terse: bool = True) -> str | None:
+    """The table as ``nft list table`` prints it (``terse``: without set elements), or
+    ``None`` when it does not exist.  Unlike the JSON listing this text is complete
+    (chain comments, ``socket cgroupv2 level``), so it suits "is it already as wanted?"
+    checks against the text ``nft`` would print for the wanted table."""
+    def list_it() -> str | None:
+        nft = _new_context()
+        nft.set_json_output(False)
+        nft.set_terse_output(terse)
+        rc, out, err = nft.cmd(f"list table {family} {name}")
+        if rc != 0:
+            if "No such file or directory" in err:
+                return None
+            raise NftError(f"nft list table {family} {name} failed: {err.strip()}")
+        return str(out)
+    return run_in_netns(netns, list_it)
+
+
 def list_tables(netns: str | None = None) -> list[tuple[str, str]]:
     def list_them() -> list[tuple[str, str]]:
         out = _run_json([{"list": {"tables": None}}], "list tables")
@@ -207,6 +231,48 @@ def delete_elements(family: str, table: str, set_name: str, elements: Iterable[s
             _run_text(f"delete element {family} {table} {set_name} {{ {', '.join(present)} }}\n",
                       f"delete from set {set_name}")
     run_in_netns(netns, delete)
+
+
+def update_elements(family: str, table: str,
+                    changes: Mapping[str, tuple[Iterable[str], Iterable[str]]],
+                    netns: str | None = None) -> None:
+    """Add and delete elements of several sets of one table in one transaction
+    (``changes``: set name → (elements to add, elements to delete), in nft syntax).
+
+    Adding a present element is a no-op; deleting an absent one makes nft refuse the
+    whole transaction, so on refusal the sets are read and only present elements are
+    deleted (the common case costs one nft command)."""
+    def script(deletes: Mapping[str, list[str]]) -> str:
+        lines = [f"delete element {family} {table} {name} {{ {', '.join(items)} }}\n"
+                 for name, items in deletes.items() if items]
+        lines += [f"add element {family} {table} {name} {{ {', '.join(sorted(add))} }}\n"
+                  for name, (add, _delete) in changes.items() if add]
+        return "".join(lines)
+
+    wanted = {name: sorted(delete) for name, (_add, delete) in changes.items()}
+    text = script(wanted)
+    if not text:
+        return
+
+    def update() -> None:
+        try:
+            _run_text(text, f"update sets of {family} {table}")
+            return
+        except NftError:
+            if not any(wanted.values()):
+                raise
+        present = {}
+        for name, items in wanted.items():
+            if items:
+                out = _run_json([{"list": {"set": {"family": family, "table": table,
+                                                   "name": name}}}], f"list set {name}")
+                current = {_element_text(e) for item in out.get("nftables", [])
+                           if "set" in item for e in item["set"].get("elem", [])}
+                present[name] = [e for e in items if e in current]
+        retry = script(present)
+        if retry:
+            _run_text(retry, f"update sets of {family} {table}")
+    run_in_netns(netns, update)
 
 
 def cgroup2_root() -> Path | None:

@@ -71,6 +71,7 @@ def test_defaults_match_upstream() -> None:
         sb_address=("unix:/var/run/ovn/ovnsb_db.sock",),
         kubeconfig="",
         node_name="",
+        kubelet_cgroup_path="",
         metrics_bind_address="",
         loglevel="info",
     )
