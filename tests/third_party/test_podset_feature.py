@@ -250,8 +250,9 @@ def test_feature_table_lives_while_enabled_and_goes_when_disabled(
               if key in {("ip", GATEWAY_TABLE), ("inet", "filter")}}
     assert len(others) == 2
 
-    features, informers = start_node_features(udn_config(extra_features="podset"), client,
-                                              netns)
+    # the bundled isolation feature (its own table) is left out: podset's table only
+    features, informers = start_node_features(
+        udn_config(extra_features="podset", disabled_features="isolation"), client, netns)
     try:
         assert [c.name for c in features.controllers] == ["podset-node-controller"]
         wait_until(lambda: table in nft_tables(netns), timeout=15)
@@ -264,7 +265,8 @@ def test_feature_table_lives_while_enabled_and_goes_when_disabled(
         informers.stop()
     assert table in nft_tables(netns)  # stopping leaves it: an agent restart keeps it
 
-    features, informers = start_node_features(udn_config(), client, netns)
+    features, informers = start_node_features(udn_config(disabled_features="isolation"),
+                                              client, netns)
     try:
         assert features.controllers == []
         current = nft_tables(netns)
