@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from ovnk_local import probes, workloads
-from ovnk_local.cgroups import KubeletCgroup, cgroup2_mount
+from ovnk_local.cgroups import KubeletCgroup, cgroup2_mount, kubelet_cgroup_flags
 from ovnk_local.kubelet import (
     build_pod_status,
     container_status,
@@ -274,3 +274,13 @@ def test_kubelet_cgroup_file_and_mount_lookup(tmp_path: Path) -> None:
     file.write_text(KubeletCgroup(error="cgroup v2 is not mounted").to_json())
     assert KubeletCgroup.read(file).directory is None
     assert KubeletCgroup.read(tmp_path / "missing").error.startswith("cannot read")
+
+
+def test_the_node_agent_gets_its_kubelet_cgroup_as_a_flag(tmp_path: Path) -> None:
+    file = tmp_path / "kubelet-cgroup.json"
+    file.write_text(KubeletCgroup("/sys/fs/cgroup/unified", "ovnk-local/c/n/kubelet").to_json())
+    assert kubelet_cgroup_flags(tmp_path) == ["--kubelet-cgroup-path", "ovnk-local/c/n/kubelet"]
+    # none when the node has no kubelet cgroup: the agent reports that itself
+    file.write_text(KubeletCgroup(error="cgroup v2 is not mounted").to_json())
+    assert kubelet_cgroup_flags(tmp_path) == []
+    assert kubelet_cgroup_flags(tmp_path / "missing") == []
