@@ -38,6 +38,9 @@ from ovnk_core.testing.waiting import wait_until
 TABLE = ("inet", "ovn-kubernetes")
 NODE = "ovn-worker"
 NS = "udn"
+DUAL_STACK = {"cluster_subnets": "10.244.0.0/16/24,fd00:10:244::/48/64",
+              "service_cidrs": "10.96.0.0/16,fd00:10:96::/112",
+              "v6_masquerade_subnet": "fd69::/112"}
 SETS = ("udn-open-ports-v4", "udn-open-ports-v6", "udn-open-ports-icmp-v4",
         "udn-open-ports-icmp-v6", "udn-pod-default-ips-v4", "udn-pod-default-ips-v6")
 
@@ -102,7 +105,8 @@ def kubelet_cgroup() -> Iterator[tuple[Path, str]]:
     (mount / relative).mkdir(parents=True)
     yield mount, relative
     for path in (mount / relative, (mount / relative).parent, (mount / relative).parent.parent):
-        path.rmdir()
+        if path.exists():
+            path.rmdir()
 
 
 def make_pod(admin: KubeClient, name: str, ips: tuple[str, ...], node: str = NODE,
@@ -173,10 +177,7 @@ def test_host_isolation_table_pods_restart_and_disable(
         kubelet_cgroup: tuple[Path, str]) -> None:
     mount, relative = kubelet_cgroup
     rule_path = str((mount / relative).relative_to("/sys/fs/cgroup"))
-    config = udn_config(kubelet_cgroup_path=relative,
-                        cluster_subnets="10.244.0.0/16/24,fd00:10:244::/48/64",
-                        service_cidrs="10.96.0.0/16,fd00:10:96::/112",
-                        v6_masquerade_subnet="fd69::/112")
+    config = udn_config(kubelet_cgroup_path=relative, **DUAL_STACK)
     make_pod(admin, "a", ("10.244.1.5", "fd00:10:244:1::5"),
              open_ports="- protocol: tcp\n  port: 80\n- protocol: icmp\n")
     make_pod(admin, "default-net", ("10.244.1.6",), role="primary")
@@ -351,3 +352,31 @@ def test_real_packets_only_the_kubelet_and_open_ports_get_through(
             agent.stop()
         server.kill()
         server.wait()
+
+
+def test_a_kubelet_cgroup_created_again_gets_its_rules_again(
+        admin: KubeClient, node_client: KubeClient, netns: str,
+        kubelet_cgroup: tuple[Path, str]) -> None:
+    mount, relative = kubelet_cgroup
+    directory = mount / relative
+    rule_path = str(directory.relative_to("/sys/fs/cgroup"))
+    make_pod(admin, "a", ("10.244.1.5",))
+    directory.rmdir()  # configured but missing at start: no kubelet rule, a Warning
+    agent = Agent(udn_config(kubelet_cgroup_path=relative, **DUAL_STACK), node_client, netns)
+    try:
+        assert nft.list_table_text(*TABLE, netns) == expected_listing(None)
+        [event] = node_events(admin, "UDNKubeletProbesNotSupported")
+        assert event["message"].startswith(
+            f"Kubelet probes for UDN are not supported on the node {NODE}: the kubelet cgroup ")
+        directory.mkdir()  # there now: the rules follow
+        wait_until(lambda: nft.list_table_text(*TABLE, netns)
+                   == expected_listing(f'3 "{rule_path}"'))
+        # the kubelet restarts in a new cgroup of the same path: nft still holds the old
+        # one's id (listed as a number) until the rules are written again
+        directory.rmdir()
+        directory.mkdir()
+        wait_until(lambda: nft.list_table_text(*TABLE, netns)
+                   == expected_listing(f'3 "{rule_path}"'))
+        assert elements(netns)["udn-pod-default-ips-v4"] == {"10.244.1.5"}
+    finally:
+        agent.stop()

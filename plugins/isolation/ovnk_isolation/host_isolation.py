@@ -17,6 +17,15 @@ without the kubelet rule) and the table is compared with what every pod
 wants: equal, nothing is written; otherwise the whole table is replaced in
 one transaction (``nft.apply_table``).  nftables failures are retried with
 backoff by the controller, never crash the agent.
+
+nft resolves the kubelet's cgroup path to the cgroup's id once, when the rule
+is loaded, so a kubelet whose cgroup is removed and created again (a restart)
+would no longer match.  Upstream watches systemd over D-Bus for that; here the
+cgroup's id (its directory's inode) is checked every ``kubelet_check_period``
+seconds and the table rewritten when it changed, which also covers a kubelet
+not run by systemd (``ovnk local``).  A configured cgroup missing at start is
+looked for again the same way; a discovered one (``kubelet.service``) is
+searched for only at start, as upstream does.
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ from ovnk_core.node import nft
 from ovnk_isolation import host_rules
 from ovnk_isolation.host_elements import ElementRefs, PodDesired, build_pod_elements
 from ovnk_isolation.kubelet_cgroup import (
+    NFT_CGROUP_ROOT,
     KubeletCgroup,
     KubeletCgroupMissing,
     cgroup2_mount,
@@ -51,6 +61,8 @@ CONTROLLER = "udn-host-isolation-manager"
 NO_KUBELET_REASON = "UDNKubeletProbesNotSupported"
 OPEN_PORTS_ERROR_REASON = "ErrorUpdatingResource"
 FULL_SYNC_KEY = ":full-sync"  # no pod key looks like this (they are <namespace>/<name>)
+KUBELET_CHECK_KEY = ":kubelet-cgroup"
+KUBELET_CHECK_PERIOD = 2.0
 _WATCHED_ANNOTATIONS = (POD_NETWORKS_ANNOTATION, OPEN_PORTS_ANNOTATION)
 
 
@@ -73,16 +85,22 @@ class HostIsolation:
         ``config.kubelet_cgroup_path`` (empty: look for ``kubelet.service``).
     :param find_cgroup2: where cgroup v2 is mounted (``None``: not at all); default: as
         /proc/self/mounts says.
+    :param kubelet_check_period: how often the kubelet cgroup is checked for having been
+        created again (0: never).
     """
 
     def __init__(self, context: NodeContext, kubelet_cgroup_path: str | None = None,
-                 find_cgroup2: Callable[[], Path | None] = cgroup2_mount) -> None:
+                 find_cgroup2: Callable[[], Path | None] = cgroup2_mount,
+                 kubelet_check_period: float = KUBELET_CHECK_PERIOD) -> None:
         self.context = context
         self.table = context.nft_table(FEATURE)
         self.kubelet_cgroup_path = (context.config.kubelet_cgroup_path
                                     if kubelet_cgroup_path is None else kubelet_cgroup_path)
         self.find_cgroup2 = find_cgroup2
         self.kubelet: KubeletCgroup | None = None
+        self.kubelet_missing: KubeletCgroupMissing | None = None
+        self.kubelet_check_period = kubelet_check_period
+        self._kubelet_id: int | None = None  # the cgroup id the rules were written for
         self.ip_versions = sorted(context.config.ip_families)
         self.refs = ElementRefs()
         self._synced = False
@@ -96,7 +114,7 @@ class HostIsolation:
         nftables failure is logged and retried by the first reconcile."""
         found = find_kubelet_cgroup(self.kubelet_cgroup_path, self.find_cgroup2())
         if isinstance(found, KubeletCgroupMissing):
-            self.kubelet = None
+            self.kubelet, self.kubelet_missing = None, found
             message = found.message(self.context.node)
             log.warning("node %s: %s%s", self.context.node, message,
                         f" ({found.reason})" if found.cgroup_v1 else "")
@@ -113,6 +131,8 @@ class HostIsolation:
             log.error("node %s: UDN host isolation not set up yet (retried): %s",
                       self.context.node, exc)
             self.controller.queue.add(FULL_SYNC_KEY)  # retried even if no pod changes
+        if self.kubelet_check_period > 0:
+            self.controller.reconcile_after(KUBELET_CHECK_KEY, self.kubelet_check_period)
 
     def desired_of(self, pod_key: str) -> PodDesired | None:
         """The pod's elements; ``None`` when its pod-networks annotation is unusable
@@ -131,6 +151,7 @@ class HostIsolation:
 
         :raises NftError: nftables refused.
         """
+        kubelet_id = self._current_kubelet_id()  # before writing: a later change is seen
         wanted: list[tuple[str, Mapping[str, frozenset[str]]]] = []
         for pod in self.pods.peek_all():
             key = object_key(pod)
@@ -151,6 +172,7 @@ class HostIsolation:
                      self.context.node, self.table, len(refs.by_pod))
         self.refs = refs
         self._synced = True
+        self._kubelet_id = kubelet_id
 
     def _table_is(self, members: Mapping[str, set[str]]) -> bool:
         netns = self.context.node_netns
@@ -160,8 +182,44 @@ class HostIsolation:
         return all(set(nft.set_elements(host_rules.FAMILY, self.table, name, netns)) == wanted
                    for name, wanted in members.items())
 
+    # -- the kubelet's cgroup ------------------------------------------------------------
+    def _current_kubelet_id(self) -> int | None:
+        """The id of the kubelet's cgroup now (its directory's inode), None when absent."""
+        if self.kubelet is None:
+            return None
+        try:
+            return (NFT_CGROUP_ROOT / self.kubelet.rule_path).stat().st_ino
+        except OSError:
+            return None
+
+    def check_kubelet(self) -> None:
+        """Rewrite the table when the kubelet's cgroup was created again (a new id), or when
+        a configured one missing at start exists now."""
+        if self.kubelet is None:
+            missing = self.kubelet_missing
+            if missing is None or missing.cgroup_v1 or not self.kubelet_cgroup_path:
+                return
+            found = find_kubelet_cgroup(self.kubelet_cgroup_path, self.find_cgroup2())
+            if isinstance(found, KubeletCgroupMissing):
+                return
+            log.info("node %s: kubelet cgroup %s exists now: kubelet rules added",
+                     self.context.node, found.rule_path)
+            self.kubelet, self.kubelet_missing = found, None
+        else:
+            current = self._current_kubelet_id()
+            if current is None or current == self._kubelet_id:
+                return
+            log.info("node %s: kubelet cgroup %s created again: kubelet rules rewritten",
+                     self.context.node, self.kubelet.rule_path)
+        self._retry(self.full_sync)
+
     # -- per pod -------------------------------------------------------------------------
     def reconcile(self, pod_key: str) -> None:
+        if pod_key == KUBELET_CHECK_KEY:
+            self.controller.reconcile_after(KUBELET_CHECK_KEY, self.kubelet_check_period)
+            if self._synced:
+                self.check_kubelet()
+            return
         if not self._synced:
             self._retry(self.full_sync)
             return
