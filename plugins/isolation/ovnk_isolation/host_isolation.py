@@ -239,7 +239,8 @@ class HostIsolation:
                 self.context.node_netns))
         self.refs.commit(pod_key, desired.elements)
 
-    def _retry(self, write: Any) -> None:
+    def _retry(self, write: Callable[[], None]) -> None:
+        """Run an nftables write; a refusal is retried with backoff by the controller."""
         try:
             write()
         except nft.NftError as exc:
