@@ -136,7 +136,7 @@ def test_plugins_show_what_each_contributes_and_never_enabled_for_nothing(
         "localnet": "enabled, parses only"}
     assert {name: details[name] for name in BUNDLED} == {
         "dynamic": [NOTHING],
-        "isolation": ["zone: controllers, pod ports"],
+        "isolation": ["zone: controllers, pod ports", "node: controllers"],
         "mirror": ["cluster-manager: controllers"],
         "layer3": ["topology: parse, routes, render, udn section"],
         "layer2": ["topology: parse, routes, udn section", NOT_RENDERED],
@@ -201,7 +201,8 @@ def test_plugins_json(capsys: pytest.CaptureFixture[str]) -> None:
         "enabled", {"cluster-manager": ["controllers"]})
     assert (rows["isolation"]["enabled"], rows["isolation"]["status"],
             rows["isolation"]["contributes"], rows["isolation"]["contributes_nothing"]) == (
-        True, "enabled", {"zone": ["controllers", "pod ports"]}, False)
+        True, "enabled", {"zone": ["controllers", "pod ports"], "node": ["controllers"]},
+        False)
     assert (rows["layer2"]["status"], rows["layer2"]["renders"]) == (
         "enabled, parses only", False)
     assert rows["dynamic"]["status"] == "disabled"

@@ -1,0 +1,251 @@
+"""UDN isolation in OVN: a primary-UDN pod's default-network port answers only its host.
+
+Real API server, cluster manager, zone controller (with the isolation plugin enabled, as
+the UDN configuration enables it), NB, northd and SB: the rows are compared with upstream's
+and every verdict comes from ovn-trace.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from ovnk_local.testing.control_plane import ControlPlane, Zone, settled
+
+from ovnk_core.annotations.node_subnets import parse_node_subnets
+from ovnk_core.kube.client import KubeClient
+from ovnk_core.kube.resources import EVENTS, NAMESPACES, NODES, PODS, UDNS
+from ovnk_core.ovn.nb import NbClient
+from ovnk_core.ovn.snapshot import committed_names
+from ovnk_core.ovn.trace import TraceResult, packet_flow, trace, wait_for_sb
+from ovnk_core.testing.ovsdb_fixtures import OvnStack
+from ovnk_core.testing.waiting import wait_until
+from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
+
+pytestmark = pytest.mark.e2e
+
+POD_NETWORKS = "k8s.ovn.org/pod-networks"
+OPEN_PORTS = "k8s.ovn.org/open-default-ports"
+PG = "a8747502060113802905"
+CONTROLLER = "default-network-controller"
+
+
+@pytest.fixture
+def start_zone(plane: ControlPlane) -> Callable[..., Zone]:
+    plane.start_manager()
+    return plane.start_zone
+
+
+def setup_namespaces(client: KubeClient) -> None:
+    client.create(NAMESPACES, {"metadata": {"name": "blue", "labels": {
+        PRIMARY_NAMESPACE_LABEL: ""}}})
+    client.create(UDNS, {"metadata": {"name": "net", "namespace": "blue"}, "spec": {
+        "topology": "Layer3", "layer3": {"role": "Primary", "subnets": [
+            {"cidr": "105.105.0.0/16", "hostSubnet": 24}]}}})
+    client.create(NAMESPACES, {"metadata": {"name": "plain"}})
+
+
+def create_pod(client: KubeClient, ns: str, name: str, node: str = "ovn-worker",
+               annotations: dict[str, str] | None = None) -> None:
+    client.create(PODS, {"metadata": {"name": name, "namespace": ns,
+                                      "annotations": annotations or {}},
+                         "spec": {"nodeName": node,
+                                  "containers": [{"name": "c", "image": "agnhost"}]}})
+
+
+def default_entry(client: KubeClient, ns: str, name: str) -> dict[str, Any]:
+    def entry() -> dict[str, Any] | None:
+        raw = (client.get(PODS, name, ns)["metadata"].get("annotations") or {}).get(
+            POD_NETWORKS)
+        value: dict[str, Any] | None = json.loads(raw).get("default") if raw else None
+        return value
+    found: dict[str, Any] = wait_until(entry, timeout=30)
+    return found
+
+
+def nb_rows(nb: NbClient, table: str) -> list[Any]:
+    return [row for row in nb.idl.tables[table].rows.values()]
+
+
+def isolation_acls(nb: NbClient) -> dict[str, dict[str, Any]]:
+    """ACLs of the isolation feature by k8s.ovn.org/id: the columns upstream sets."""
+    found = {}
+    for row in nb_rows(nb, "ACL"):
+        ids = dict(row.external_ids)
+        if ids.get("k8s.ovn.org/owner-type") == "UDNIsolation":
+            found[ids["k8s.ovn.org/id"]] = {
+                "direction": row.direction, "priority": row.priority, "action": row.action,
+                "match": row.match, "meter": list(row.meter), "name": list(row.name),
+                "log": row.log, "external_ids": {k: v for k, v in ids.items()
+                                                 if k != "k8s.ovn.org/owner"}}
+    return found
+
+
+def port_group(nb: NbClient) -> Any:
+    groups = [row for row in nb_rows(nb, "Port_Group") if row.name == PG]
+    return groups[0] if groups else None
+
+
+def group_ports(nb: NbClient) -> set[str]:
+    group = port_group(nb)
+    return {port.name for port in group.ports} if group is not None else set()
+
+
+def acl_ids(name: str, direction: str) -> dict[str, str]:
+    return {"k8s.ovn.org/owner-controller": CONTROLLER,
+            "k8s.ovn.org/owner-type": "UDNIsolation", "k8s.ovn.org/name": name,
+            "direction": direction,
+            "k8s.ovn.org/id": f"{CONTROLLER}:UDNIsolation:{name}:{direction}"}
+
+
+def mgmt_ip(client: KubeClient, node: str) -> str:
+    subnet = ipaddress.ip_network(parse_node_subnets(client.get(NODES, node))["default"][0])
+    return str(subnet.network_address + 2)
+
+
+def send(stack: OvnStack, inport: str, src: dict[str, Any] | tuple[str, str], dst_ip: str,
+         dst_mac: str, protocol: str = "tcp", port: int = 8080) -> TraceResult:
+    src_mac, src_ip = (src["mac_address"], src["ip_addresses"][0].split("/")[0]) \
+        if isinstance(src, dict) else src
+    return trace(stack.sb.remote, "ovn-worker",
+                 packet_flow(inport, src_mac, dst_mac, src_ip, dst_ip, protocol, port))
+
+
+def test_isolated_pods_answer_only_their_host_and_their_open_ports(
+        client: KubeClient, start_zone: Callable[..., Zone], ovn_stack: OvnStack) -> None:
+    setup_namespaces(client)
+    create_pod(client, "blue", "a")
+    create_pod(client, "plain", "p")
+    zone = start_zone(ovn_stack.nb.remote)
+    a, p = default_entry(client, "blue", "a"), default_entry(client, "plain", "p")
+    assert a["role"] == "infrastructure-locked" and p["role"] == "primary"
+    wait_until(lambda: group_ports(zone.nb) == {"blue_a"} or None, timeout=30)
+    settled(zone)
+
+    # The rows, as upstream writes them (the zone renders both nodes: both hosts' ports).
+    ips = [mgmt_ip(client, "ovn-worker"), mgmt_ip(client, "ovn-worker2")]
+    group = port_group(zone.nb)
+    assert dict(group.external_ids) == {
+        "k8s.ovn.org/owner-controller": CONTROLLER, "k8s.ovn.org/owner-type": "UDNIsolation",
+        "k8s.ovn.org/name": "SecondaryPods",
+        "k8s.ovn.org/id": f"{CONTROLLER}:UDNIsolation:SecondaryPods",
+        "k8s.ovn.org/owner": "feature:isolation:cluster"}
+    on = f"@{PG}"
+    common = {"meter": ["acl-logging"], "name": [], "log": False}
+    assert isolation_acls(zone.nb) == {
+        f"{CONTROLLER}:UDNIsolation:DenyPrimaryUDN:Egress": {
+            "direction": "from-lport", "priority": 1000, "action": "drop",
+            "match": f"inport == {on}", **common,
+            "external_ids": acl_ids("DenyPrimaryUDN", "Egress")},
+        f"{CONTROLLER}:UDNIsolation:DenyPrimaryUDN:Ingress": {
+            "direction": "to-lport", "priority": 1000, "action": "drop",
+            "match": f"outport == {on}", **common,
+            "external_ids": acl_ids("DenyPrimaryUDN", "Ingress")},
+        f"{CONTROLLER}:UDNIsolation:AllowHostARPPrimaryUDN:Egress": {
+            "direction": "from-lport", "priority": 1001, "action": "allow",
+            "match": f"inport == {on} && (( arp && arp.tpa == {ips[0]} ) || "
+                     f"( arp && arp.tpa == {ips[1]} ))", **common,
+            "external_ids": acl_ids("AllowHostARPPrimaryUDN", "Egress")},
+        f"{CONTROLLER}:UDNIsolation:AllowHostARPPrimaryUDN:Ingress": {
+            "direction": "to-lport", "priority": 1001, "action": "allow",
+            "match": f"outport == {on} && (( arp && arp.spa == {ips[0]} ) || "
+                     f"( arp && arp.spa == {ips[1]} ))", **common,
+            "external_ids": acl_ids("AllowHostARPPrimaryUDN", "Ingress")},
+        f"{CONTROLLER}:UDNIsolation:AllowHostPrimaryUDN:Ingress": {
+            "direction": "to-lport", "priority": 1001, "action": "allow-related",
+            "match": f"outport == {on} && (ip4.src=={ips[0]} || ip4.src=={ips[1]})",
+            **common, "external_ids": acl_ids("AllowHostPrimaryUDN", "Ingress")}}
+    assert {acl.external_ids["k8s.ovn.org/id"] for acl in group.acls} == set(
+        isolation_acls(zone.nb))
+
+    # Packets: the host (through its management port) reaches a; p does not; a reaches
+    # nobody on the default network.
+    wait_for_sb(ovn_stack.nb.remote)
+    a_ip, p_ip = a["ip_addresses"][0].split("/")[0], p["ip_addresses"][0].split("/")[0]
+    host = ("0a:58:" + ":".join(f"{b:02x}" for b in ipaddress.ip_address(ips[0]).packed),
+            ips[0])
+    assert send(ovn_stack, "k8s-ovn-worker", host, a_ip, a["mac_address"]).outputs == (
+        "blue_a",)
+    assert send(ovn_stack, "plain_p", p, a_ip, a["mac_address"]).outputs == ()
+    assert send(ovn_stack, "plain_p", p, a_ip, a["mac_address"], "icmp").outputs == ()
+    assert send(ovn_stack, "blue_a", a, p_ip, p["mac_address"]).outputs == ()
+    # a plain pod is not isolated: the host and other pods reach it
+    assert send(ovn_stack, "k8s-ovn-worker", host, p_ip, p["mac_address"]).outputs == (
+        "plain_p",)
+
+    # Open ports: tcp/8080 and icmp open to everyone; nothing else.
+    client.patch(PODS, "a", {"metadata": {"annotations": {
+        OPEN_PORTS: "- protocol: tcp\n  port: 8080\n- protocol: icmp\n"}}}, "blue")
+    name = "OpenPort-blue/a"
+    wait_until(lambda: f"{CONTROLLER}:UDNIsolation:{name}:Ingress" in isolation_acls(
+        zone.nb) or None, timeout=30)
+    acls = isolation_acls(zone.nb)
+    assert acls[f"{CONTROLLER}:UDNIsolation:{name}:Ingress"] == {
+        "direction": "to-lport", "priority": 1001, "action": "allow-related",
+        "match": 'outport == "blue_a" && (arp || nd || (tcp.dst == 8080 || icmp))', **common,
+        "external_ids": acl_ids(name, "Ingress")}
+    assert acls[f"{CONTROLLER}:UDNIsolation:{name}:Egress"]["match"] == \
+        'inport == "blue_a" && (arp || nd)'
+    wait_for_sb(ovn_stack.nb.remote)
+    assert send(ovn_stack, "plain_p", p, a_ip, a["mac_address"]).outputs == ("blue_a",)
+    assert send(ovn_stack, "plain_p", p, a_ip, a["mac_address"], port=9090).outputs == ()
+    assert send(ovn_stack, "plain_p", p, a_ip, a["mac_address"], "icmp").outputs == (
+        "blue_a",)
+    assert send(ovn_stack, "plain_p", p, a_ip, a["mac_address"], "udp", 8080).outputs == ()
+
+    # Removing the annotation removes the open ports.
+    client.patch(PODS, "a", {"metadata": {"annotations": {OPEN_PORTS: None}}}, "blue")
+    wait_until(lambda: not any(name in key for key in isolation_acls(zone.nb)) or None,
+               timeout=30)
+    wait_for_sb(ovn_stack.nb.remote)
+    assert send(ovn_stack, "plain_p", p, a_ip, a["mac_address"]).outputs == ()
+
+    # A restart with nothing changed writes nothing.
+    before = settled(zone)
+    zone.stop()
+    again = start_zone(ovn_stack.nb.remote)
+    assert settled(again) == before
+    assert again.writer.transactions == 0
+
+
+def test_a_bad_open_ports_annotation_is_upstreams_error_path(
+        client: KubeClient, start_zone: Callable[..., Zone], ovn_stack: OvnStack) -> None:
+    """At creation the default port is not written (Warning ErrorAddingResource, retried);
+    on an existing port the open ports go (Warning ErrorUpdatingResource); fixed, it
+    converges."""
+    setup_namespaces(client)
+    create_pod(client, "blue", "bad", annotations={OPEN_PORTS: "- protocol: smtp\n  port: 25"})
+    create_pod(client, "blue", "good", annotations={OPEN_PORTS: "- protocol: tcp\n  port: 80"})
+    zone = start_zone(ovn_stack.nb.remote)
+
+    def warnings(name: str) -> set[tuple[str, str]]:
+        return {(e["reason"], e["message"]) for e in client.list(EVENTS, "blue")["items"]
+                if e["involvedObject"]["name"] == name and e["type"] == "Warning"}
+
+    wait_until(lambda: ("ErrorAddingResource", "invalid protocol smtp") in {
+        (reason, message.rsplit(": ", 1)[-1]) for reason, message in warnings("bad")} or None,
+        timeout=30)
+    wait_until(lambda: "blue_good" in group_ports(zone.nb) or None, timeout=30)
+    names = committed_names(zone.nb, "Logical_Switch_Port")
+    assert "blue_bad" not in names and "blue.net_blue_bad" in names  # its UDN port is there
+
+    # The existing port of "good" gets a bad value: it keeps its port and membership, loses
+    # its open ports.
+    client.patch(PODS, "good", {"metadata": {"annotations": {OPEN_PORTS: "[{port: 70000}]"}}},
+                 "blue")
+    wait_until(lambda: not any("OpenPort-blue/good" in key for key in isolation_acls(zone.nb))
+               or None, timeout=30)
+    assert "blue_good" in group_ports(zone.nb)
+    wait_until(lambda: any(reason == "ErrorUpdatingResource" for reason, _m in
+                           warnings("good")) or None, timeout=30)
+
+    # Fixed: the port of "bad" is written, in the group, with its ACLs.
+    client.patch(PODS, "bad", {"metadata": {"annotations": {
+        OPEN_PORTS: "- protocol: udp\n  port: 53"}}}, "blue")
+    wait_until(lambda: "blue_bad" in group_ports(zone.nb) or None, timeout=30)
+    assert isolation_acls(zone.nb)[
+        f"{CONTROLLER}:UDNIsolation:OpenPort-blue/bad:Ingress"]["match"] == \
+        'outport == "blue_bad" && (arp || nd || (udp.dst == 53))'
