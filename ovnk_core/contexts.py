@@ -42,7 +42,7 @@ def feature_owner(feature: str, scope: str, controller: str | None = None) -> Ow
     (``scope`` chosen by the feature: one unit it converges and deletes as a whole, e.g.
     ``network:<name>``, ``pod:<ns>/<name>`` or ``cluster``) and, in every row's external_ids,
     controller ``<feature>-feature-controller`` unless the feature names another one to match
-    upstream's rows (UDN isolation's are ``default-network-controller``'s).  The owner key,
+    upstream's rows (e.g. ``default-network-controller``).  The owner key,
     not the controller, tells a feature's rows from the core's."""
     return Owner(controller or f"{feature}{FEATURE_CONTROLLER_SUFFIX}",
                  f"{FEATURE_OWNER_PREFIX}{feature}:{scope}")

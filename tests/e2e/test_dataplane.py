@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ovnk_local.cgroups import KUBELET_CGROUP_FILE, KubeletCgroup
 from ovnk_local.cluster import LocalCluster
 from ovnk_local.dataplane import EXTERNAL_HOST_IP
 from ovnk_local.testing.dataplane import require_dataplane
@@ -96,6 +97,17 @@ def echo_requests_received(netns: str) -> int:
 def ping(netns: str, ip: str) -> bool:
     result = subprocess.run(["ip", "netns", "exec", netns, "ping", "-c", "3", "-i", "0.2",
                              "-W", "1", "-q", ip], capture_output=True, text=True)
+    return result.returncode == 0
+
+
+def ping_as_kubelet(cluster: LocalCluster, node: str, netns: str, ip: str) -> bool:
+    """``ping`` from a process in the node's kubelet cgroup, as the kubelet probes."""
+    recorded = KubeletCgroup.read(cluster.dir / "nodes" / node / KUBELET_CGROUP_FILE)
+    assert recorded.directory is not None, recorded.error
+    procs = recorded.directory / "cgroup.procs"
+    result = subprocess.run(
+        ["sh", "-c", f'echo $$ > "{procs}" && exec ip netns exec {netns} ping -c 3 -i 0.2 '
+                     f"-W 1 -q {ip}"], capture_output=True, text=True)
     return result.returncode == 0
 
 
@@ -299,8 +311,11 @@ def test_management_ports_reach_pods_and_keep_udn_routes_out_of_the_main_table(
     for pod in selected:
         node = pod["spec"]["nodeName"]
         node_netns = cluster.dataplane.node(node, state.nodes.index(node)).netns
-        # the default network: kubelet probes reach pods through ovn-k8s-mp0
-        assert ping(node_netns, pod["status"]["podIP"]), pod["metadata"]["name"]
+        # the default network: the kubelet's probes reach pods through ovn-k8s-mp0; any
+        # other host process is kept away from these pods (UDN isolation)
+        assert ping_as_kubelet(cluster, node, node_netns, pod["status"]["podIP"]), \
+            pod["metadata"]["name"]
+        assert not ping(node_netns, pod["status"]["podIP"]), pod["metadata"]["name"]
         # each primary UDN through its own port and routing table
         network_id = json.loads(kubectl(cluster, "get", "net-attach-def", "-n",
                                         pod["metadata"]["namespace"], "-o", "json"))[
