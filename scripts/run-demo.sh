@@ -81,6 +81,57 @@ if $BIN/ovnk local exec --dir "$DIR" -n blue blue -- true 2>/dev/null; then
   printf '  blue/blue -> %-12s %-15s %s\n' "external" "172.18.255.254" "$verdict"
   echo "  try: $KUBECTL exec -n blue blue -- ping -c 2 <ip>"
   echo
+  echo "== isolation on the default network (examples/workshop/40-isolation.yaml): blue/web"
+  echo "   keeps its default interface only for its kubelet, which probes it over HTTP"
+  $KUBECTL apply -f examples/workshop/40-isolation.yaml >/dev/null
+  $KUBECTL wait --for=condition=Ready --timeout=90s -n plain pod client >/dev/null
+  if $KUBECTL wait --for=condition=Ready --timeout=90s -n blue pod web >/dev/null; then
+    echo "  blue/web is Ready: its HTTP readiness probe came from the node's kubelet cgroup"
+  else
+    echo "  blue/web is NOT Ready"
+  fi
+  web_ip=$($KUBECTL get pod -n blue web -o jsonpath='{.status.podIP}')
+  client_ip=$($KUBECTL get pod -n plain client -o jsonpath='{.status.podIP}')
+  fetch() {  # fetch <ns> <pod> <url> [curl options]: what answers, or that nothing did
+    local out
+    if out=$($KUBECTL exec -n "$1" "$2" -- curl -sS --max-time 2 "${@:4}" "$3" 2>&1); then
+      echo "answers: $out"
+    else
+      case "$out" in *"timed out"*) echo "no answer (dropped)";; *) echo "$out";; esac
+    fi
+  }
+  printf '  plain/client -> blue/web %s:8080 (default network)  %s\n' "$web_ip" \
+    "$(fetch plain client "http://$web_ip:8080/hostname")"
+  printf '  blue/web -> plain/client %s:8080 over eth0          %s\n' "$client_ip" \
+    "$(fetch blue web "http://$client_ip:8080/hostname" --interface eth0)"
+  node_netns=$(ip netns list | awk '{print $1}' | grep -- '-ovn-worker$' | head -1 || true)
+  if [ -n "$node_netns" ]; then
+    if out=$(ip netns exec "$node_netns" curl -sS --max-time 2 "http://$web_ip:8080/hostname" 2>&1); then
+      verdict="answers: $out"
+    else
+      verdict="no answer (dropped: not the kubelet)"
+    fi
+    printf '  host process on ovn-worker -> blue/web (outside the kubelet cgroup)  %s\n' "$verdict"
+    echo "  the node's rules (nft list chain inet ovn-kubernetes udn-isolation):"
+    ip netns exec "$node_netns" nft list chain inet ovn-kubernetes udn-isolation | sed 's/^/    /'
+  fi
+  $KUBECTL annotate --overwrite pod -n blue web \
+    'k8s.ovn.org/open-default-ports=- protocol: tcp
+  port: 8080' >/dev/null
+  verdict="no answer"
+  for _ in $(seq 1 20); do  # the zone's ACL and the node's set follow within a second or two
+    verdict=$(fetch plain client "http://$web_ip:8080/hostname")
+    case "$verdict" in answers*) break;; esac
+    sleep 0.5
+  done
+  echo "  with k8s.ovn.org/open-default-ports tcp/8080 on blue/web:"
+  printf '    plain/client -> blue/web :8080  %s\n' "$verdict"
+  printf '    plain/client -> blue/web :9090  %s\n' \
+    "$(fetch plain client "http://$web_ip:9090/")"
+  echo "  the same from ovn-trace, each blue pod also at its default-network interface (@default):"
+  $BIN/ovnk reachability --config "$DIR/ovnk.toml" -n blue -n plain --default-network \
+    --protocol tcp --port 8080 --wait 30 | sed 's/^/  /'
+  echo
 fi
 echo "== the OVN topology ovnk rendered for the blue network (ovnk show network)"
 $BIN/ovnk show network blue/blue-network --config "$DIR/ovnk.toml"

@@ -8,6 +8,7 @@ verdicts from ``ovn-trace`` on Southbound.  No packet is sent.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -25,7 +26,12 @@ from ovnk_core.errors import OvnkError
 from ovnk_core.kube.client import JSON
 from ovnk_core.kube.resources import PODS
 from ovnk_core.ovn.nb import NbClient
-from ovnk_core.reachability.endpoints import Endpoint, EndpointError, find_endpoint
+from ovnk_core.reachability.endpoints import (
+    Endpoint,
+    EndpointError,
+    default_entry,
+    find_endpoint,
+)
 from ovnk_core.reachability.matrix import build_matrix
 from ovnk_core.reachability.render import render_text, write_picture
 
@@ -48,6 +54,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--output", type=Path, default=None,
                         help="also write the matrix as a picture (FILE.svg or FILE.png)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--default-network", action="store_true",
+                        help="also trace to and from each primary-UDN pod's default-network "
+                             "interface (<ns>/<name>@default; its open-default-ports shown)")
     parser.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                         help="wait up to this long for every selected pod to be rendered")
     add_connect_timeout(parser)
@@ -55,20 +64,37 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def collect(nb: NbClient, pods: list[JSON]) -> tuple[list[Endpoint], list[str]]:
-    """The traceable pods' endpoints, and why the others cannot be traced."""
+OPEN_DEFAULT_PORTS = "k8s.ovn.org/open-default-ports"
+
+
+def collect(nb: NbClient, pods: list[JSON], default_network: bool = False
+            ) -> tuple[list[Endpoint], list[str]]:
+    """The traceable pods' endpoints, and why the others cannot be traced.
+    ``default_network``: also the default-network endpoint of each pod whose primary network
+    is a UDN, noted with the ports it opens there (``k8s.ovn.org/open-default-ports``)."""
     endpoints, skipped = [], []
     for pod in sorted(pods, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"])):
+        key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
         try:
             endpoints.append(find_endpoint(nb, pod))
         except EndpointError as exc:
-            skipped.append(f"{pod['metadata']['namespace']}/{pod['metadata']['name']}: {exc}")
+            skipped.append(f"{key}: {exc}")
+        if not default_network or default_entry(pod) is None:
+            continue
+        try:
+            endpoint = find_endpoint(nb, pod, on_default=True)
+        except EndpointError as exc:
+            skipped.append(f"{key}@default: {exc}")
+            continue
+        opened = (pod["metadata"].get("annotations") or {}).get(OPEN_DEFAULT_PORTS)
+        note = "open: " + " ".join(str(opened).split()) if opened else ""
+        endpoints.append(dataclasses.replace(endpoint, note=note))
     return endpoints, skipped
 
 
 def run(args: argparse.Namespace) -> int:
     skip = ("namespace", "selector", "protocol", "port", "output", "format", "wait", "func",
-            "command", "connect_timeout")
+            "command", "connect_timeout", "default_network")
     config = tool_config({k: v for k, v in vars(args).items() if k not in skip})
     if args.protocol != "icmp" and args.port is not None and not 0 < args.port < 65536:
         raise OvnkError(f"--port {args.port} is not a port number")
@@ -84,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + max(0.0, args.wait)
     with northbound(config, args.connect_timeout) as nb:
         while True:
-            endpoints, skipped = collect(nb, pods)
+            endpoints, skipped = collect(nb, pods, args.default_network)
             if not skipped or time.monotonic() >= deadline:
                 break
             time.sleep(0.5)
@@ -95,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     matrix = build_matrix(",".join(config.sb_address), endpoints, args.protocol, args.port)
     if args.format == "json":
         json.dump({"probe": {"protocol": args.protocol, "port": args.port},
-                   "pods": [{"pod": e.pod, "network": e.network, "ip": e.ip}
+                   "pods": [{"pod": e.pod, "network": e.network, "ip": e.ip, "note": e.note}
                             for e in matrix.ordered()],
                    "reachable": [[s, d] for (s, d), ok in sorted(matrix.verdicts.items())
                                  if ok],

@@ -34,6 +34,7 @@ class Endpoint:
     mac: str
     ip: str
     router_mac: str
+    note: str = ""  # shown beside the pod (e.g. the ports it opens on the default network)
 
 
 class EndpointError(Exception):
@@ -73,19 +74,38 @@ def _router_mac(nb: NbClient, switch: Any) -> str:
     raise EndpointError(f"switch {switch.name} has no router port")
 
 
-def find_endpoint(nb: NbClient, pod: JSON) -> Endpoint:
-    """The pod's primary-network endpoint, or ``EndpointError`` saying why not."""
+def default_entry(pod: JSON) -> pod_networks.PodNetwork | None:
+    """The pod's default-network entry when the default network is not its primary one
+    (``infrastructure-locked``: a primary-UDN pod keeps it for its kubelet), else None."""
+    raw = (pod["metadata"].get("annotations") or {}).get(pod_networks.POD_NETWORKS_ANNOTATION)
+    try:
+        entry = pod_networks.parse(raw).get(DEFAULT_NETWORK_NAME)
+    except pod_networks.PodAnnotationError:
+        return None
+    return entry if entry is not None and entry.role != "primary" else None
+
+
+def find_endpoint(nb: NbClient, pod: JSON, on_default: bool = False) -> Endpoint:
+    """The pod's primary-network endpoint (``on_default``: its default-network one, for a
+    pod whose primary network is another; named ``<ns>/<name>@default``), or
+    ``EndpointError`` saying why not."""
     meta = pod["metadata"]
     key = f"{meta['namespace']}/{meta['name']}"
-    nad_key, entry = primary_entry(pod)
+    if on_default:
+        found = default_entry(pod)
+        if found is None:
+            raise EndpointError("the default network is its primary network")
+        nad_key, entry = DEFAULT_NETWORK_NAME, found
+    else:
+        nad_key, entry = primary_entry(pod)
     network_ports = []
     for row in nb.rows("Logical_Switch_Port").values():
         ext = row.external_ids
         if ext.get(OWNER_KEY) != POD_SCOPE_PREFIX + key:
             continue
-        on_default = nad_key == DEFAULT_NETWORK_NAME and \
+        default_port = nad_key == DEFAULT_NETWORK_NAME and \
             ext.get(NETWORK_KEY) == DEFAULT_NETWORK_NAME
-        if on_default or ext.get(NAD_KEY) == nad_key:
+        if default_port or ext.get(NAD_KEY) == nad_key:
             network_ports.append(row)
     if not network_ports:
         raise EndpointError(f"no logical port rendered for its network {nad_key} yet")
@@ -94,6 +114,7 @@ def find_endpoint(nb: NbClient, pod: JSON) -> Endpoint:
     if switch is None:
         raise EndpointError(f"port {port.name} is on no switch")
     ip = str(ipaddress.ip_interface(entry.ip_addresses[0]).ip)
-    return Endpoint(pod=key, network=port.external_ids.get(NETWORK_KEY, ""), port=port.name,
+    return Endpoint(pod=f"{key}@{DEFAULT_NETWORK_NAME}" if on_default else key,
+                    network=port.external_ids.get(NETWORK_KEY, ""), port=port.name,
                     switch=switch.name, mac=entry.mac_address, ip=ip,
                     router_mac=_router_mac(nb, switch))

@@ -37,11 +37,12 @@ def render_text(matrix: Matrix) -> str:
     ordered = matrix.ordered()
     lines = [f"Reachability ({describe_probe(matrix)}), from ovn-trace: "
              f"{YES} delivered, {NO} dropped"]
-    width = max([len(e.pod) + len(e.network) + 3 for e in ordered] + [10])
+    labels = [f"{e.pod} [{e.network}]" + (f" ({e.note})" if e.note else "") for e in ordered]
+    width = max([len(label) + 1 for label in labels] + [10])
     header = " " * (width + 4) + " ".join(f"{i + 1:>2}" for i in range(len(ordered)))
     lines.append(header)
     for i, src in enumerate(ordered):
-        label = f"{src.pod} [{src.network}]"
+        label = labels[i]
         cells = " ".join(f"{_mark(matrix, src.pod, dst.pod):>2}" for dst in ordered)
         lines.append(f"{i + 1:>2}  {label:<{width}}{cells}")
     for (source, destination), error in sorted(matrix.errors.items()):

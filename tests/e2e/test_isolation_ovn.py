@@ -16,11 +16,14 @@ import pytest
 from ovnk_local.testing.control_plane import ControlPlane, Zone, settled
 
 from ovnk_core.annotations.node_subnets import parse_node_subnets
+from ovnk_core.cli.reachability_cmd import collect
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import EVENTS, NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.snapshot import committed_names
 from ovnk_core.ovn.trace import TraceResult, packet_flow, trace, wait_for_sb
+from ovnk_core.reachability.matrix import build_matrix
+from ovnk_core.reachability.render import render_text
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
@@ -195,6 +198,25 @@ def test_isolated_pods_answer_only_their_host_and_their_open_ports(
     assert send(ovn_stack, "plain_p", p, a_ip, a["mac_address"], "icmp").outputs == (
         "blue_a",)
     assert send(ovn_stack, "plain_p", p, a_ip, a["mac_address"], "udp", 8080).outputs == ()
+
+    # ovnk reachability --default-network: the isolated pod's default interface is a cell of
+    # its own, with its open ports named; the verdicts are the ACLs'.
+    endpoints, skipped = collect(zone.nb, [client.get(PODS, "a", "blue"),
+                                           client.get(PODS, "p", "plain")],
+                                 default_network=True)
+    assert skipped == []
+    assert [(e.pod, e.network, e.note) for e in endpoints] == [
+        ("blue/a", "blue_net", ""),
+        ("blue/a@default", "default", "open: - protocol: tcp port: 8080 - protocol: icmp"),
+        ("plain/p", "default", "")]
+    tcp = build_matrix(ovn_stack.sb.remote, endpoints, protocol="tcp", port=8080)
+    assert not tcp.errors
+    assert tcp.verdicts[("plain/p", "blue/a@default")] is True
+    assert tcp.verdicts[("blue/a@default", "plain/p")] is False
+    assert tcp.verdicts[("plain/p", "blue/a")] is False  # another network altogether
+    closed = build_matrix(ovn_stack.sb.remote, endpoints, protocol="tcp", port=9090)
+    assert closed.verdicts[("plain/p", "blue/a@default")] is False
+    assert "blue/a@default [default] (open: - protocol: tcp port: 8080" in render_text(tcp)
 
     # Removing the annotation removes the open ports.
     client.patch(PODS, "a", {"metadata": {"annotations": {OPEN_PORTS: None}}}, "blue")
