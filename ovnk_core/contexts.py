@@ -155,6 +155,10 @@ class ZoneContext(_NetworkListeners):
     rendered_network: Callable[[str], NetworkState | None]
     owners_in_nb: Callable[[str], Collection[Owner]]
     _listeners: list[NetworkListener] = field(default_factory=list)
+    # whether NB holds an owned row of a table with a primary id (``k8s.ovn.org/id``),
+    # whoever owns it: to take over rows an earlier version of a feature wrote under other
+    # ids (upstream's legacy names), which ``adopt_and_delete`` then removes
+    row_exists: Callable[[str, str], bool] = lambda _table, _primary_id: False
 
     def feature_owners(self, feature: str) -> set[Owner]:
         """Every owner of ``feature``'s rows now in NB (``feature_owner(feature, ...)``,

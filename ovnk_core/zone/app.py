@@ -45,7 +45,9 @@ class ZoneApp:
         self.zone = ZoneController(self.informers, config, host, nb, self.recorder)
         self.context = ZoneContext(config, client, self.informers, self.recorder, nb,
                                    self.zone.rendered_network,
-                                   nb.owners_with_key_prefix)
+                                   nb.owners_with_key_prefix,
+                                   row_exists=lambda table, primary_id: nb.find(
+                                       table, primary_id) is not None)
         self.zone.network_listeners.append(self.context.networks_changed)
         self.plugin_controllers: list[Controller] = host.contributed_controllers(
             "ovnk_zone_controllers", self.context)

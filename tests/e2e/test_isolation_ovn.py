@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import subprocess
 from collections.abc import Callable
 from typing import Any
 
@@ -271,3 +272,44 @@ def test_a_bad_open_ports_annotation_is_upstreams_error_path(
     assert isolation_acls(zone.nb)[
         f"{CONTROLLER}:UDNIsolation:OpenPort-blue/bad:Ingress"]["match"] == \
         'outport == "blue_bad" && (arp || nd || (udp.dst == 53))'
+
+
+def test_upstreams_rows_are_taken_over_and_legacy_names_migrated(
+        client: KubeClient, start_zone: Callable[..., Zone], ovn_stack: OvnStack) -> None:
+    """NB as upstream left it before renaming its ACLs: the group (taken over as it is, same
+    row) and ACLs of the legacy names (replaced by the current ones, gone from the group)."""
+    def ids(name: str, direction: str | None = None) -> list[str]:
+        primary = f"{CONTROLLER}:UDNIsolation:{name}" + (f":{direction}" if direction else "")
+        found = [f"external_ids:k8s.ovn.org/owner-controller={CONTROLLER}",
+                 "external_ids:k8s.ovn.org/owner-type=UDNIsolation",
+                 f"external_ids:k8s.ovn.org/name={name}",
+                 f'external_ids:k8s.ovn.org/id="{primary}"']
+        return found + ([f"external_ids:direction={direction}"] if direction else [])
+
+    legacy = [("DenySecondary", "Egress", "from-lport", 1000, "drop", f"inport == @{PG}"),
+              ("DenySecondary", "Ingress", "to-lport", 1000, "drop", f"outport == @{PG}"),
+              ("AllowHostSecondary", "Ingress", "to-lport", 1001, "allow-related",
+               f"outport == @{PG} && (ip4.src==10.244.0.2)")]
+    command = ["ovn-nbctl", f"--db={ovn_stack.nb.remote}"]
+    for index, (name, direction, acl_direction, priority, action, match) in enumerate(legacy):
+        command += ["--", f"--id=@acl{index}", "create", "ACL", f"direction={acl_direction}",
+                    f"priority={priority}", f"action={action}", f'match="{match}"',
+                    *ids(name, direction)]
+    command += ["--", "create", "Port_Group", f"name={PG}",
+                "acls=[" + ",".join(f"@acl{i}" for i in range(len(legacy))) + "]",
+                *ids("SecondaryPods")]
+    subprocess.run(command, check=True, capture_output=True, text=True, timeout=30)
+    group_uuid = subprocess.run(["ovn-nbctl", f"--db={ovn_stack.nb.remote}", "--bare",
+                                 "--columns=_uuid", "find", "Port_Group", f"name={PG}"],
+                                check=True, capture_output=True, text=True).stdout.strip()
+    zone = start_zone(ovn_stack.nb.remote)
+    wait_until(lambda: len(isolation_acls(zone.nb)) == 5 or None, timeout=30)
+    settled(zone)
+    assert not any("Secondary" in key.replace("SecondaryPods", "")
+                   for key in isolation_acls(zone.nb))
+    group = port_group(zone.nb)
+    assert str(group.uuid) == group_uuid
+    assert dict(group.external_ids)["k8s.ovn.org/owner"] == "feature:isolation:cluster"
+    assert {acl.external_ids["k8s.ovn.org/name"] for acl in group.acls} == {
+        "DenyPrimaryUDN", "AllowHostARPPrimaryUDN", "AllowHostPrimaryUDN"}
+    assert len(nb_rows(zone.nb, "ACL")) == 5  # the legacy ones are gone, not orphaned

@@ -130,7 +130,9 @@ class ControlPlane:
         recorder = EventRecorder(client, "ovnkube-controller", identity)
         controller = ZoneController(informers, config, host, writer, recorder)
         context = ZoneContext(config, client, informers, recorder, writer,
-                              controller.rendered_network, writer.owners_with_key_prefix)
+                              controller.rendered_network, writer.owners_with_key_prefix,
+                              row_exists=lambda table, primary_id: writer.find(
+                                  table, primary_id) is not None)
         controller.network_listeners.append(context.networks_changed)
         plugin_controllers = host.contributed_controllers("ovnk_zone_controllers", context)
         informers.start()

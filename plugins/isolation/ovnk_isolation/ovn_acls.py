@@ -23,7 +23,7 @@ what an ACL without tiers is evaluated as, so nothing is lost.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ovnk_core.contexts import feature_owner
 from ovnk_core.ovn.declarative import DesiredRow, Link, Ref
@@ -54,6 +54,27 @@ OWNER: Owner = feature_owner(FEATURE, "cluster", controller=DEFAULT_CONTROLLER)
 PORT_GROUP_IDS: ObjectIDs = OWNER.object_ids(OWNER_TYPE, PORT_GROUP)
 PORT_GROUP_NAME = hash_for_ovn(PORT_GROUP_IDS.primary_id)
 PORT_GROUP_REF = Ref.to("Port_Group", PORT_GROUP_IDS)
+
+
+# rows of the legacy names are taken over by this owner, then deleted with it
+LEGACY_OWNER: Owner = feature_owner(FEATURE, "legacy", controller=DEFAULT_CONTROLLER)
+LEGACY_ACLS = (("DenySecondary", EGRESS), ("DenySecondary", INGRESS),
+               ("AllowHostARPSecondary", EGRESS), ("AllowHostARPSecondary", INGRESS),
+               ("AllowHostSecondary", INGRESS))
+
+
+def legacy_acl_rows(exists: Callable[[str, str], bool]) -> list[DesiredRow]:
+    """The legacy-named ACLs NB holds in the group, declared with no column: applying them
+    under ``LEGACY_OWNER`` only stamps them as that owner's (nothing else of them changes),
+    so that deleting that owner removes them and their places in the group."""
+    if not exists("Port_Group", PORT_GROUP_IDS.primary_id):
+        return []  # ACLs live only in the group: without it there is nothing to migrate
+    rows = []
+    for name, direction in LEGACY_ACLS:
+        ids = acl_ids(LEGACY_OWNER, name, direction)
+        if exists("ACL", ids.primary_id):
+            rows.append(DesiredRow("ACL", ids, {}, links=(Link(PORT_GROUP_REF, "acls"),)))
+    return rows
 
 
 def acl_ids(owner: Owner, name: str, direction: str) -> ObjectIDs:

@@ -32,10 +32,12 @@ from ovnk_core.render_state import PodAttachment
 from ovnk_isolation.open_ports import OpenPortsError, parse_open_ports
 from ovnk_isolation.ovn_acls import (
     FEATURE,
+    LEGACY_OWNER,
     OWNER,
     PORT_GROUP_REF,
     build_isolation_rows,
     build_open_port_acls,
+    legacy_acl_rows,
 )
 
 log = logging.getLogger(__name__)
@@ -76,7 +78,14 @@ class IsolationRows:
         apply(self.context.nb, OWNER, self.desired())
 
     def remove_stale_owners(self) -> None:
-        """Rows of this feature under any other owner (an earlier layout) are removed."""
+        """Rows of this feature under any other owner (an earlier layout) are removed, and so
+        are the ACLs upstream wrote under their legacy names (``DenySecondary``,
+        ``AllowHostARPSecondary``, ``AllowHostSecondary``): their current names replace them
+        (rows already under the current names are taken over as they are)."""
+        legacy = legacy_acl_rows(self.context.row_exists)
+        if legacy:
+            apply(self.context.nb, LEGACY_OWNER, legacy)
+            log.info("isolation: migrating %d ACL(s) of legacy names", len(legacy))
         for owner in self.context.feature_owners(FEATURE) - {OWNER}:
             delete_owner(self.context.nb, owner)
             log.info("isolation: removed stale rows of %s", owner)
