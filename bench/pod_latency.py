@@ -186,6 +186,31 @@ def latencies(seen: Seen, table: dict[str, float], keys: list[str]) -> list[floa
     return [(table[k] - seen.created[k]) * 1000 for k in keys if k in table and k in seen.created]
 
 
+def switch_count(nb_socket: Path) -> int:
+    query = json.dumps(["OVN_Northbound", {"op": "select", "table": "Logical_Switch",
+                                            "where": [], "columns": ["_uuid"]}])
+    out = subprocess.run(["ovsdb-client", "query", f"unix:{nb_socket}", query],
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    return len(json.loads(out)[0]["rows"])
+
+
+def wait_for_rendering(nb_socket: Path, minimum: int, timeout: float) -> None:
+    """Until the zone has rendered every network on every node: at least ``minimum``
+    logical switches, and their number unchanged for 3 s (the measurement is of pods
+    starting, not of the networks' initial rendering)."""
+    deadline = time.monotonic() + timeout
+    last, stable_since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        count = switch_count(nb_socket)
+        if count != last:
+            last, stable_since = count, time.monotonic()
+        elif count >= minimum and time.monotonic() - stable_since >= 3:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"networks not rendered within {timeout:.0f}s ({last} switches, "
+                         f"expected at least {minimum})")
+
+
 def start_profiles(pids: dict[str, int], out: Path, tag: str) -> list[subprocess.Popen[bytes]]:
     """Sample each component with ``py-spy record`` (collapsed stacks, every thread, idle
     samples left out) until stopped: where a component's CPU goes while pods start."""
@@ -227,6 +252,8 @@ def run_size(udns: int, nodes: int, pods: int, rates: list[float], workdir: Path
             len(json.loads((n["metadata"].get("annotations") or {}).get(NODE_SUBNETS, "{}"))) > udns
             for n in admin.list(NODES)["items"]),
                    timeout=60 + udns, interval=0.5, what="every node has a subnet in every network")
+        wait_for_rendering(cluster.nb_socket, minimum=(udns + 1) * nodes,
+                           timeout=120 + udns * nodes / 20)
         state = cluster.state()
         pids = {name: state.processes[name].pid
                 for name in ("cluster-manager", "controller", "apiserver", "scheduler",
