@@ -21,11 +21,15 @@ from ovnk_core.kube.resources import Resource
 class InformerFactory:
     """Shared informers of one process.
 
+    :param resync_period: seconds between re-announcements of every cached object; 0 (the
+        default, as upstream's informer factory) never: controllers are level-driven and
+        retry by themselves, and a periodic resync costs work in proportion to the cluster
+        (every network on every node, every pod) at once.
     :param on_undecodable: how every informer reports an object it cannot decode
         (``events.undecodable_reporter``: a Warning event on it); default: a log line.
     """
 
-    def __init__(self, client: KubeClient, resync_period: float = 300.0,
+    def __init__(self, client: KubeClient, resync_period: float = 0.0,
                  on_undecodable: UndecodableReporter | None = None) -> None:
         self.client = client
         self.resync_period = resync_period

@@ -71,4 +71,5 @@ def test_pod_latency_benchmark_runs(tmp_path: Path) -> None:
     for measured in ("annotation_ms", "nb_port_ms", "echo_ms"):
         assert math.isfinite(row[measured]["p99"]), measured
     assert row["throughput_pods_per_s"] > 0
-    assert set(row["cpu_seconds_per_pod"]) == {"cluster-manager", "controller", "apiserver"}
+    assert set(row["cpu_seconds_per_pod"]) == {"cluster-manager", "controller", "apiserver",
+                                               "scheduler", "kubelet"}

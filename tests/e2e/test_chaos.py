@@ -15,6 +15,7 @@ import json
 import os
 import random
 import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,6 @@ from ovnk_local.supervisor import pid_running
 
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.errors import ApiError
-from ovnk_core.kube.events import EventRecorder
-from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import NADS, NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
@@ -36,7 +35,7 @@ from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
-from ovnk_core.zone.controller import ZoneController
+from ovnk_core.zone.app import ZoneApp
 
 pytestmark = pytest.mark.e2e
 
@@ -130,18 +129,18 @@ def clean_render(local: LocalCluster, admin: KubeClient, workdir: Path) -> Snaps
     config = udn_config()
     server = OvsdbServer("clean", workdir, NB_SCHEMA).start()
     writer = NbWriter([server.remote]).start()
-    informers = InformerFactory(admin)
-    zone = ZoneController(informers, config, PluginHost.load(config), writer,
-                          EventRecorder(admin, "ovnkube-controller", "clean"))
-    informers.start()
-    zone.start()
+    # the zone process as it runs: its own controllers and the enabled plugins'
+    app = ZoneApp(config, admin, PluginHost.load(config), writer, identity="clean")
+    stop = threading.Event()
+    runner = threading.Thread(target=app.run, args=(stop,), daemon=True)
+    runner.start()
     reader = NbClient([server.remote]).start()
     try:
         return settle(reader)
     finally:
         reader.stop()
-        zone.stop()
-        informers.stop()
+        stop.set()
+        runner.join(timeout=30)
         writer.stop()
         server.stop()
 

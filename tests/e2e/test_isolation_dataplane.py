@@ -57,6 +57,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     require_dataplane()
     local = LocalCluster(tmp_path_factory.mktemp("isolation") / ".ovnk")
     local.up(nodes=2, timeout=90, dataplane=True)
+    try:
+        populate(local)
+        yield local
+    finally:
+        local.down()
+
+
+def populate(local: LocalCluster) -> None:
     apply(local,
           {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "iso", "labels": {
               "k8s.ovn.org/primary-user-defined-network": ""}}},
@@ -66,8 +74,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
                   "spec": {"topology": "Layer3", "layer3": {"role": "Primary", "subnets": [
                       {"cidr": "106.106.0.0/16", "hostSubnet": 24}]}}})
     apply(local, netexec_pod("iso", "server", probe=True), netexec_pod("plain", "client"))
-    yield local
-    local.down()
 
 
 def pod(cluster: LocalCluster, namespace: str, name: str) -> dict[str, Any]:

@@ -160,13 +160,15 @@ def test_feature_rows_live_while_enabled_untouched_by_the_zone_and_go_when_disab
         assert found is not None
         ips[name] = found
 
-    enabled = zones(udn_config(extra_features="podset"))
+    # the bundled isolation feature is left out: podset's rows alone are the subject
+    enabled = zones(udn_config(extra_features="podset", disabled_features="isolation"))
     assert [c.name for c in enabled.app.plugin_controllers] == ["podset-zone-controller"]
     wanted = {f"podset_demo_{name}": ips[name] for name in PODS_ON_NODES}
     wait_until(lambda: {n: r["addresses"] for n, r in feature_rows(ovn_nb).items()} == wanted,
                timeout=30, what="the feature's address sets")
     ids = feature_rows(ovn_nb)["podset_demo_web"]["external_ids"]
-    assert (ids[OWNER_CONTROLLER_KEY], ids[OWNER_KEY]) == (FEATURE_CONTROLLER, "pod:demo/web")
+    assert (ids[OWNER_CONTROLLER_KEY], ids[OWNER_KEY]) == (FEATURE_CONTROLLER,
+                                                          "feature:podset:pod:demo/web")
     # The core rendered its own rows next to them: the pods' ports on the default network.
     wait_until(lambda: {"demo_web", "demo_db"} <= {
         row.name for row in ovn_nb.rows("Logical_Switch_Port").values()}, timeout=30)
@@ -203,7 +205,7 @@ def test_feature_rows_live_while_enabled_untouched_by_the_zone_and_go_when_disab
 
     # Restarted without the feature: its rows are gone when the zone is running, the
     # core's rows are exactly what they were.
-    disabled = zones(udn_config())
+    disabled = zones(udn_config(disabled_features="isolation"))
     assert disabled.app.plugin_controllers == []
     wait_until(lambda: not feature_rows(ovn_nb), timeout=30)
     wait_until(disabled.idle)

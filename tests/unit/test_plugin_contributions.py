@@ -222,7 +222,8 @@ def test_bundled_plugins_contributions_and_status() -> None:
     assert {name: (plugins[name].status, plugins[name].contributions.components)
             for name in ("dynamic", "isolation", "mirror", "layer2", "layer3", "localnet")} == {
         "dynamic": ("enabled, contributes nothing", ()),
-        "isolation": ("enabled, contributes nothing", ()),
+        "isolation": ("enabled", (("zone", ("controllers", "pod ports")),
+                                  ("node", ("controllers",)))),
         "mirror": ("enabled", ((CLUSTER_MANAGER, ("controllers",)),)),
         "layer3": ("enabled", ((TOPOLOGY, ("parse", "routes", "render", "udn section")),)),
         "layer2": ("enabled, parses only", ((TOPOLOGY, ("parse", "routes", "udn section")),)),
