@@ -51,10 +51,26 @@ def _go_json_type(value: Any) -> str:
     return "object"
 
 
+# libyaml's parser when PyYAML was built with it: the same documents, several times faster
+# (a node's start-up sync reads every isolated pod's annotation)
+_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", None)
+
+
+def _load_yaml(raw: str) -> Any:
+    """``yaml.safe_load``, through libyaml when available; a document libyaml refuses is
+    parsed again by the pure-Python parser, so that errors are always worded the same."""
+    if _FAST_LOADER is not None:
+        try:
+            return yaml.load(raw, Loader=_FAST_LOADER)
+        except yaml.YAMLError:
+            pass
+    return yaml.safe_load(raw)
+
+
 def _decode(raw: str) -> list[tuple[Any, Any]]:
     """The (protocol, port) pairs as decoded, before the rules (a missing key is None)."""
     try:
-        document = yaml.safe_load(raw)
+        document = _load_yaml(raw)
     except yaml.YAMLError as exc:
         raise OpenPortsError(
             f"failed to unmarshal UDN open ports annotation {raw}: {exc}") from None

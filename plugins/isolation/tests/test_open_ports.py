@@ -73,3 +73,26 @@ def test_the_acl_matches_are_upstreams() -> None:
     assert ingress_match("ns_pod", ports) == \
         'outport == "ns_pod" && (arp || nd || (tcp.dst == 80 || icmp || udp.dst == 53))'
     assert egress_match("ns_pod") == 'inport == "ns_pod" && (arp || nd)'
+
+
+@pytest.mark.parametrize("raw", [
+    "- protocol: tcp\n  port: 80\n- protocol: icmp\n",
+    '[{"protocol": "udp", "port": 53}]',
+    "- protocol: tcp\n  port: [80\n",  # not YAML
+    "- {protocol: smtp, port: 25}",
+    "{protocol: tcp}",
+    "- protocol: tcp\n  port: '80'\n",
+])
+def test_libyaml_and_the_pure_parser_read_the_same(raw: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import ovnk_isolation.open_ports as module
+
+    def outcome() -> object:
+        try:
+            return module.parse_open_ports({module.ANNOTATION: raw})
+        except module.OpenPortsError as exc:
+            return str(exc)
+
+    fast = outcome()
+    monkeypatch.setattr(module, "_FAST_LOADER", None)
+    assert outcome() == fast
