@@ -131,6 +131,8 @@ def test_isolated_pods_answer_only_their_host_and_their_open_ports(
 
     # The rows, as upstream writes them (the zone renders both nodes: both hosts' ports).
     ips = [mgmt_ip(client, "ovn-worker"), mgmt_ip(client, "ovn-worker2")]
+    subnets = [parse_node_subnets(client.get(NODES, node))["default"][0]
+               for node in ("ovn-worker", "ovn-worker2")]
     group = port_group(zone.nb)
     assert dict(group.external_ids) == {
         "k8s.ovn.org/owner-controller": CONTROLLER, "k8s.ovn.org/owner-type": "UDNIsolation",
@@ -160,7 +162,9 @@ def test_isolated_pods_answer_only_their_host_and_their_open_ports(
             "external_ids": acl_ids("AllowHostARPPrimaryUDN", "Ingress")},
         f"{CONTROLLER}:UDNIsolation:AllowHostPrimaryUDN:Ingress": {
             "direction": "to-lport", "priority": 1001, "action": "allow-related",
-            "match": f"outport == {on} && (ip4.src=={ips[0]} || ip4.src=={ips[1]})",
+            # one zone renders both nodes: each host's exception is scoped to its own pods
+            "match": f"outport == {on} && ((ip4.src=={ips[0]} && ip4.dst=={subnets[0]}) || "
+                     f"(ip4.src=={ips[1]} && ip4.dst=={subnets[1]}))",
             **common, "external_ids": acl_ids("AllowHostPrimaryUDN", "Ingress")}}
     assert {acl.external_ids["k8s.ovn.org/id"] for acl in group.acls} == set(
         isolation_acls(zone.nb))
@@ -176,6 +180,17 @@ def test_isolated_pods_answer_only_their_host_and_their_open_ports(
     assert send(ovn_stack, "plain_p", p, a_ip, a["mac_address"]).outputs == ()
     assert send(ovn_stack, "plain_p", p, a_ip, a["mac_address"], "icmp").outputs == ()
     assert send(ovn_stack, "blue_a", a, p_ip, p["mac_address"]).outputs == ()
+    # the other node's host does not (upstream: one node per zone, its ACL names only the
+    # zone's own management port)
+    other = ("0a:58:" + ":".join(f"{b:02x}" for b in ipaddress.ip_address(ips[1]).packed),
+             ips[1])
+    router_mac = "0a:58:" + ":".join(
+        f"{b:02x}" for b in (ipaddress.ip_network(subnets[1]).network_address + 1).packed)
+    assert trace(ovn_stack.sb.remote, "ovn-worker2", packet_flow(
+        "k8s-ovn-worker2", other[0], router_mac, other[1], a_ip, "tcp", 8080)).outputs == ()
+    assert trace(ovn_stack.sb.remote, "ovn-worker2", packet_flow(
+        "k8s-ovn-worker2", other[0], router_mac, other[1], p_ip, "tcp", 8080)).outputs == (
+        "plain_p",)  # ...while it reaches default-network pods there
     # a plain pod is not isolated: the host and other pods reach it
     assert send(ovn_stack, "k8s-ovn-worker", host, p_ip, p["mac_address"]).outputs == (
         "plain_p",)

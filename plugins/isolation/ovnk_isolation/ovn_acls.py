@@ -23,7 +23,7 @@ what an ACL without tiers is evaluated as, so nothing is lost.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ovnk_core.contexts import feature_owner
 from ovnk_core.ovn.declarative import DesiredRow, Link, Ref
@@ -106,16 +106,29 @@ def arp_match(direction: str, management_ips: Sequence[str]) -> str:
     return "(" + " || ".join(parts) + ")"
 
 
-def host_match(management_ips: Sequence[str]) -> str:
-    return "(" + " || ".join(f"{'ip6' if ':' in ip else 'ip4'}.src=={ip}"
-                             for ip in management_ips) + ")"
+def host_match(management_ips: Sequence[str], subnets: Mapping[str, str] | None = None
+               ) -> str:
+    """``(ip4.src==IP || ...)``: connections from the management ports.  ``subnets`` (a
+    management IP → the default-network subnet of its node's pods), given when the zone has
+    several nodes: each host then reaches only its own node's pods,
+    ``((ip4.src==IP && ip4.dst==SUBNET) || ...)``, as with one node per zone."""
+    parts = []
+    for ip in management_ips:
+        family = "ip6" if ":" in ip else "ip4"
+        subnet = (subnets or {}).get(ip)
+        parts.append(f"({family}.src=={ip} && {family}.dst=={subnet})" if subnet
+                     else f"{family}.src=={ip}")
+    return "(" + " || ".join(parts) + ")"
 
 
-def build_isolation_rows(management_ips: Sequence[str]) -> list[DesiredRow]:
+def build_isolation_rows(management_ips: Sequence[str],
+                         subnets: Mapping[str, str] | None = None) -> list[DesiredRow]:
     """The group and its ACLs.  ``management_ips``: the default-network management port
     addresses of the zone's nodes (IPv4 before IPv6 per node, as upstream orders a node's
-    host subnets).  Without any (no node has its subnet yet) only the two deny ACLs exist:
-    nothing of an isolated pod is reachable until the host's exception can be written."""
+    host subnets); ``subnets``: see ``host_match`` (left out for a one-node zone, whose rows
+    are then exactly upstream's).  Without any address (no node has its subnet yet) only the
+    two deny ACLs exist: nothing of an isolated pod is reachable until the host's exception
+    can be written."""
     rows = [DesiredRow("Port_Group", PORT_GROUP_IDS, {"name": PORT_GROUP_NAME}),
             _acl(OWNER, DENY, EGRESS, DENY_PRIORITY, "drop", _on_group(EGRESS)),
             _acl(OWNER, DENY, INGRESS, DENY_PRIORITY, "drop", _on_group(INGRESS))]
@@ -126,7 +139,7 @@ def build_isolation_rows(management_ips: Sequence[str]) -> list[DesiredRow]:
             _acl(OWNER, ALLOW_HOST_ARP, INGRESS, ALLOW_PRIORITY, "allow",
                  _on_group(INGRESS, arp_match(INGRESS, management_ips))),
             _acl(OWNER, ALLOW_HOST, INGRESS, ALLOW_PRIORITY, "allow-related",
-                 _on_group(INGRESS, host_match(management_ips)))]
+                 _on_group(INGRESS, host_match(management_ips, subnets)))]
     return rows
 
 

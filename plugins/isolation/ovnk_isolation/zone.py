@@ -2,11 +2,10 @@
 
 * ``IsolationRows`` (one controller, one key): converges the ``SecondaryPods`` group and its
   five ACLs (``ovn_acls``) whenever a node comes, goes or changes its default-network subnet
-  (the ACLs name every node's management port address).  The zone renders every node, so
-  the host exceptions list the management ports of all of them: with one node per zone, as
-  upstream deploys interconnect, that is exactly upstream's rows; with several, any of the
-  zone's hosts may open connections to its isolated pods (their kubelets' probes), nothing
-  else may.
+  (the ACLs name every node's management port address).  With one node per zone, as upstream
+  deploys interconnect, the rows are exactly upstream's; a zone rendering several nodes
+  scopes each host's exception to its own node's pods (``ip4.src==MGMT && ip4.dst==SUBNET``),
+  so that, as upstream, no host reaches an isolated pod on another node.
 * ``pod_port_extras`` (the ``ovnk_zone_pod_port`` hook): an ``infrastructure-locked``
   default-network port joins the group in the transaction that writes it, with its
   ``OpenPort`` ACLs; an unusable ``k8s.ovn.org/open-default-ports`` is an ``error`` (upstream:
@@ -45,20 +44,33 @@ log = logging.getLogger(__name__)
 KEY = "cluster"
 
 
-def management_ips(nodes: list[JSON]) -> list[str]:
+def management_ports(nodes: list[JSON]) -> tuple[list[str], dict[str, str]]:
     """The default-network management port address of each node with a subnet, by node
     name, each node's in its annotation's order (IPv4 first as the cluster manager writes
-    them); a node whose subnet cannot be read has none."""
+    them), and each address's node subnet; a node whose subnet cannot be read has none."""
     found: list[str] = []
+    subnets: dict[str, str] = {}
     for node in sorted(nodes, key=lambda n: str(n["metadata"]["name"])):
         for text in parse_node_subnets(node).get(DEFAULT_NETWORK_NAME, []):
             try:
-                ip = str(management_ip(ipaddress.ip_network(text, strict=False)))
+                subnet = ipaddress.ip_network(text, strict=False)
             except ValueError:
                 continue
+            ip = str(management_ip(subnet))
             if ip not in found:
                 found.append(ip)
-    return found
+                subnets[ip] = str(subnet)
+    return found, subnets
+
+
+def build_zone_rows(nodes: list[JSON]) -> list[DesiredRow]:
+    """The group and its ACLs for the zone's ``nodes``: with one node, upstream's rows;
+    with several, each host's exception is scoped to its own node's pods (upstream runs one
+    node per zone: another node's host never reaches a pod)."""
+    ips, subnets = management_ports(nodes)
+    with_nodes = {str(n["metadata"]["name"]) for n in nodes
+                  if parse_node_subnets(n).get(DEFAULT_NETWORK_NAME)}
+    return build_isolation_rows(ips, subnets if len(with_nodes) > 1 else None)
 
 
 class IsolationRows:
@@ -72,7 +84,7 @@ class IsolationRows:
         self.controller.watch(self.nodes, key_func=lambda _node: [KEY])
 
     def desired(self) -> list[DesiredRow]:
-        return build_isolation_rows(management_ips(self.nodes.peek_all()))
+        return build_zone_rows(self.nodes.peek_all())
 
     def reconcile(self, _key: str) -> None:
         apply(self.context.nb, OWNER, self.desired())
