@@ -34,7 +34,7 @@ from typing import Any
 from ovnk_core.allocators.ids import IdAllocationError, IdAllocator
 from ovnk_core.allocators.ips import IpAllocationError, IpAllocator
 from ovnk_core.annotations import pod_networks
-from ovnk_core.annotations.node_subnets import parse_node_subnets
+from ovnk_core.annotations.node_subnets import NODE_SUBNETS_ANNOTATION, parse_node_subnets
 from ovnk_core.clustermanager.network_catalog import NetworkCatalog, wait_for_networks
 from ovnk_core.config import Config
 from ovnk_core.errors import NotReady, PermanentError
@@ -44,7 +44,7 @@ from ovnk_core.kube.errors import Conflict, NotFound
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.informer import index_by_namespace, index_by_node
-from ovnk_core.kube.parsed_cache import ParsedByVersion
+from ovnk_core.kube.parsed_cache import ParsedByVersion, annotations_version
 from ovnk_core.kube.resources import NADS, NAMESPACES, NODES, PODS, object_key, split_key
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, NetInfo
 from ovnk_core.networks.registry import NetworkRegistry
@@ -99,7 +99,8 @@ class PodAllocator:
         self.controller.watch(self.pods, primary=True)
         self.controller.watch(self.nodes, key_func=self._pods_on_node)
         # each node's subnets, parsed once per version of the Node (an entry per network)
-        self._node_subnets = ParsedByVersion(parse_node_subnets)
+        self._node_subnets = ParsedByVersion(parse_node_subnets,
+                                             annotations_version(NODE_SUBNETS_ANNOTATION))
         self.nodes.add_handler(self._node_event)
         self.controller.watch(self.namespaces, key_func=self._pods_in_namespace)
 

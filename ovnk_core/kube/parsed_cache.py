@@ -19,22 +19,39 @@ from ovnk_core.kube.resources import object_key
 T = TypeVar("T")
 
 
+def resource_version(obj: JSON) -> object:
+    return (obj.get("metadata") or {}).get("resourceVersion") or None
+
+
+def annotations_version(*names: str) -> Callable[[JSON], object]:
+    """A version that changes only when one of the annotations ``names`` does: an object
+    rewritten for other reasons (a Node's status heartbeat) keeps what was parsed."""
+    def version(obj: JSON) -> object:
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        return tuple(annotations.get(name) for name in names)
+    return version
+
+
 class ParsedByVersion(Generic[T]):
     """``parse(obj)`` computed once per version of each object.
 
-    The value returned is shared by every caller: treat it as read-only.  An object without
-    a ``resourceVersion`` (one built in memory) is parsed every time; a ``parse`` that raises
-    caches nothing.
+    ``version(obj)`` says which version an object is (default: its ``resourceVersion``;
+    ``annotations_version`` for a parse that reads only some annotations).  The value
+    returned is shared by every caller: treat it as read-only.  An object whose version is
+    ``None`` (one built in memory, without a resourceVersion) is parsed every time; a
+    ``parse`` that raises caches nothing.
     """
 
-    def __init__(self, parse: Callable[[JSON], T]) -> None:
+    def __init__(self, parse: Callable[[JSON], T],
+                 version: Callable[[JSON], object] = resource_version) -> None:
         self._parse = parse
+        self._version = version
         self._lock = threading.Lock()
-        self._values: dict[str, tuple[str, T]] = {}  # object key → (resourceVersion, value)
+        self._values: dict[str, tuple[object, T]] = {}  # object key → (version, value)
 
     def get(self, obj: JSON) -> T:
-        version = (obj.get("metadata") or {}).get("resourceVersion")
-        if not version:
+        version = self._version(obj)
+        if version is None:
             return self._parse(obj)
         key = object_key(obj)
         with self._lock:
@@ -43,7 +60,7 @@ class ParsedByVersion(Generic[T]):
             return cached[1]
         value = self._parse(obj)
         with self._lock:
-            self._values[key] = (str(version), value)
+            self._values[key] = (version, value)
         return value
 
     def forget(self, key: str) -> None:

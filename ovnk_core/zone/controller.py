@@ -65,7 +65,7 @@ from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
-from ovnk_core.kube.parsed_cache import ParsedByVersion
+from ovnk_core.kube.parsed_cache import ParsedByVersion, annotations_version
 from ovnk_core.kube.resources import NADS, NODES, PODS, object_key, split_key
 from ovnk_core.networks import nad_config
 from ovnk_core.networks.nad_config import nad_network_name
@@ -82,7 +82,12 @@ from ovnk_core.topology import RenderingNotSupported, Topology
 from ovnk_core.zone import attachment_checks, owners
 from ovnk_core.zone.attachment_checks import PodContext
 from ovnk_core.zone.networks import GONE, READY, lookup_network
-from ovnk_core.zone.node_facts import NodeFacts, networks_affected, read_node
+from ovnk_core.zone.node_facts import (
+    NODE_FACT_ANNOTATIONS,
+    NodeFacts,
+    networks_affected,
+    read_node,
+)
 from ovnk_core.zone.pod_port_extras import merge_pod_port
 
 log = logging.getLogger(__name__)
@@ -193,7 +198,8 @@ class ZoneController:
         self.nodes.add_handler(self._node_changed)
         # node → the facts its last event carried (what the handler compares a change to)
         self._node_facts: dict[str, NodeFacts] = {}
-        self._facts = ParsedByVersion(read_node)  # each node's facts, once per version
+        # each node's facts, read again only when an annotation they come from changes
+        self._facts = ParsedByVersion(read_node, annotations_version(*NODE_FACT_ANNOTATIONS))
         self.pod_controller = Controller("zone-pod-controller", self.reconcile_pod, workers=2,
                                          initial_sync=self.sync_pods,
                                          on_error=self._pod_error)

@@ -29,6 +29,12 @@ class NodeFacts:
     problems: list[str] = field(default_factory=list)
 
 
+# every annotation ``read_node`` reads (its result changes only when one of them does)
+NODE_FACT_ANNOTATIONS = (node_gateway.CHASSIS_ID_ANNOTATION, node_id.NODE_ID_ANNOTATION,
+                         node_gateway.GATEWAY_CONFIG_ANNOTATION,
+                         node_subnets.NODE_SUBNETS_ANNOTATION)
+
+
 def _annotations(node: JSON) -> dict[str, str]:
     return dict((node.get("metadata") or {}).get("annotations") or {})
 

@@ -8,7 +8,7 @@ import pytest
 
 from ovnk_core.annotations.node_subnets import parse_node_subnets
 from ovnk_core.kube.client import JSON
-from ovnk_core.kube.parsed_cache import ParsedByVersion
+from ovnk_core.kube.parsed_cache import ParsedByVersion, annotations_version
 
 
 def node(version: str, subnets: dict[str, str]) -> JSON:
@@ -50,3 +50,18 @@ def test_a_parse_that_raises_caches_nothing() -> None:
     with pytest.raises(ValueError):
         cache.get(node("1", {}))
     assert len(cache) == 0
+
+
+def test_an_annotations_version_survives_writes_that_leave_them_alone() -> None:
+    calls: list[str] = []
+
+    def parse(obj: JSON) -> dict[str, list[str]]:
+        calls.append(obj["metadata"]["resourceVersion"])
+        return parse_node_subnets(obj)
+
+    cache = ParsedByVersion(parse, annotations_version("k8s.ovn.org/node-subnets"))
+    value = cache.get(node("7", {"default": "10.244.0.0/24"}))
+    heartbeat = node("8", {"default": "10.244.0.0/24"})  # status written, annotation same
+    assert cache.get(heartbeat) is value and calls == ["7"]
+    changed = cache.get(node("9", {"default": "10.244.0.0/24", "a": "10.1.0.0/24"}))
+    assert set(changed) == {"default", "a"} and calls == ["7", "9"]
