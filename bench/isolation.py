@@ -53,7 +53,6 @@ from nb_digest import digest, digest_difference
 from nbctl_floor import nbctl_commands, run_nbctl
 from ovnk_isolation import host_rules
 from ovnk_isolation.host_isolation import HostIsolation
-from ovnk_isolation.kubelet_cgroup import cgroup2_mount
 from ovnk_isolation.ovn_acls import OWNER as ISOLATION_OWNER
 from ovnk_isolation.ovn_acls import build_isolation_rows
 from ovnk_layer3.desired import build_network, build_node, build_pod
@@ -64,6 +63,7 @@ from ovnk_core.kube.resources import object_key
 from ovnk_core.networks.addressing import mac_from_ip, management_ip
 from ovnk_core.node import nft
 from ovnk_core.node.netns import run_in_netns
+from ovnk_core.node.nft import cgroup2_root as cgroup2_mount
 from ovnk_core.ovn.declarative import DesiredRow, apply_many
 from ovnk_core.ovn.jsonrpc import OvsdbConnection
 from ovnk_core.ovn.ownership import Owner

@@ -275,9 +275,17 @@ def update_elements(family: str, table: str,
     run_in_netns(netns, update)
 
 
-def cgroup2_root() -> Path | None:
-    """Where the cgroup v2 hierarchy is mounted (``/sys/fs/cgroup`` or a hybrid path)."""
-    for line in Path("/proc/self/mounts").read_text().splitlines():
+PROC_MOUNTS = Path("/proc/self/mounts")
+
+
+def cgroup2_root(mounts: Path = PROC_MOUNTS) -> Path | None:
+    """Where the cgroup v2 hierarchy is mounted (``/sys/fs/cgroup`` or a hybrid host's
+    unified one), from ``mounts`` (``/proc/self/mounts`` format); None when it is not."""
+    try:
+        lines = mounts.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
         parts = line.split()
         if len(parts) >= 3 and parts[2] == "cgroup2":
             return Path(parts[1])

@@ -97,7 +97,7 @@ def node_client(admin: KubeClient, kube_apiserver: ServerHandle) -> KubeClient:
 @pytest.fixture
 def kubelet_cgroup() -> Iterator[tuple[Path, str]]:
     """A kubelet cgroup in the machine's cgroup v2 hierarchy: (mount, path below it)."""
-    from ovnk_isolation.kubelet_cgroup import cgroup2_mount
+    from ovnk_core.node.nft import cgroup2_root as cgroup2_mount
     mount = cgroup2_mount()
     if mount is None:
         pytest.skip("no cgroup v2 hierarchy mounted on this machine")

@@ -49,7 +49,6 @@ from ovnk_isolation.kubelet_cgroup import (
     NFT_CGROUP_ROOT,
     KubeletCgroup,
     KubeletCgroupMissing,
-    cgroup2_mount,
     find_kubelet_cgroup,
 )
 from ovnk_isolation.open_ports import ANNOTATION as OPEN_PORTS_ANNOTATION
@@ -90,7 +89,7 @@ class HostIsolation:
     """
 
     def __init__(self, context: NodeContext, kubelet_cgroup_path: str | None = None,
-                 find_cgroup2: Callable[[], Path | None] = cgroup2_mount,
+                 find_cgroup2: Callable[[], Path | None] = nft.cgroup2_root,
                  kubelet_check_period: float = KUBELET_CHECK_PERIOD) -> None:
         self.context = context
         self.table = context.nft_table(FEATURE)

@@ -21,7 +21,6 @@ from pathlib import Path
 
 NFT_CGROUP_ROOT = Path("/sys/fs/cgroup")
 KUBELET_UNIT = "kubelet.service"
-MOUNTS = Path("/proc/self/mounts")
 
 
 @dataclass(frozen=True)
@@ -49,19 +48,6 @@ class KubeletCgroupMissing:
                 "dropped on the default network, probes included.")
 
 
-def cgroup2_mount(mounts: Path = MOUNTS) -> Path | None:
-    """The cgroup v2 mount point (``/sys/fs/cgroup`` or a hybrid host's unified one)."""
-    try:
-        lines = mounts.read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        fields = line.split()
-        if len(fields) >= 3 and fields[2] == "cgroup2":
-            return Path(fields[1])
-    return None
-
-
 def is_cgroup2_root(directory: Path) -> bool:
     """Whether ``directory`` is the root of a cgroup v2 hierarchy (v1 roots have no
     ``cgroup.controllers``)."""
@@ -83,8 +69,8 @@ def find_kubelet_cgroup(configured: str, mount: Path | None,
     """The kubelet's cgroup: ``configured`` (relative to the v2 mount) or, when empty, the
     first ``kubelet.service`` below ``mount``.
 
-    :param mount: the cgroup v2 mount (``cgroup2_mount()``); ``None`` or a directory that is
-        no v2 root means cgroup v1 only.
+    :param mount: the cgroup v2 mount (``ovnk_core.node.nft.cgroup2_root()``); ``None`` or
+        a directory that is no v2 root means cgroup v1 only.
     """
     if mount is None or not is_cgroup2_root(mount):
         where = "no cgroup2 mount" if mount is None else f"{mount} is not a cgroup v2 root"
