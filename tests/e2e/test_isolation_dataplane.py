@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from ovnk_local.cluster import LocalCluster
-from ovnk_local.testing.dataplane import require_dataplane
+from ovnk_local.testing.dataplane import kubectl, require_dataplane
 
 from ovnk_core.node.netns import NETNS_DIR
 from ovnk_core.testing.waiting import wait_until
@@ -24,15 +24,6 @@ AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
 OPEN_PORTS = "k8s.ovn.org/open-default-ports"
 # curl's exit codes: 7 = connection refused (something answered), 28 = timed out (dropped)
 REFUSED, TIMED_OUT = 7, 28
-
-
-def kubectl(cluster: LocalCluster, *args: str, stdin: str | None = None,
-            check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(["kubectl", "--kubeconfig", str(cluster.kubeconfig), *args],
-                            input=stdin, capture_output=True, text=True, timeout=120)
-    if check:
-        assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
-    return result
 
 
 def apply(cluster: LocalCluster, *objects: dict[str, Any]) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from ovnk_local.cgroups import KUBELET_CGROUP_FILE, KubeletCgroup, cgroup2_mount
 from ovnk_local.cluster import LocalCluster
-from ovnk_local.testing.dataplane import require_dataplane
+from ovnk_local.testing.dataplane import kubectl, require_dataplane
 
 from ovnk_core.node.netns import NETNS_DIR
 from ovnk_core.testing.waiting import wait_until
@@ -59,15 +59,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     mount = cgroup2_mount()
     if mount is not None:
         assert not (mount / "ovnk-local" / local.dataplane.prefix).exists()
-
-
-def kubectl(cluster: LocalCluster, *args: str, stdin: str | None = None,
-            check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(["kubectl", "--kubeconfig", str(cluster.kubeconfig), *args],
-                            input=stdin, capture_output=True, text=True, timeout=90)
-    if check:
-        assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
-    return result
 
 
 def apply_pod(cluster: LocalCluster, name: str, *containers: dict[str, Any],
