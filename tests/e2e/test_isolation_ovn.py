@@ -25,6 +25,7 @@ from ovnk_core.ovn.snapshot import committed_names
 from ovnk_core.ovn.trace import TraceResult, packet_flow, trace, wait_for_sb
 from ovnk_core.reachability.matrix import build_matrix
 from ovnk_core.reachability.render import render_text
+from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
@@ -328,3 +329,19 @@ def test_upstreams_rows_are_taken_over_and_legacy_names_migrated(
     assert {acl.external_ids["k8s.ovn.org/name"] for acl in group.acls} == {
         "DenyPrimaryUDN", "AllowHostARPPrimaryUDN", "AllowHostPrimaryUDN"}
     assert len(nb_rows(zone.nb, "ACL")) == 5  # the legacy ones are gone, not orphaned
+
+
+def test_disabling_the_feature_removes_every_row_of_it(
+        client: KubeClient, start_zone: Callable[..., Zone], ovn_stack: OvnStack) -> None:
+    """Group, ACLs, memberships and open ports go at the next start without the feature; the
+    pods keep their ports."""
+    setup_namespaces(client)
+    create_pod(client, "blue", "a", annotations={OPEN_PORTS: "- protocol: tcp\n  port: 80"})
+    zone = start_zone(ovn_stack.nb.remote)
+    wait_until(lambda: len(isolation_acls(zone.nb)) == 7 or None, timeout=30)
+    settled(zone)
+    zone.stop()
+    without = start_zone(ovn_stack.nb.remote, udn_config(disabled_features="isolation"))
+    settled(without)
+    assert isolation_acls(without.nb) == {} and port_group(without.nb) is None
+    assert {"blue_a", "blue.net_blue_a"} <= committed_names(without.nb, "Logical_Switch_Port")
