@@ -258,7 +258,7 @@ def run_size(udns: int, nodes: int, pods: int, rates: list[float], workdir: Path
         pids = {name: state.processes[name].pid
                 for name in ("cluster-manager", "controller", "apiserver", "scheduler",
                              "kubelet") if name in state.processes}
-        for rate in rates:
+        for round_, rate in enumerate(rates):
             seen, stop = Seen(), threading.Event()
             watchers = [
                 threading.Thread(target=watch_annotations, args=(
@@ -275,7 +275,7 @@ def run_size(udns: int, nodes: int, pods: int, rates: list[float], workdir: Path
             for thread in watchers:
                 thread.start()
             time.sleep(0.5)  # watches established
-            tag = f"r{int(rate)}"
+            tag = f"r{int(rate)}-{round_}"  # a rate may be given twice (a warm round)
             echo_names = [(ECHO_NS, f"{tag}-e{i}") for i in range(pods)]
             create_at_rate(admin, seen, echo_names, rate, host_network=True)
             echo_keys = [f"{ns}/{name}" for ns, name in echo_names]
