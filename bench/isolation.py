@@ -56,6 +56,7 @@ from ovnk_isolation.host_isolation import HostIsolation
 from ovnk_isolation.ovn_acls import OWNER as ISOLATION_OWNER
 from ovnk_isolation.ovn_acls import build_isolation_rows
 from ovnk_layer3.desired import build_network, build_node, build_pod
+from results_file import write_results
 
 from ovnk_core.config import Config
 from ovnk_core.contexts import NodeContext
@@ -701,9 +702,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\nchecked: nft tables equal the floors', sets as the pods want, nothing left after "
           "deleting every pod; NB rows equal the floor's, restart wrote nothing, no owned "
           "row left")
-    args.results.mkdir(parents=True, exist_ok=True)
-    out = args.results / f"isolation-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.write_text(json.dumps(report, indent=2))
+    out = write_results(args.results, "isolation", report)
     print(f"raw results: {out}")
     return 0
 

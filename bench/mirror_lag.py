@@ -26,7 +26,6 @@ prints a table and writes ``bench/results/mirror_lag-<time>.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import platform
@@ -44,6 +43,7 @@ from typing import Any
 from ovnk_mirror.controller import EndpointSliceMirror
 from ovnk_mirror.mirror import MIRROR_CONTROLLER, SOURCE_ANNOTATION, SOURCE_VERSION_ANNOTATION
 from ovnk_mirror.testing import CONFIG, MirrorEnv, endpoint
+from results_file import write_results
 
 from ovnk_core.contexts import ClusterManagerContext
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
@@ -320,11 +320,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{row['lag_p50_ms']:.1f} / {row['lag_p99_ms']:.1f} | "
               f"{row['ratio_p50']:.2f}x | {row['ratio_p99']:.2f}x | "
               f"{row['writes_per_change']:.2f} | {row['initial_s']:.2f} |")
-    args.results.mkdir(parents=True, exist_ok=True)
-    out = args.results / f"mirror_lag-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.write_text(json.dumps({"machine": {"cpus": os.cpu_count(),
-                                           "python": platform.python_version()},
-                               "rows": rows}, indent=2))
+    out = write_results(args.results, "mirror_lag", {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "rows": rows})
     print(f"results: {out}")
     return 1 if any(row["leaked_mirrors"] for row in rows) else 0
 

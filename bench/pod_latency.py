@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ovnk_local.cluster import LocalCluster
+from results_file import write_results
 
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.resources import NADS, NAMESPACES, NODES, PODS, UDNS
@@ -353,12 +354,9 @@ def main(argv: list[str] | None = None) -> int:
                                  [float(r) for r in args.rate.split(",")], Path(workdir),
                                  Path(args.profile) if args.profile else None)
     print(table(rows))
-    results = Path(args.results)
-    results.mkdir(parents=True, exist_ok=True)
-    out = results / f"pod_latency-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.write_text(json.dumps({"machine": {"cpus": os.cpu_count(),
-                                           "python": platform.python_version()},
-                               "rows": rows}, indent=2))
+    out = write_results(Path(args.results), "pod_latency", {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "rows": rows})
     print(f"results: {out}")
     return 0
 

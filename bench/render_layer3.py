@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import json
 import multiprocessing
 import os
 import platform
@@ -41,6 +40,7 @@ from nb_digest import digest, digest_difference
 from nbctl_floor import nbctl_commands, run_nbctl
 from ovnk_layer3.desired import build_network, build_node, build_pod
 from raw_txn import transact_checked, transact_ops
+from results_file import write_results
 
 from ovnk_core.config.values import ClusterSubnet
 from ovnk_core.networks.addressing import mac_from_ip
@@ -270,9 +270,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{0:>8}{m['restart_peak_rss_mb']:>13.0f}{m['delete_seconds']:>10.2f}")
     print("rows: ovnk's NB and the raw transactions' NB equal the floor's NB (checked); "
           "restart wrote nothing; no ovnk-owned row left after delete-all")
-    args.results.mkdir(parents=True, exist_ok=True)
-    out = args.results / f"render_layer3-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.write_text(json.dumps(report, indent=2))
+    out = write_results(args.results, "render_layer3", report)
     print(f"raw results: {out}")
     return 0
 
