@@ -82,8 +82,8 @@ def build_view(nb: NbClient, network: str, default_topology: str = "") -> Networ
     :param default_topology: the topology shown for the default network when its rows do
         not record one (``Config.default_network_topology``).
     """
-    switches = [s for s in nb.rows("Logical_Switch").values() if _owned_by_network(s, network)]
-    routers = [r for r in nb.rows("Logical_Router").values() if _owned_by_network(r, network)]
+    switches = [s for s in nb.row_list("Logical_Switch") if _owned_by_network(s, network)]
+    routers = [r for r in nb.row_list("Logical_Router") if _owned_by_network(r, network)]
     switch_of_lrp: dict[str, str] = {}
     for switch in switches:
         for port in switch.ports:

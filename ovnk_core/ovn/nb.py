@@ -67,6 +67,20 @@ def committed_external_ids(row: Any) -> dict[str, str] | None:
     return value
 
 
+def stable_rows(rows: Any) -> list[Any]:
+    """The rows of an IDL table's row mapping, copied in one step.
+
+    The IDL keeps its rows in ``IndexedRows``, a mapping whose iteration is Python code, so
+    another thread applying an update can change it mid-iteration.  Its backing ``data``
+    is a plain dict of row lists; ``list(dict.values())`` copies that without running any
+    Python code, so no other thread runs in between.
+    """
+    data = getattr(rows, "data", None)
+    if not isinstance(data, dict):
+        return list(rows.values())
+    return [entries[-1] for entries in list(data.values()) if entries]
+
+
 class NbConnectError(OvnkError):
     """The Northbound database could not be reached within the timeout."""
 
@@ -169,6 +183,12 @@ class NbClient:
         """The IDL's live rows of ``table`` (read-only use, from any thread)."""
         rows: dict[uuid.UUID, Any] = self.idl.tables[table].rows
         return rows
+
+    def row_list(self, table: str) -> list[Any]:
+        """Every row of ``table``, copied at once: safe to iterate while the IDL thread
+        applies updates (iterating ``rows()`` itself can fail with "dictionary changed size
+        during iteration")."""
+        return stable_rows(self.idl.tables[table].rows)
 
     def find_owned(self, table: str, **ids: str) -> list[Any]:
         """Rows of ``table`` whose external_ids contain every given ``k8s.ovn.org`` pair.

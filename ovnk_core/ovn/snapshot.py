@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from ovnk_core.ovn.nb import NbClient, committed_external_ids, committed_value
+from ovnk_core.ovn.nb import NbClient, committed_external_ids, committed_value, stable_rows
 from ovnk_core.ovn.ownership import ID_KEY, is_owned
 
 Snapshot = dict[tuple[str, str], dict[str, Any]]
@@ -55,7 +55,7 @@ def snapshot(nb: NbClient, tables: tuple[str, ...] = OWNED_TABLES) -> Snapshot:
         schema = idl_tables.get(table)
         if schema is None:
             continue
-        for row in list(schema.rows.values()):
+        for row in stable_rows(schema.rows):
             ext = committed_external_ids(row)
             if ext is None or not is_owned(ext):
                 continue
@@ -90,7 +90,7 @@ def difference(left: Snapshot, right: Snapshot) -> list[str]:
 def committed_names(nb: NbClient, table: str) -> set[str]:
     """The ``name`` of every row of ``table`` as committed (safe while others write)."""
     names = set()
-    for row in list(nb.idl.tables[table].rows.values()):
+    for row in nb.row_list(table):
         name = committed_value(row, "name")
         if name is not None:
             names.add(str(name))

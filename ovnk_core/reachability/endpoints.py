@@ -65,7 +65,7 @@ def _switch_of(nb: NbClient, port: Any) -> Any | None:
 
 
 def _router_mac(nb: NbClient, switch: Any) -> str:
-    router_ports = {row.name: row for row in nb.rows("Logical_Router_Port").values()}
+    router_ports = {row.name: row for row in nb.row_list("Logical_Router_Port")}
     for port in switch.ports:
         if port.type == "router":
             peer = router_ports.get(port.options.get("router-port", ""))
@@ -99,7 +99,7 @@ def find_endpoint(nb: NbClient, pod: JSON, on_default: bool = False) -> Endpoint
     else:
         nad_key, entry = primary_entry(pod)
     network_ports = []
-    for row in nb.rows("Logical_Switch_Port").values():
+    for row in nb.row_list("Logical_Switch_Port"):
         ext = row.external_ids
         if ext.get(OWNER_KEY) != POD_SCOPE_PREFIX + key:
             continue

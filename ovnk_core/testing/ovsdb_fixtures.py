@@ -25,7 +25,7 @@ def read_rows(remote: str, table: str) -> list[Any]:
     """The rows of ``table`` as NB has them now (a fresh IDL copy, so every committed write
     of any client is in it)."""
     with NbClient([remote]).start() as reader:
-        return list(reader.rows(table).values())
+        return reader.row_list(table)
 
 
 @pytest.fixture(scope="session")

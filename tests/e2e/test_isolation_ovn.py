@@ -72,7 +72,7 @@ def default_entry(client: KubeClient, ns: str, name: str) -> dict[str, Any]:
 
 
 def nb_rows(nb: NbClient, table: str) -> list[Any]:
-    return [row for row in nb.idl.tables[table].rows.values()]
+    return nb.row_list(table)
 
 
 def isolation_acls(nb: NbClient) -> dict[str, dict[str, Any]]:

@@ -100,7 +100,7 @@ def test_raft_cluster_leader_only_and_failover(tmp_path: Path) -> None:
         # The client finds the new leader by itself and sees what is written there.
         subprocess.run(["ovn-nbctl", f"--db={raft_leader(survivors).remote}", "ls-add", "b"],
                        check=True)
-        wait_until(lambda: "b" in {row.name for row in client.rows("Logical_Switch").values()},
+        wait_until(lambda: "b" in {row.name for row in client.row_list("Logical_Switch")},
                    timeout=30)
         client.stop()
     finally:

@@ -163,7 +163,7 @@ def test_ipam_gives_each_pod_an_address_of_the_network(cluster: LocalCluster,
 def test_the_zone_renders_the_network_owned_by_its_controller(
         cluster: LocalCluster, pods: dict[str, dict[str, Any]]) -> None:
     with NbClient([f"unix:{cluster.nb_socket}"]).start() as nb:
-        switches = [row for row in nb.rows("Logical_Switch").values() if row.name == SWITCH]
+        switches = [row for row in nb.row_list("Logical_Switch") if row.name == SWITCH]
         [switch] = switches
         ids = dict(switch.external_ids)
         assert (ids[OWNER_CONTROLLER_KEY], ids[OWNER_KEY], ids[TOPOLOGY_KEY]) == (

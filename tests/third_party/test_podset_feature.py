@@ -85,7 +85,7 @@ class RunningZone:
 def feature_rows(nb: NbClient) -> dict[str, dict[str, Any]]:
     """The feature's Address_Sets by name, with their addresses and external_ids."""
     rows = {}
-    for row in nb.rows("Address_Set").values():
+    for row in nb.row_list("Address_Set"):
         ids = dict(row.external_ids)
         if ids.get(OWNER_CONTROLLER_KEY) == FEATURE_CONTROLLER:
             rows[row.name] = {"addresses": sorted(row.addresses), "external_ids": ids}
@@ -171,7 +171,7 @@ def test_feature_rows_live_while_enabled_untouched_by_the_zone_and_go_when_disab
                                                           "feature:podset:pod:demo/web")
     # The core rendered its own rows next to them: the pods' ports on the default network.
     wait_until(lambda: {"demo_web", "demo_db"} <= {
-        row.name for row in ovn_nb.rows("Logical_Switch_Port").values()}, timeout=30)
+        row.name for row in ovn_nb.row_list("Logical_Switch_Port")}, timeout=30)
 
     # While the feature is enabled the zone never deletes nor repairs its rows.  Its own
     # controller is stopped first, so nothing could put back what the zone removed; then a
@@ -196,7 +196,7 @@ def test_feature_rows_live_while_enabled_untouched_by_the_zone_and_go_when_disab
     # removing those is the feature's business.
     admin.delete(PODS, "db", "demo")
     wait_until(lambda: "demo_db" not in {
-        row.name for row in ovn_nb.rows("Logical_Switch_Port").values()}, timeout=30)
+        row.name for row in ovn_nb.row_list("Logical_Switch_Port")}, timeout=30)
     wait_until(enabled.idle)
     assert {n: r["addresses"] for n, r in feature_rows(ovn_nb).items()} == edited
     enabled.stop()
