@@ -73,8 +73,9 @@ class PodAttachment:
     node: str
     nad_key: str  # "default" or "ns/nad"
     mac: str
-    ips: tuple[str, ...]  # CIDR form, e.g. "10.100.1.5/24"
+    ips: tuple[str, ...]  # CIDR form, e.g. "10.100.1.5/24"; empty on a network without IPAM
     role: str = "primary"
+    tunnel_id: int | None = None  # on networks whose topology asks for pod tunnel IDs
 
     @property
     def addresses(self) -> tuple[IPAddress, ...]:

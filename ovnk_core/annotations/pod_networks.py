@@ -27,6 +27,8 @@ from ovnk_core.annotations import AnnotationError, load_json
 POD_NETWORKS_ANNOTATION = "k8s.ovn.org/pod-networks"
 ROLES = ("primary", "secondary", "infrastructure-locked")
 _MAC = re.compile(r"[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}")
+MAX_POD_TUNNEL_ID = 32768
+"""Pod tunnel IDs are 1 .. MAX_POD_TUNNEL_ID - 1 (0 is never one)."""
 
 
 class PodAnnotationError(AnnotationError):

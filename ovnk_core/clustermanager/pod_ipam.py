@@ -57,7 +57,10 @@ from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
 log = logging.getLogger(__name__)
 
 NETWORKS_ANNOTATION = network_selections.NETWORKS_ANNOTATION
-MAX_POD_TUNNEL_ID = 32768
+MAX_POD_TUNNEL_ID = pod_networks.MAX_POD_TUNNEL_ID
+PLATFORM_TUNNEL_IDS = range(1, 10)
+"""Pod tunnel IDs kept for platform ports (upstream ``reserved-platform-port-<i>``): new
+pods start at 10; a pod that already holds one keeps it."""
 Interface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
 
 
@@ -90,6 +93,7 @@ class PodAllocator:
         self.tunnel_ids: dict[str, IdAllocator] = {}
         self.held: dict[str, list[tuple[str, str]]] = {}  # pod key → (allocator, owner)
         self.held_tunnels: dict[str, list[tuple[str, str]]] = {}  # pod key → (network, owner)
+        self.platform_ids_reserved: set[str] = set()  # networks whose IDs 1-9 are set aside
         # entries of live pods whose network was not known when they were read:
         # NAD key → pod key → entry, reserved before that network's first allocation
         self.unresolved: dict[str, dict[str, pod_networks.PodNetwork]] = {}
@@ -131,6 +135,18 @@ class PodAllocator:
     def _tunnel_allocator(self, network: str) -> IdAllocator:
         return self.tunnel_ids.setdefault(network, IdAllocator(
             f"TunnelIDs-{network}", MAX_POD_TUNNEL_ID))
+
+    def _allocate_tunnel_id(self, network: str, owner: str) -> int:
+        """A new pod's tunnel ID; the first allocation of a network reserves the platform
+        IDs that no live pod holds (every existing entry was reserved before: at sync, or
+        when its network became known)."""
+        allocator = self._tunnel_allocator(network)
+        if network not in self.platform_ids_reserved:
+            for value in PLATFORM_TUNNEL_IDS:
+                if allocator.owner_of(value) is None:
+                    allocator.reserve(f"reserved-platform-port-{value}", value)
+            self.platform_ids_reserved.add(network)
+        return allocator.allocate(owner)
 
     def _excluded(self, netinfo: NetInfo | None, subnet: Any) -> list[Any]:
         return excluded_subnets(netinfo, subnet)
@@ -311,11 +327,12 @@ class PodAllocator:
                 self.held.setdefault(pod_key, []).append((key, owner))
                 interfaces.append(ipaddress.ip_interface(f"{address}/{subnet.prefixlen}"))
             if netinfo is not None and netinfo.needs.pod_tunnel_ids:
-                tunnel_id = self._tunnel_allocator(network).allocate(owner)
+                tunnel_id = self._allocate_tunnel_id(network, owner)
                 self.held_tunnels.setdefault(pod_key, []).append((network, owner))
         topology = None if netinfo is None else self.topologies(netinfo.topology)
         return annotation.build_pod_network(self.config, netinfo, role, interfaces, tunnel_id,
-                                            topology)
+                                            topology, mac="" if interfaces else
+                                            annotation.random_mac())
 
     def _secondary_nads(self, pod: JSON, primary: str | None) -> list[str]:
         """The OVN-Kubernetes NADs the pod selects; what cannot be honoured is a Warning

@@ -11,6 +11,7 @@ and only reaches the cluster and join subnets.
 from __future__ import annotations
 
 import ipaddress
+import secrets
 from collections.abc import Sequence
 
 from ovnk_core.annotations.pod_networks import PodNetwork
@@ -30,10 +31,11 @@ OVN_SERVICE_HAIRPIN_OFFSET = 5
 def build_pod_network(config: Config, netinfo: NetInfo | None, role: str,
                       ips: Sequence[ipaddress.IPv4Interface | ipaddress.IPv6Interface],
                       tunnel_id: int | None = None,
-                      topology: Topology | None = None) -> PodNetwork:
+                      topology: Topology | None = None, mac: str = "") -> PodNetwork:
     """One entry.  ``netinfo`` is ``None`` for the default network, whose routes are the
     core's; a user-defined network's gateway and routes come from ``topology`` (the plugin
-    that parsed ``netinfo``, required then)."""
+    that parsed ``netinfo``, required then).  The MAC derives from the first IPv4 address
+    (else the first); a network without IPAM passes one (``random_mac``)."""
     gateways = [gateway_ip(ip.network) for ip in ips]
     if netinfo is None or netinfo.is_default:
         routing = default_network_routing(config, role, gateways)
@@ -41,10 +43,19 @@ def build_pod_network(config: Config, netinfo: NetInfo | None, role: str,
         if topology is None:
             raise TypeError(f"network {netinfo.name}: the entry needs its topology plugin")
         routing = topology.pod_routing(netinfo, gateways)
-    mac = mac_from_ip(next((ip.ip for ip in ips if ip.version == 4), ips[0].ip)) if ips else ""
+    if ips:
+        mac = mac_from_ip(next((ip.ip for ip in ips if ip.version == 4), ips[0].ip))
     return PodNetwork(ip_addresses=tuple(str(ip) for ip in ips), mac_address=mac, role=role,
                       gateway_ips=routing.gateway_ips, routes=routing.routes,
                       tunnel_id=tunnel_id, ipv6_lla_gateway_ip=routing.ipv6_lla_gateway_ip)
+
+
+def random_mac() -> str:
+    """A random locally administered unicast MAC (upstream's ``GenerateRandMAC``), for a pod
+    on a network without IPAM, whose MAC cannot derive from an address."""
+    octets = bytearray(secrets.token_bytes(6))
+    octets[0] = (octets[0] | 0x02) & 0xFE
+    return ":".join(f"{octet:02x}" for octet in octets)
 
 
 def default_network_routing(config: Config, role: str, gateways: Sequence[IPAddress]

@@ -31,6 +31,8 @@ node, here, as pure functions (no I/O, no state):
   role and IPs; every route is one it gives (a subset: routes the current
   configuration would add, such as a new service CIDR, may be missing from an
   older entry).
+* **tunnel ID**: present, in 1..32767, on networks whose topology asks for pod tunnel
+  IDs; absent on the others.
 * **MAC**: six hex octets separated by colons, unicast and not all-zero —
   so NUL bytes, unpaired surrogates or anything else never reach NB.
 
@@ -50,7 +52,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ovnk_core.allocators.ips import unusable_reason
-from ovnk_core.annotations.pod_networks import POD_NETWORKS_ANNOTATION, PodNetwork
+from ovnk_core.annotations.pod_networks import (
+    MAX_POD_TUNNEL_ID,
+    POD_NETWORKS_ANNOTATION,
+    PodNetwork,
+)
 from ovnk_core.config import Config
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.networks.addressing import gateway_ip, management_ip
@@ -118,6 +124,7 @@ def check_attachment(config: Config, pod: PodContext, nad_key: str, entry: PodNe
     role_ok = not problems
     interfaces = _address_problems(pod, entry, netinfo, node_subnets, problems)
     problems += mac_problems(entry.mac_address)
+    problems += tunnel_id_problems(entry.tunnel_id, netinfo)
     if role_ok and interfaces is not None:
         problems += _gateway_problems(config, entry, netinfo, interfaces, topology)
     return problems
@@ -161,6 +168,8 @@ def _address_problems(pod: PodContext, entry: PodNetwork, netinfo: NetInfo,
     before = len(problems)
     interfaces: list[Interface] = []
     used: dict[IPNetwork, Interface] = {}
+    if not entry.ip_addresses and not subnets and not per_node:
+        return []  # a network without IPAM: its pods have a MAC only
     if not entry.ip_addresses:
         problems.append("the entry has no IP address")
     elif not subnets:
@@ -255,6 +264,18 @@ def _gateway_problems(config: Config, entry: PodNetwork, netinfo: NetInfo,
         problems.append(f"ipv6_lla_gateway_ip {lla!a} is not the one the network gives "
                         f"({expected.ipv6_lla_gateway_ip or 'none'})")
     return problems
+
+
+def tunnel_id_problems(tunnel_id: int | None, netinfo: NetInfo) -> list[str]:
+    """A network whose topology asks for pod tunnel IDs needs one in range; others none."""
+    if not netinfo.needs.pod_tunnel_ids:
+        return [] if tunnel_id is None else [
+            f"tunnel_id {tunnel_id} is set, but network {netinfo.name} gives its pods none"]
+    if tunnel_id is None:
+        return [f"the entry has no tunnel_id (network {netinfo.name} gives each pod one)"]
+    if not 0 < tunnel_id < MAX_POD_TUNNEL_ID:
+        return [f"tunnel_id {tunnel_id} is outside 1..{MAX_POD_TUNNEL_ID - 1}"]
+    return []
 
 
 def mac_problems(mac: str) -> list[str]:

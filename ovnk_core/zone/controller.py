@@ -123,8 +123,8 @@ def pod_ip_keys(pod: JSON) -> list[str]:
 
 
 def pod_entries(pod: JSON) -> dict[str, pod_networks.PodNetwork]:
-    """NAD key → entry of the pod's annotation, for the entries that have addresses (an
-    entry without addresses, such as a network without IPAM, has no port here).
+    """NAD key → entry of the pod's annotation, for the entries that have an address (a
+    network without IPAM gives its pods a MAC only).
 
     :raises PermanentError: the annotation is malformed (reported on the pod).
     """
@@ -134,14 +134,15 @@ def pod_entries(pod: JSON) -> dict[str, pod_networks.PodNetwork]:
             (meta.get("annotations") or {}).get(pod_networks.POD_NETWORKS_ANNOTATION))
     except pod_networks.PodAnnotationError as exc:
         raise PermanentError(str(exc), reason="ErrorReconcilingPod") from None
-    return {nad_key: entry for nad_key, entry in entries.items() if entry.ip_addresses}
+    return {nad_key: entry for nad_key, entry in entries.items()
+            if entry.ip_addresses or entry.mac_address}
 
 
 def attachment_of(pod: JSON, nad_key: str, entry: pod_networks.PodNetwork) -> PodAttachment:
     meta = pod["metadata"]
     return PodAttachment(meta["namespace"], meta["name"], meta.get("uid", ""),
                          (pod.get("spec") or {}).get("nodeName") or "", nad_key,
-                         entry.mac_address, entry.ip_addresses, entry.role)
+                         entry.mac_address, entry.ip_addresses, entry.role, entry.tunnel_id)
 
 
 def pod_attachments(pod: JSON) -> dict[str, PodAttachment]:

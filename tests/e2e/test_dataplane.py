@@ -22,7 +22,12 @@ import pytest
 from ovnk_local.cgroups import KUBELET_CGROUP_FILE, KubeletCgroup
 from ovnk_local.cluster import LocalCluster
 from ovnk_local.dataplane import EXTERNAL_HOST_IP
-from ovnk_local.testing.dataplane import require_dataplane
+from ovnk_local.testing.dataplane import (
+    echo_requests_received,
+    ping,
+    pod_netns,
+    require_dataplane,
+)
 
 from ovnk_core.node.netns import NETNS_DIR
 from ovnk_core.testing.waiting import wait_until
@@ -75,29 +80,10 @@ def pods(cluster: LocalCluster, *namespaces: str) -> list[dict[str, Any]]:
     return found
 
 
-def pod_netns(cluster: LocalCluster, pod: dict[str, Any]) -> str:
-    meta = pod["metadata"]
-    return (cluster.dataplane.pod_netns_prefix(pod["spec"]["nodeName"])
-            + f"{meta['namespace']}.{meta['name']}")
-
-
 def primary_ip(pod: dict[str, Any]) -> str:
     networks = json.loads(pod["metadata"]["annotations"][POD_NETWORKS])
     primary = next(key for key, entry in networks.items() if entry["role"] == "primary")
     return str(networks[primary]["ip_addresses"][0]).split("/")[0]
-
-
-def echo_requests_received(netns: str) -> int:
-    snmp = subprocess.run(["ip", "netns", "exec", netns, "cat", "/proc/net/snmp"],
-                          capture_output=True, text=True, check=True).stdout.splitlines()
-    header, values = [line.split() for line in snmp if line.startswith("Icmp:")][:2]
-    return int(dict(zip(header, values, strict=True))["InEchos"])
-
-
-def ping(netns: str, ip: str) -> bool:
-    result = subprocess.run(["ip", "netns", "exec", netns, "ping", "-c", "3", "-i", "0.2",
-                             "-W", "1", "-q", ip], capture_output=True, text=True)
-    return result.returncode == 0
 
 
 def ping_as_kubelet(cluster: LocalCluster, node: str, netns: str, ip: str) -> bool:
@@ -238,39 +224,46 @@ def test_ovnk_tools_find_the_cluster_from_its_kubeconfig_and_exec_keeps_options(
 def test_a_network_no_plugin_renders_is_said_so_and_its_pods_fail_their_sandbox(
         cluster: LocalCluster) -> None:
     for manifest in (
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "flat", "labels": {
-                "k8s.ovn.org/primary-user-defined-network": ""}}},
-            {"apiVersion": "k8s.ovn.org/v1", "kind": "UserDefinedNetwork",
-             "metadata": {"name": "flat", "namespace": "flat"},
-             "spec": {"topology": "Layer2", "layer2": {"role": "Primary",
-                                                       "subnets": ["10.77.0.0/24"]}}},
-            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "flat"},
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "phys", "labels": {
+                "ovnk.test/physical": ""}}},
+            {"apiVersion": "k8s.ovn.org/v1", "kind": "ClusterUserDefinedNetwork",
+             "metadata": {"name": "phys"},
+             "spec": {"namespaceSelector": {"matchLabels": {"ovnk.test/physical": ""}},
+                      "network": {"topology": "Localnet", "localnet": {
+                          "role": "Secondary", "physicalNetworkName": "physnet",
+                          "subnets": ["10.77.0.0/24"]}}}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {
+                "name": "web", "namespace": "phys",
+                "annotations": {"k8s.v1.cni.cncf.io/networks": "phys"}},
              "spec": {"containers": [{"name": "c", "image": "agnhost"}]}}):
         kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(manifest))
 
     def warnings(reason: str) -> list[dict[str, Any]]:
-        return [e for e in json.loads(kubectl(cluster, "get", "events", "-n", "flat", "-o",
-                                              "json"))["items"] if e["reason"] == reason]
+        return [e for e in json.loads(kubectl(cluster, "get", "events", "-A", "-o", "json"))[
+            "items"] if e["reason"] == reason and e["involvedObject"].get("name") in (
+                "phys", "web")]
     wait_until(lambda: len(warnings("NetworkNotRendered")) == 2 and
                warnings("FailedCreatePodSandBox"), timeout=60,
-               what="NetworkNotRendered on the UDN and NAD, FailedCreatePodSandBox on the pod")
-    problem = ('no enabled plugin renders topology "layer2" into OVN: the layer2 plugin only '
-               "parses and allocates its networks (plugins that render into OVN: layer3)")
+               what="NetworkNotRendered on the CUDN and NAD, FailedCreatePodSandBox on the pod")
+    problem = ('no enabled plugin renders topology "localnet" into OVN: the localnet plugin '
+               "only parses and allocates its networks (plugins that render into OVN: layer2, "
+               "layer3)")
     assert {(e["involvedObject"]["kind"], e["message"]) for e in warnings(
         "NetworkNotRendered")} == {
-        (kind, f"network flat_flat is not rendered: {problem}; its pods get no network")
-        for kind in ("UserDefinedNetwork", "NetworkAttachmentDefinition")}
+        (kind, f"network cluster_udn_phys is not rendered: {problem}; its pods get no network")
+        for kind in ("ClusterUserDefinedNetwork", "NetworkAttachmentDefinition")}
     [sandbox] = warnings("FailedCreatePodSandBox")
     assert sandbox["message"] == (
-        "Failed to create pod sandbox: failed to set up the pod network: pod flat/web: network "
-        f"flat_flat (NAD flat/flat) is not rendered: {problem}; its interface ovn-udn1 would "
+        "Failed to create pod sandbox: failed to set up the pod network: pod phys/web: network "
+        f"cluster_udn_phys (NAD phys/phys) is not rendered: {problem}; its interface net1 would "
         "never be bound")
-    udn = json.loads(kubectl(cluster, "get", "udn", "flat", "-n", "flat", "-o", "json"))
-    assert [c["status"] for c in udn["status"]["conditions"]
+    cudn = json.loads(kubectl(cluster, "get", "clusteruserdefinednetwork", "phys", "-o",
+                              "json"))
+    assert [c["status"] for c in cudn["status"]["conditions"]
             if c["type"] == "NetworkCreated"] == ["True"]
-    pod = json.loads(kubectl(cluster, "get", "pod", "web", "-n", "flat", "-o", "json"))
+    pod = json.loads(kubectl(cluster, "get", "pod", "web", "-n", "phys", "-o", "json"))
     assert pod["status"].get("phase") != "Running"
-    kubectl(cluster, "delete", "pod", "web", "-n", "flat", "--wait=false")
+    kubectl(cluster, "delete", "pod", "web", "-n", "phys", "--wait=false")
 
 
 def test_pods_reach_the_external_host_as_their_node(cluster: LocalCluster) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 from ovnk_local.cluster import LocalCluster
-from ovnk_local.testing.dataplane import require_dataplane
+from ovnk_local.testing.dataplane import echo_requests_received, pod_netns, require_dataplane
 
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.ownership import OWNER_CONTROLLER_KEY, OWNER_KEY, TOPOLOGY_KEY
@@ -85,18 +85,6 @@ def logs(cluster: LocalCluster) -> str:
             lines = log.read_text(errors="replace").splitlines()[-20:]
             parts.append(f"--- {log.name}\n" + "\n".join(lines))
     return "\n".join(parts)
-
-
-def pod_netns(cluster: LocalCluster, pod: dict[str, Any]) -> str:
-    return (cluster.dataplane.pod_netns_prefix(pod["spec"]["nodeName"])
-            + f"{pod['metadata']['namespace']}.{pod['metadata']['name']}")
-
-
-def echo_requests_received(netns: str) -> int:
-    snmp = subprocess.run(["ip", "netns", "exec", netns, "cat", "/proc/net/snmp"],
-                          capture_output=True, text=True, check=True).stdout.splitlines()
-    header, values = [line.split() for line in snmp if line.startswith("Icmp:")][:2]
-    return int(dict(zip(header, values, strict=True))["InEchos"])
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 from ovnk_core.annotations.pod_networks import PodNetwork
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.plugins import PluginHost
-from ovnk_core.pods.annotation import build_pod_network
+from ovnk_core.pods.annotation import build_pod_network, random_mac
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.zone.attachment_checks import (
     REASON,
@@ -58,6 +58,7 @@ def entry(netinfo: NetInfo | None, role: str, *ips: str) -> PodNetwork:
     """What the cluster manager's pod IPAM writes."""
     return build_pod_network(CONFIG, netinfo, role,
                              [ipaddress.ip_interface(ip) for ip in ips],
+                             tunnel_id=10 if netinfo and netinfo.needs.pod_tunnel_ids else None,
                              topology=HOST.topology(netinfo.topology) if netinfo else None)
 
 
@@ -292,3 +293,36 @@ def test_messages() -> None:
     assert refusal_message(POD, "blue/blue-network", "blue_blue-network", ["p1", "p2"]) == \
         ("pod blue/a: not rendering the k8s.ovn.org/pod-networks entry for blue/blue-network "
          "(network blue_blue-network): p1; p2")
+
+
+# -- tunnel IDs and networks without IPAM -------------------------------------------------------
+SIDE_POD = dataclasses.replace(PLAIN, requested=("side/red",))
+MACONLY = network("side_mac", "side/mac", topology="layer2", role="secondary")
+
+
+@pytest.mark.parametrize(("tunnel_id", "problem"), [
+    (None, "the entry has no tunnel_id (network side_red gives each pod one)"),
+    (0, "tunnel_id 0 is outside 1..32767"),
+    (32768, "tunnel_id 32768 is outside 1..32767"),
+    (-4, "tunnel_id -4 is outside 1..32767"),
+])
+def test_a_network_with_pod_tunnel_ids_needs_one_in_range(tunnel_id: int | None,
+                                                         problem: str) -> None:
+    value = dataclasses.replace(entry(SIDE, "secondary", "192.168.0.7/24"), tunnel_id=tunnel_id)
+    assert check(SIDE_POD, "side/red", value, SIDE, ()) == [problem]
+
+
+def test_a_network_without_pod_tunnel_ids_refuses_one() -> None:
+    value = dataclasses.replace(entry(BLUE, "primary", "103.103.1.3/24"), tunnel_id=12)
+    assert check(POD, "blue/blue-network", value, BLUE, (BLUE_NODE_SUBNET,)) == [
+        "tunnel_id 12 is set, but network blue_blue-network gives its pods none"]
+
+
+def test_a_network_without_ipam_takes_a_mac_only_entry() -> None:
+    pod = dataclasses.replace(PLAIN, requested=("side/mac",))
+    value = dataclasses.replace(entry(MACONLY, "secondary"), mac_address=random_mac())
+    assert value.ip_addresses == ()
+    assert check(pod, "side/mac", value, MACONLY, ()) == []
+    # but an entry without IPs on a network that has subnets is refused
+    no_ips = dataclasses.replace(entry(SIDE, "secondary"), mac_address=random_mac())
+    assert check(SIDE_POD, "side/red", no_ips, SIDE, ()) == ["the entry has no IP address"]

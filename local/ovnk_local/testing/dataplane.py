@@ -1,5 +1,6 @@
-"""The one gate of every test that needs the local cluster's real dataplane, and the
-image's ``kubectl`` against such a cluster.
+"""The one gate of every test that needs the local cluster's real dataplane, the
+image's ``kubectl`` against such a cluster, and the few probes those tests make of
+real pods (their network namespace, pings, the kernel's echo counter).
 
 A machine without it (no root, no OVS userspace datapath...) skips those
 tests with the reason; in CI (``CI=true``) every tier must run, so the same
@@ -9,6 +10,7 @@ reason fails the test instead of hiding it.
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 
 import pytest
 
@@ -37,4 +39,35 @@ def kubectl(cluster: LocalCluster, *args: str, stdin: str | None = None, check: 
     return result
 
 
-__all__ = ["kubectl", "require_dataplane"]
+def pod_netns(cluster: LocalCluster, pod: dict[str, Any]) -> str:
+    """The network namespace of a running pod (from its object)."""
+    meta = pod["metadata"]
+    return (cluster.dataplane.pod_netns_prefix(pod["spec"]["nodeName"])
+            + f"{meta['namespace']}.{meta['name']}")
+
+
+def echo_requests_received(netns: str) -> int:
+    """ICMP echo requests the kernel of ``netns`` received so far (``InEchos``)."""
+    snmp = subprocess.run(["ip", "netns", "exec", netns, "cat", "/proc/net/snmp"],
+                          capture_output=True, text=True, check=True).stdout.splitlines()
+    header, values = [line.split() for line in snmp if line.startswith("Icmp:")][:2]
+    return int(dict(zip(header, values, strict=True))["InEchos"])
+
+
+def ping(netns: str, ip: str, interface: str | None = None) -> bool:
+    """Three pings from ``netns`` (out of ``interface`` when given); True when answered."""
+    bind = ["-I", interface] if interface else []
+    result = subprocess.run(["ip", "netns", "exec", netns, "ping", "-c", "3", "-i", "0.2",
+                             "-W", "1", "-q", *bind, ip], capture_output=True, text=True)
+    return result.returncode == 0
+
+
+def wait_pods_ready(cluster: LocalCluster, namespace: str, explain: str = "") -> None:
+    """Every pod of ``namespace`` Ready within 90 s, else fail with ``explain``."""
+    result = kubectl(cluster, "wait", "--for=condition=Ready", "pod", "--all", "-n",
+                     namespace, "--timeout=90s", check=False)
+    assert result.returncode == 0, f"pods of {namespace} not ready: {result.stderr}\n{explain}"
+
+
+__all__ = ["echo_requests_received", "kubectl", "ping", "pod_netns", "require_dataplane",
+           "wait_pods_ready"]

@@ -1,4 +1,4 @@
-"""The Layer2 topology: netconf rules now, NB rendering in its own issue.
+"""The Layer2 topology: its netconf rules, and its Northbound rendering (``desired``).
 
 A Layer2 network is one subnet shared by all nodes; a primary Layer2 network
 needs subnets and also gets a transit subnet for its transit router.
@@ -19,13 +19,30 @@ from ovnk_core.networks.netconf_fields import (
     read_plain_subnets,
 )
 from ovnk_core.networks.netinfo import NetInfo, NetworkNeeds
+from ovnk_core.ovn.declarative import DesiredRow
 from ovnk_core.pods.routing import primary_network_routes
+from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
+from ovnk_core.topology import RenderingNotSupported
+from ovnk_layer2 import desired
 from ovnk_layer2.udn_section import Layer2Section
 
 
 class Layer2Topology(Topology):
     name = "layer2"
     udn_section = Layer2Section()
+    renders = True
+
+    def build_network(self, network: NetworkState) -> list[DesiredRow]:
+        _only_secondary(network)
+        return [desired.build_switch(network)]
+
+    def build_node(self, network: NetworkState, node: NodeState) -> list[DesiredRow]:
+        _only_secondary(network)
+        return []  # the switch spans every node; ports are bound where their pods run
+
+    def build_pod(self, network: NetworkState, pod: PodAttachment) -> list[DesiredRow]:
+        _only_secondary(network)
+        return desired.build_pod(network, pod)
 
     def pod_routing(self, netinfo: NetInfo, gateways: Sequence[IPAddress]) -> PodRouting:
         """A secondary Layer2 network has no router: nothing.  A primary one is the pod's
@@ -62,3 +79,8 @@ class Layer2Topology(Topology):
                                extra_tunnel_keys=2 if netconf.role == "primary" else 0,
                                node_gateway=netconf.role == "primary"),
         )
+
+
+def _only_secondary(network: NetworkState) -> None:
+    if network.netinfo.is_primary:
+        raise RenderingNotSupported("primary Layer2 networks are not rendered yet")

@@ -96,7 +96,41 @@ def test_pod_waits_for_its_primary_network(client: KubeClient, manager: ClusterM
     entry = wait_until(lambda: networks(client, "blue", "early").get("blue/blue"),
                        timeout=30)
     assert entry["ip_addresses"] == ["10.150.0.3/24"]  # .1 gateway and .2 management skipped
-    assert entry["tunnel_id"] == 1 and entry["gateway_ips"] == ["10.150.0.1"]
+    # tunnel IDs 1-9 are kept for platform ports (upstream): the first pod gets 10
+    assert entry["tunnel_id"] == 10 and entry["gateway_ips"] == ["10.150.0.1"]
+
+
+def test_a_pod_holding_a_platform_tunnel_id_keeps_it_across_a_restart(
+        client: KubeClient, start_manager: Callable[[], ClusterManager]) -> None:
+    """Upstream's "upgrade: pods already hold platform IDs": IDs 1-9 are set aside at the
+    network's first allocation except those live pods already hold."""
+    client.create(NAMESPACES, {"metadata": {"name": "violet",
+                                            "labels": {PRIMARY_NAMESPACE_LABEL: ""}}})
+    client.create(UDNS, {"metadata": {"name": "violet", "namespace": "violet"},
+                         "spec": {"topology": "Layer2", "layer2": {
+                             "role": "Primary", "subnets": ["10.151.0.0/24"]}}})
+    first = start_manager()
+    try:
+        pod(client, "violet", "old", "ovn-worker")
+        entry = wait_until(lambda: networks(client, "violet", "old").get("violet/violet"),
+                           timeout=30)
+    finally:
+        first.stop_controllers()
+    # an older release gave this pod ID 3: rewrite it so (as that release would have)
+    annotation = networks(client, "violet", "old")
+    annotation["violet/violet"]["tunnel_id"] = 3
+    client.patch(PODS, "old", {"metadata": {"annotations": {
+        "k8s.ovn.org/pod-networks": json.dumps(annotation)}}}, "violet")
+    second = start_manager()
+    try:
+        pod(client, "violet", "new", "ovn-worker2")
+        new = wait_until(lambda: networks(client, "violet", "new").get("violet/violet"),
+                         timeout=30)
+        assert new["tunnel_id"] == 10
+        assert networks(client, "violet", "old")["violet/violet"]["tunnel_id"] == 3
+        assert new["ip_addresses"] != entry["ip_addresses"]
+    finally:
+        second.stop_controllers()
 
 
 def test_ips_are_unique_released_and_survive_restart(client: KubeClient,
