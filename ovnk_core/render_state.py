@@ -47,12 +47,16 @@ class NetworkState:
     :ivar masquerade_subnets: the cluster's masquerade subnets (v4 first); per-network
         masquerade IPs derive from them and ``network_id``.
     :ivar default_join_subnets: the default network's join subnets (``--gateway-v4-join-subnet``).
+    :ivar tunnel_keys: for a network whose topology asks for extra tunnel keys, every key
+        of the network as its NAD lists them (``k8s.ovn.org/tunnel-keys``: ``BASE +
+        networkID`` first, then the extra ones); empty otherwise.
     """
 
     netinfo: NetInfo
     network_id: int
     masquerade_subnets: tuple[IPNetwork, ...]
     default_join_subnets: tuple[IPNetwork, ...]
+    tunnel_keys: tuple[int, ...] = ()
 
     @property
     def join_subnets(self) -> tuple[IPNetwork, ...]:
@@ -76,6 +80,7 @@ class PodAttachment:
     ips: tuple[str, ...]  # CIDR form, e.g. "10.100.1.5/24"; empty on a network without IPAM
     role: str = "primary"
     tunnel_id: int | None = None  # on networks whose topology asks for pod tunnel IDs
+    node_id: int | None = None  # the pod's node's k8s.ovn.org/node-id, when known
 
     @property
     def addresses(self) -> tuple[IPAddress, ...]:

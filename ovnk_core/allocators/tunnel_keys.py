@@ -2,8 +2,11 @@
 
 A network's interconnect switch uses ``BASE + networkID``; a topology that
 needs more keys declares how many (``NetworkNeeds.extra_tunnel_keys``) and
-gets them from the range above the per-network block, recorded on the NAD as
-``k8s.ovn.org/tunnel-keys`` (``ovnk_core.annotations.tunnel_keys``).
+gets them from the range above the per-network block.  As upstream, the NAD's
+``k8s.ovn.org/tunnel-keys`` (``ovnk_core.annotations.tunnel_keys``) then lists
+every key of the network, ``BASE + networkID`` first (a primary Layer2
+network: ``[16711683+ID, <its transit router's key>]``); a network without
+extra keys gets an empty list.
 """
 
 from __future__ import annotations
@@ -38,8 +41,17 @@ class TunnelKeyAllocator:
         return [EXTRA_KEYS_START + self._ids.allocate(f"{netinfo.name}/{index}")
                 for index in range(extra_keys_needed(netinfo))]
 
+    def annotation_keys(self, netinfo: NetInfo, network_id: int) -> list[int]:
+        """What the NAD's ``k8s.ovn.org/tunnel-keys`` lists: ``BASE + networkID`` then the
+        extra keys, or nothing for a network without extra keys."""
+        extra = self.keys_for(netinfo)
+        return [network_tunnel_key(network_id), *extra] if extra else []
+
     def reserve(self, network: str, keys: list[int]) -> None:
-        for index, key in enumerate(keys):
+        """Reserve the extra keys of an annotation read back (``BASE + networkID`` is the
+        network ID's, not allocated here)."""
+        extra = [key for key in keys if key >= EXTRA_KEYS_START]
+        for index, key in enumerate(extra):
             self._ids.reserve(f"{network}/{index}", key - EXTRA_KEYS_START)
 
     def release(self, network: str) -> None:

@@ -228,7 +228,7 @@ class NadController:
         entry = self.registry.get(network)
         if entry is not None:
             entry.network_id = network_id
-        keys = self.tunnel_keys.keys_for(accepted[0][1])
+        keys = self.tunnel_keys.annotation_keys(accepted[0][1], network_id)
         wanted = {**network_id_annotations(network_id, network),
                   TUNNEL_KEYS_ANNOTATION: serialize_tunnel_keys(keys)}
         for nad, _ in accepted:

@@ -138,11 +138,13 @@ def pod_entries(pod: JSON) -> dict[str, pod_networks.PodNetwork]:
             if entry.ip_addresses or entry.mac_address}
 
 
-def attachment_of(pod: JSON, nad_key: str, entry: pod_networks.PodNetwork) -> PodAttachment:
+def attachment_of(pod: JSON, nad_key: str, entry: pod_networks.PodNetwork,
+                  node_id: int | None = None) -> PodAttachment:
     meta = pod["metadata"]
     return PodAttachment(meta["namespace"], meta["name"], meta.get("uid", ""),
                          (pod.get("spec") or {}).get("nodeName") or "", nad_key,
-                         entry.mac_address, entry.ip_addresses, entry.role, entry.tunnel_id)
+                         entry.mac_address, entry.ip_addresses, entry.role, entry.tunnel_id,
+                         node_id)
 
 
 def pod_attachments(pod: JSON) -> dict[str, PodAttachment]:
@@ -463,7 +465,13 @@ class ZoneController:
                     waiting.append(f"node {context.node} has no subnet in network {network} "
                                    "yet")
                     continue
-                attachment = attachment_of(pod, nad_key, entry)
+                node_id = self._node_id(context.node)
+                if netinfo.needs.node_gateway and node_id is None:
+                    # the pod's way out is its node's gateway, addressed by the node's ID
+                    keep.add(owners.controller_name(network))
+                    waiting.append(f"node {context.node} has no node ID yet")
+                    continue
+                attachment = attachment_of(pod, nad_key, entry, node_id)
                 rows: list[DesiredRow] = []
                 problems = attachment_checks.check_attachment(
                     self.config, context, nad_key, entry, netinfo, node_subnets, topology)
@@ -532,6 +540,10 @@ class ZoneController:
         return PodContext(namespace, meta["name"], spec.get("nodeName") or "",
                           host_network=bool(spec.get("hostNetwork")), requested=requested,
                           primary_nads=tuple(primary))
+
+    def _node_id(self, node_name: str) -> int | None:
+        node = self.nodes.peek(node_name)
+        return self._facts.get(node).node_id if node is not None else None
 
     def _node_subnets(self, node_name: str, network: str) -> tuple[IPNetwork, ...]:
         node = self.nodes.peek(node_name)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ovnk_core.annotations.tunnel_keys import annotated_tunnel_keys
 from ovnk_core.config import Config
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.errors import NetworkConfigError
@@ -81,6 +82,16 @@ def lookup_network(name: str, nads: list[JSON], config: Config, host: PluginHost
         reason = "; ".join(problems) or ("the cluster manager has not accepted any of its "
                                          "NADs yet (none carries a network ID)")
         return NetworkLookup(WAITING, reason=reason, nads=tuple(object_key(n) for n in live))
-    return NetworkLookup(READY, NetworkState(decision.definition, decision.network_id,
-                                             masquerade_subnets(config), ()),
+    netinfo = decision.definition
+    tunnel_keys: tuple[int, ...] = ()
+    if netinfo.needs.extra_tunnel_keys:
+        defining = next(nad for nad, _ in candidates if object_key(nad) in decision.accepted)
+        tunnel_keys = tuple(annotated_tunnel_keys(defining))
+        if len(tunnel_keys) != 1 + netinfo.needs.extra_tunnel_keys:
+            return NetworkLookup(WAITING, reason=(
+                f"NAD {object_key(defining)} does not list the network's "
+                f"{1 + netinfo.needs.extra_tunnel_keys} tunnel keys (yet): "
+                f"{list(tunnel_keys)}"), nads=tuple(object_key(n) for n in live))
+    return NetworkLookup(READY, NetworkState(netinfo, decision.network_id,
+                                             masquerade_subnets(config), (), tunnel_keys),
                          nads=decision.accepted)

@@ -80,3 +80,9 @@ def test_tunnel_keys() -> None:
     assert restarted.keys_for(other) == [16715781, 16715782]
     restarted.release("ns_l2")
     assert restarted.keys_for(l2) == [16715783, 16715784]
+    # the NAD lists the network's own key first (upstream: [16711683+ID, extra...])
+    assert restarted.annotation_keys(l2, 2) == [16711685, 16715783, 16715784]
+    assert restarted.annotation_keys(l3, 3) == []
+    again = TunnelKeyAllocator()
+    again.reserve("ns_l2", [16711685, 16715783, 16715784])  # the network's own key skipped
+    assert again.keys_for(l2) == [16715783, 16715784]

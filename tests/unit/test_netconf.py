@@ -121,7 +121,7 @@ def test_golden_primary_layer2_with_persistent_ips(hosts: dict[str, PluginHost])
         join_subnets=nets("100.65.0.0/16", "fd99::/64"),
         transit_subnets=nets("100.88.0.0/16", "fd97::/64"),
         allow_persistent_ips=True, nad_key="mynamespace/test-net",
-        needs=NetworkNeeds(pod_tunnel_ids=True, extra_tunnel_keys=2, node_gateway=True),
+        needs=NetworkNeeds(pod_tunnel_ids=True, extra_tunnel_keys=1, node_gateway=True),
     )
 
 

@@ -22,8 +22,8 @@ from ovnk_core.networks.netinfo import NetInfo, NetworkNeeds
 from ovnk_core.ovn.declarative import DesiredRow
 from ovnk_core.pods.routing import primary_network_routes
 from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
-from ovnk_core.topology import RenderingNotSupported
-from ovnk_layer2 import desired
+from ovnk_core.zone.owners import pod_owner
+from ovnk_layer2 import desired, primary
 from ovnk_layer2.udn_section import Layer2Section
 
 
@@ -33,16 +33,22 @@ class Layer2Topology(Topology):
     renders = True
 
     def build_network(self, network: NetworkState) -> list[DesiredRow]:
-        _only_secondary(network)
-        return [desired.build_switch(network)]
+        rows = [desired.build_switch(network)]
+        if network.netinfo.is_primary:
+            rows += primary.build_router(network)
+        return rows
 
     def build_node(self, network: NetworkState, node: NodeState) -> list[DesiredRow]:
-        _only_secondary(network)
-        return []  # the switch spans every node; ports are bound where their pods run
+        """Nothing of a secondary network (its switch spans every node; ports are bound
+        where their pods run); a primary network's gateway on the node."""
+        return primary.build_gateway(network, node) if network.netinfo.is_primary else []
 
     def build_pod(self, network: NetworkState, pod: PodAttachment) -> list[DesiredRow]:
-        _only_secondary(network)
-        return desired.build_pod(network, pod)
+        rows = desired.build_pod(network, pod)
+        if network.netinfo.is_primary:
+            rows += primary.build_pod_egress(
+                network, pod, pod_owner(network.netinfo, pod.namespace, pod.name))
+        return rows
 
     def pod_routing(self, netinfo: NetInfo, gateways: Sequence[IPAddress]) -> PodRouting:
         """A secondary Layer2 network has no router: nothing.  A primary one is the pod's
@@ -74,13 +80,8 @@ class Layer2Topology(Topology):
             join_subnets=read_join_subnets(netconf, subnets), transit_subnets=transit,
             allow_persistent_ips=allow_persistent, nad_key=netconf.nad_key,
             # one switch across nodes: pods get tunnel IDs; a primary network's transit
-            # router and switch need two more tunnel keys, and its nodes a gateway
+            # router needs one more tunnel key, and its nodes a gateway
             needs=NetworkNeeds(pod_tunnel_ids=True,
-                               extra_tunnel_keys=2 if netconf.role == "primary" else 0,
+                               extra_tunnel_keys=1 if netconf.role == "primary" else 0,
                                node_gateway=netconf.role == "primary"),
         )
-
-
-def _only_secondary(network: NetworkState) -> None:
-    if network.netinfo.is_primary:
-        raise RenderingNotSupported("primary Layer2 networks are not rendered yet")

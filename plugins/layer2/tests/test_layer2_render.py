@@ -6,20 +6,25 @@ import ipaddress
 
 import pytest
 from ovnk_layer2.desired import build_pod, build_switch, switch_name
+from ovnk_layer2.primary import gateway_router_name as primary_gateway_router
+from ovnk_layer2.topology import Layer2Topology
 
 from ovnk_core.config.values import ClusterSubnet
 from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.networks.port_names import pod_port_name
-from ovnk_core.ovn.declarative import apply
-from ovnk_core.ovn.trace import packet_flow, trace, wait_for_sb
+from ovnk_core.ovn.declarative import apply, apply_many
+from ovnk_core.ovn.trace import TraceResult, packet_flow, trace, wait_for_sb
 from ovnk_core.ovn.writer import NbWriter
-from ovnk_core.render_state import NetworkState, PodAttachment
+from ovnk_core.render_state import GatewayConfig, NetworkState, NodeState, PodAttachment
+from ovnk_core.testing.configs import udn_config
+from ovnk_core.testing.neighbors import learn_neighbor
 from ovnk_core.testing.ovsdb_fixtures import OvnStack, read_rows
-from ovnk_core.zone.owners import network_owner, pod_owner
+from ovnk_core.zone.owners import network_owner, node_owner, pod_owner
 
 pytestmark = pytest.mark.e2e
 net = ipaddress.ip_network
+TOPOLOGY = Layer2Topology(udn_config())
 
 
 def secondary(name: str, *cidrs: str, network_id: int = 2) -> NetworkState:
@@ -107,3 +112,132 @@ def test_a_network_without_ipam_gives_mac_only_ports(ovn_stack: OvnStack) -> Non
     (port,) = read_rows(ovn_stack.nb.remote, "Logical_Switch_Port")
     assert port.addresses == ["0a:11:22:33:44:55"]
     assert port.port_security == ["0a:11:22:33:44:55"]
+
+
+# -- primary networks ---------------------------------------------------------------------------
+MASQUERADE = (net("169.254.0.0/17"),)
+
+
+def primary(name: str, cidr: str = "10.200.0.0/16", network_id: int = 1) -> NetworkState:
+    netinfo = NetInfo(name=name, topology="layer2", role="primary", mtu=1400,
+                      subnets=(ClusterSubnet(net(cidr), net(cidr).prefixlen),),
+                      join_subnets=(net("100.65.0.0/16"),),
+                      transit_subnets=(net("100.88.0.0/16"),),
+                      nad_key=name.replace("_", "/", 1))
+    return NetworkState(netinfo, network_id, MASQUERADE, (net("100.64.0.0/16"),),
+                        (16711683 + network_id, 16715779 + network_id))
+
+
+def gateway(index: int) -> GatewayConfig:
+    return GatewayConfig("shared", "breth0", mac_from_ip(f"172.18.0.{index}"),
+                         (f"172.18.0.{index}/16",), ("172.18.0.1",))
+
+
+NODES = (NodeState("ovn-worker", (), 2, "chassis-1", gateway(2)),
+         NodeState("ovn-worker2", (), 3, "chassis-2", gateway(3)))
+
+
+def primary_pod(network: NetworkState, name: str, node: NodeState, ip: str,
+                tunnel_id: int) -> PodAttachment:
+    nad_key = network.netinfo.nad_key
+    prefix = network.netinfo.subnets[0].cidr.prefixlen
+    return PodAttachment(nad_key.split("/")[0], name, f"uid-{name}", node.name, nad_key,
+                         mac_from_ip(ip), (f"{ip}/{prefix}",), "primary", tunnel_id,
+                         node.node_id)
+
+
+def render_primary(nb: NbWriter, network: NetworkState, pods: list[PodAttachment]) -> bool:
+    netinfo = network.netinfo
+    desired = {network_owner(netinfo): TOPOLOGY.build_network(network)}
+    for node in NODES:
+        desired[node_owner(netinfo, node.name)] = TOPOLOGY.build_node(network, node)
+    changed = apply_many(nb, desired).changed
+    for attachment in pods:
+        owner = pod_owner(netinfo, attachment.namespace, attachment.name)
+        changed = apply(nb, owner, TOPOLOGY.build_pod(network, attachment)).changed or changed
+    return changed
+
+
+def trace_out(stack: OvnStack, network: NetworkState, src: PodAttachment, dst_ip: str
+              ) -> TraceResult:
+    router_mac = mac_from_ip(network.netinfo.subnets[0].cidr.network_address + 1)
+    flow = packet_flow(pod_port_name(src.nad_key, src.namespace, src.name), src.mac,
+                       router_mac, src.ips[0].split("/")[0], dst_ip)
+    return trace(stack.sb.remote, switch_name(network.netinfo), flow)
+
+
+def test_primary_rows_are_upstreams(ovn_stack: OvnStack) -> None:
+    blue = primary("ns1_blue", network_id=2)
+    a = primary_pod(blue, "a", NODES[0], "10.200.0.3", 10)
+    with NbWriter([ovn_stack.nb.remote]).start() as nb:
+        assert render_primary(nb, blue, [a])
+        assert not render_primary(nb, blue, [a])  # a second render writes nothing
+    remote = ovn_stack.nb.remote
+    routers = {r.name: r for r in read_rows(remote, "Logical_Router")}
+    assert set(routers) == {"ns1_blue_transit_router", "GR_ns1_blue_ovn-worker",
+                            "GR_ns1_blue_ovn-worker2"}
+    tr = routers["ns1_blue_transit_router"]
+    assert tr.options == {"requested-tnl-key": "16715781"}
+    assert tr.external_ids["k8s-cluster-router"] == "yes"
+    assert "k8s.ovn.org/role" not in tr.external_ids
+    gr = routers["GR_ns1_blue_ovn-worker"]
+    assert gr.options == {"always_learn_from_arp_request": "false",
+                          "dynamic_neigh_routers": "false", "chassis": "chassis-1",
+                          "lb_force_snat_ip": "100.65.0.2", "mac_binding_age_threshold": "300",
+                          "disable_garp_rarp": "true"}
+    assert (gr.external_ids["physical_ip"], gr.external_ids["physical_ips"],
+            gr.external_ids["k8s.ovn.org/role"]) == ("172.18.0.2", "172.18.0.2,169.254.0.13",
+                                                     "primary")
+    ports = {p.name: p for p in read_rows(remote, "Logical_Router_Port")}
+    trtos = ports["trtos-ns1_blue_ovn_layer2_switch"]
+    assert (trtos.networks, trtos.mac) == (["10.200.0.1/16"], "0a:58:0a:c8:00:01")
+    assert trtos.options == {"requested-tnl-key": "1", "gateway_mtu": "1400"}
+    rtotr, trtor = ports["rtotr-GR_ns1_blue_ovn-worker"], ports["trtor-GR_ns1_blue_ovn-worker"]
+    assert sorted(rtotr.networks) == ["100.65.0.2/16", "100.88.0.5/31"]
+    assert rtotr.peer == ["trtor-GR_ns1_blue_ovn-worker"]
+    assert trtor.networks == ["100.88.0.4/31"] and trtor.options == {"requested-tnl-key": "12"}
+    assert sorted(ports["rtoe-GR_ns1_blue_ovn-worker"].networks) == [
+        "169.254.0.13/32", "172.18.0.2/16"]
+    switch_ports = {p.name: p for p in read_rows(remote, "Logical_Switch_Port")}
+    assert switch_ports["stotr-ns1_blue_ovn_layer2_switch"].options == {
+        "router-port": "trtos-ns1_blue_ovn_layer2_switch"}
+    assert switch_ports["breth0_ns1_blue_ovn-worker"].options == {"network_name": "physnet"}
+    assert not any(name.startswith("k8s-") for name in switch_ports)  # see primary.py
+    routes = {(r.ip_prefix, r.nexthop, tuple(r.policy)) for r in read_rows(
+        remote, "Logical_Router_Static_Route")}
+    assert {("10.200.0.0/16", "100.88.0.4", ()), ("169.254.0.0/17", "169.254.0.4", ()),
+            ("0.0.0.0/0", "172.18.0.1", ()), ("100.65.0.2", "100.88.0.5", ()),
+            ("10.200.0.3", "100.88.0.5", ("src-ip",))} <= routes
+    nats = {(n.external_ip, n.logical_ip) for n in read_rows(remote, "NAT")}
+    assert nats == {("169.254.0.13", "100.65.0.2"), ("169.254.0.13", "10.200.0.0/16"),
+                    ("169.254.0.13", "100.65.0.3")}
+
+
+def test_primary_pods_reach_each_other_and_leave_through_their_own_node(
+        ovn_stack: OvnStack) -> None:
+    blue, teal = primary("ns1_blue", network_id=1), primary("ns2_teal", network_id=2)
+    a = primary_pod(blue, "a", NODES[0], "10.200.0.3", 10)
+    b = primary_pod(blue, "b", NODES[1], "10.200.0.4", 11)
+    c = primary_pod(teal, "c", NODES[1], "10.200.0.4", 10)  # b's IP, in another network
+    with NbWriter([ovn_stack.nb.remote]).start() as nb:
+        render_primary(nb, blue, [a, b])
+        render_primary(nb, teal, [c])
+        wait_for_sb(nb.remote)
+        for network in (blue, teal):
+            for node in NODES:
+                gr = primary_gateway_router(network.netinfo, node.name)
+                learn_neighbor(ovn_stack.sb.remote, gr, f"rtoe-{gr}", "172.18.0.1",
+                               "aa:bb:cc:00:00:01")
+    b_port = pod_port_name(b.nad_key, b.namespace, b.name)
+    flow = packet_flow(pod_port_name(a.nad_key, a.namespace, a.name), a.mac, b.mac,
+                       "10.200.0.3", "10.200.0.4")
+    assert trace(ovn_stack.sb.remote, "ns1_blue_ovn_layer2_switch", flow).outputs == (b_port,)
+    out_a, out_b = trace_out(ovn_stack, blue, a, "8.8.8.8"), trace_out(ovn_stack, blue, b,
+                                                                       "8.8.8.8")
+    assert out_a.snat_ips == ("169.254.0.11",) and out_a.outputs == (
+        "breth0_ns1_blue_ovn-worker",)
+    assert out_b.snat_ips == ("169.254.0.11",) and out_b.outputs == (
+        "breth0_ns1_blue_ovn-worker2",)
+    out_c = trace_out(ovn_stack, teal, c, "8.8.8.8")
+    assert out_c.snat_ips == ("169.254.0.13",) and out_c.outputs == (
+        "breth0_ns2_teal_ovn-worker2",)

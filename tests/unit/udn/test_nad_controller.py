@@ -77,7 +77,8 @@ def test_networks_get_ids_names_and_tunnel_keys(client: KubeClient, running: Run
                             topology="layer2"))
     green = wait_until(lambda: annotated(client, "green", "green"))
     assert green["k8s.ovn.org/network-id"] == "2"
-    assert json.loads(green["k8s.ovn.org/tunnel-keys"]) == [16715779, 16715780]
+    # upstream: [16711683 + network ID, the transit router's key]
+    assert json.loads(green["k8s.ovn.org/tunnel-keys"]) == [16711685, 16715779]
     entry = running.registry.get("blue_blue")
     assert entry is not None and entry.network_id == 1 and entry.nads == {"blue/blue"}
 
