@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from ovnk_local.cluster import LocalCluster
+from ovnk_local.dataplane import EXTERNAL_HOST_IP
 from ovnk_local.testing.dataplane import (
     echo_requests_received,
     kubectl,
@@ -159,3 +160,133 @@ def test_secondary_layer2_pods_ping_over_net1_and_keep_their_primary_network(
         # the primary (default) network still works beside it
         assert ping(pod_netns(cluster, secondary_pods[source]),
                     ip_of(secondary_pods[target], "default")), (source, target)
+
+
+# -- primary Layer2 ------------------------------------------------------------------------------
+PRIMARY_CIDR = "10.140.0.0/16"
+PRIMARY_PODS = {  # namespace -> pod -> node
+    "l2a": {"a1": "ovn-worker", "a2": "ovn-worker2"},
+    "l2b": {"b1": "ovn-worker"},
+    "l3c": {"c1": "ovn-worker2"},
+}
+
+
+def primary_namespace(name: str, topology: str) -> list[dict[str, Any]]:
+    section = {"role": "Primary", "subnets": [PRIMARY_CIDR]} if topology == "Layer2" else {
+        "role": "Primary", "subnets": [{"cidr": PRIMARY_CIDR, "hostSubnet": 24}]}
+    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {
+                "name": name, "labels": {"k8s.ovn.org/primary-user-defined-network": ""}}},
+            {"apiVersion": "k8s.ovn.org/v1", "kind": "UserDefinedNetwork",
+             "metadata": {"name": "net", "namespace": name},
+             "spec": {"topology": topology, topology.lower(): section}}]
+
+
+@pytest.fixture(scope="module")
+def primary_pods(cluster: LocalCluster) -> dict[str, dict[str, Any]]:
+    """Two Layer2 primary networks with the same CIDR, and a Layer3 one with it too; their
+    pods Ready.  Keyed by pod name."""
+    for namespace in PRIMARY_PODS:
+        apply(cluster, *primary_namespace(namespace, "Layer3" if namespace == "l3c"
+                                          else "Layer2"))
+    for namespace, pods in PRIMARY_PODS.items():
+        apply(cluster, *({"apiVersion": "v1", "kind": "Pod",
+                          "metadata": {"name": name, "namespace": namespace},
+                          "spec": {"nodeName": node,
+                                   "containers": [{"name": "c", "image": "agnhost"}]}}
+                         for name, node in pods.items()))
+    found = {}
+    for namespace in PRIMARY_PODS:
+        wait_pods_ready(cluster, namespace, diagnostics(cluster))
+        found.update({pod["metadata"]["name"]: pod
+                      for pod in get(cluster, "pods", "-n", namespace)["items"]})
+    return found
+
+
+def primary_ip(pod: dict[str, Any]) -> str:
+    namespace = pod["metadata"]["namespace"]
+    return ip_of(pod, f"{namespace}/net")
+
+
+def test_primary_layer2_pods_get_one_subnet_across_nodes(
+        primary_pods: dict[str, dict[str, Any]]) -> None:
+    a1, a2 = entry(primary_pods["a1"], "l2a/net"), entry(primary_pods["a2"], "l2a/net")
+    for value in (a1, a2):
+        assert ipaddress.ip_interface(value["ip_addresses"][0]).network == \
+            ipaddress.ip_network(PRIMARY_CIDR)
+        assert value["gateway_ips"] == ["10.140.0.1"] and value["tunnel_id"] >= 10
+    # .1 (gateway) and .2 (management) are never given to pods
+    assert {primary_ip(primary_pods["a1"]), primary_ip(primary_pods["a2"])} <= {
+        str(ip) for ip in list(ipaddress.ip_network(PRIMARY_CIDR).hosts())[2:]}
+
+
+def test_primary_layer2_pods_ping_across_nodes_and_overlaps_stay_apart(
+        cluster: LocalCluster, primary_pods: dict[str, dict[str, Any]]) -> None:
+    netns = {name: pod_netns(cluster, pod) for name, pod in primary_pods.items()}
+    a1_ip, a2_ip = primary_ip(primary_pods["a1"]), primary_ip(primary_pods["a2"])
+    for source, target, ip in (("a1", "a2", a2_ip), ("a2", "a1", a1_ip)):
+        before = echo_requests_received(netns[target])
+        assert wait_until(lambda s=source, i=ip: ping(netns[s], i), timeout=30,  # type: ignore[misc]
+                          what=f"{source} -> {target} on their Layer2 network")
+        assert echo_requests_received(netns[target]) > before
+    # every other pod holds one of these addresses in its own network: none gets a packet
+    # from l2a's pods, whatever the address
+    others = ("b1", "c1")
+    before = {name: echo_requests_received(netns[name]) for name in others}
+    for source in ("a1", "a2"):
+        for name in others:
+            ping(netns[source], primary_ip(primary_pods[name]))
+    assert {name: echo_requests_received(netns[name]) for name in others} == before
+    # and b1 (l2b) cannot reach l2a's pods at their addresses
+    before_a = {name: echo_requests_received(netns[name]) for name in ("a1", "a2")}
+    assert not ping(netns["b1"], a2_ip) or primary_ip(primary_pods["b1"]) == a2_ip
+    assert {name: echo_requests_received(netns[name]) for name in ("a1", "a2")} == before_a
+
+
+def test_primary_layer2_pods_leave_through_their_own_node(
+        cluster: LocalCluster, primary_pods: dict[str, dict[str, Any]]) -> None:
+    """Each pod's packets reach the external host with its own node's IP as source."""
+    nodes = {node["metadata"]["name"]: next(
+        a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+        for node in get(cluster, "nodes")["items"]}
+    external = cluster.dataplane.external_netns
+    rules = "\n".join(f"    icmp type echo-request ip saddr {ip} counter" for ip in
+                      nodes.values())
+    subprocess.run(["ip", "netns", "exec", external, "nft", "-f", "-"], check=True, text=True,
+                   input=f"table ip l2seen {{\n  chain input {{\n    type filter hook input "
+                         f"priority 0;\n{rules}\n  }}\n}}\n")
+
+    def counters() -> dict[str, int]:
+        listed = json.loads(subprocess.run(
+            ["ip", "netns", "exec", external, "nft", "-j", "list", "table", "ip", "l2seen"],
+            capture_output=True, text=True, check=True).stdout)["nftables"]
+        packets = [item["rule"]["expr"][-1]["counter"]["packets"] for item in listed
+                   if "rule" in item]
+        return dict(zip(nodes, packets, strict=True))
+
+    try:
+        for name in ("a1", "a2", "b1"):
+            pod = primary_pods[name]
+            node = pod["spec"]["nodeName"]
+            before = counters()
+            assert wait_until(lambda p=pod: ping(pod_netns(cluster, p), EXTERNAL_HOST_IP),  # type: ignore[misc]
+                              timeout=30, what=f"{name} reaching the external host")
+            after = counters()
+            assert after[node] >= before[node] + 3, (name, before, after)
+            assert all(after[other] == before[other] for other in nodes if other != node), (
+                name, before, after)
+    finally:
+        subprocess.run(["ip", "netns", "exec", external, "nft", "delete", "table", "ip",
+                        "l2seen"], check=False)
+
+
+def test_primary_layer2_nb_rows_carry_upstream_names(
+        cluster: LocalCluster, primary_pods: dict[str, dict[str, Any]]) -> None:
+    with NbClient([f"unix:{cluster.nb_socket}"]).start() as nb:
+        routers = {row.name for row in nb.row_list("Logical_Router")}
+        switches = {row.name for row in nb.row_list("Logical_Switch")}
+        ports = {row.name for row in nb.row_list("Logical_Switch_Port")}
+    assert {"l2a_net_transit_router", "GR_l2a_net_ovn-worker", "GR_l2a_net_ovn-worker2"} <= \
+        routers
+    assert {"l2a_net_ovn_layer2_switch", "ext_l2a_net_ovn-worker"} <= switches
+    assert {"l2a.net_l2a_a1", "l2a.net_l2a_a2", "stotr-l2a_net_ovn_layer2_switch",
+            "breth0_l2a_net_ovn-worker"} <= ports

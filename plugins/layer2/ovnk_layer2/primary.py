@@ -28,6 +28,12 @@ be shared by every node on the one switch:
   ``.2`` (and one MAC) to a different host per node, so ovnk renders none of them: a
   pod reaches node IPs through its gateway router like any other address (SNATed to
   the network's masquerade address), and the IPAM still keeps ``.2`` free.
+* **the transit router meets the gateway routers on a switch**, ``<P>join`` (ports
+  ``jtotr-GR_<P><node>`` and ``jtor-GR_<P><node>``), where upstream peers
+  ``trtor-``/``rtotr-`` directly: OVN before its transit routers (this machine has
+  23.03) forwards nothing from a distributed router straight into a gateway router
+  ("can only be connected to a distributed router via a switch", ovn-nb(5)).  The router
+  ports keep upstream's names and addresses.
 * the transit router's switch port has no ``gateway_chassis`` (upstream pins it to
   the zone's chassis; with several nodes that would send every node's traffic
   through one) and the gateway routers no ``Static_MAC_Binding`` rows (that table
@@ -53,6 +59,7 @@ from ovnk_core.zone.owners import network_owner, node_owner
 from ovnk_layer2.desired import SWITCH, row_ids, switch_name, switch_ref
 
 TRANSIT_ROUTER = "transit_router"
+JOIN_SWITCH = "join"
 TRANSIT_ROUTER_SWITCH_PORT_KEY = "1"  # requested-tnl-key of trtos- on the transit router
 NODE_PORT_KEY_OFFSET = 10  # trtor-GR_<node>'s key: 10 + node ID
 MASQUERADE_NEXT_HOP_OFFSET = 4
@@ -68,6 +75,14 @@ def router_ids(netinfo: NetInfo) -> ObjectIDs:
 
 def router_ref(netinfo: NetInfo) -> Ref:
     return Ref.to("Logical_Router", router_ids(netinfo))
+
+
+def join_ids(netinfo: NetInfo) -> ObjectIDs:
+    return row_ids(netinfo, network_owner(netinfo), "LogicalSwitch", JOIN_SWITCH)
+
+
+def join_ref(netinfo: NetInfo) -> Ref:
+    return Ref.to("Logical_Switch", join_ids(netinfo))
 
 
 def gateway_router_name(netinfo: NetInfo, node: str) -> str:
@@ -135,6 +150,8 @@ def build_router(network: NetworkState) -> list[DesiredRow]:
                    {"name": "stotr-" + switch_name(netinfo), "type": LSP_TYPE_ROUTER,
                     "addresses": ["router"], "options": {"router-port": trtos}},
                    links=(Link(switch_ref(netinfo), "ports"),)),
+        DesiredRow("Logical_Switch", join_ids(netinfo),
+                   {"name": netinfo.scoped_name(JOIN_SWITCH)}),
     ]
 
 
@@ -186,15 +203,23 @@ def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
                         *(f"{ip}/{s.prefixlen}" for ip, s in zip(join_ips, network.join_subnets,
                                                                   strict=True)),
                         *(f"{pair[1]}/{_pair_prefix(s)}" for pair, s in pairs.values())],
-                    "options": {"gateway_mtu": str(netinfo.mtu)}, "peer": trtor},
+                    "options": {"gateway_mtu": str(netinfo.mtu)}},
                    links=(Link(gr_ref, "ports"),)),
         DesiredRow("Logical_Router_Port", ids("TransitRouterToRouterPort", gr_name),
                    {"name": trtor,
                     "mac": mac_from_ip(_v4_first(pair[0] for pair, _ in pairs.values())[0]),
                     "networks": [f"{pair[0]}/{_pair_prefix(s)}" for pair, s in pairs.values()],
-                    "options": {"requested-tnl-key": str(NODE_PORT_KEY_OFFSET + node.node_id)},
-                    "peer": rtotr},
+                    "options": {"requested-tnl-key": str(NODE_PORT_KEY_OFFSET + node.node_id)}},
                    links=(Link(tr_ref, "ports"),)),
+        # the pair meets on the network's join switch (see the module docstring)
+        DesiredRow("Logical_Switch_Port", ids("JoinToRouterPort", gr_name),
+                   {"name": f"jtor-{gr_name}", "type": LSP_TYPE_ROUTER, "addresses": ["router"],
+                    "options": {"router-port": rtotr}},
+                   links=(Link(join_ref(netinfo), "ports"),)),
+        DesiredRow("Logical_Switch_Port", ids("JoinToTransitRouterPort", gr_name),
+                   {"name": f"jtotr-{gr_name}", "type": LSP_TYPE_ROUTER,
+                    "addresses": ["router"], "options": {"router-port": trtor}},
+                   links=(Link(join_ref(netinfo), "ports"),)),
         DesiredRow("Logical_Router_Port", ids("RouterToExternalPort", gr_name),
                    {"name": rtoe, "mac": gateway.mac or mac_from_ip(node_ips[0].ip),
                     "networks": [*(str(ip) for ip in node_ips),

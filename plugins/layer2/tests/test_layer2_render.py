@@ -194,7 +194,8 @@ def test_primary_rows_are_upstreams(ovn_stack: OvnStack) -> None:
     assert trtos.options == {"requested-tnl-key": "1", "gateway_mtu": "1400"}
     rtotr, trtor = ports["rtotr-GR_ns1_blue_ovn-worker"], ports["trtor-GR_ns1_blue_ovn-worker"]
     assert sorted(rtotr.networks) == ["100.65.0.2/16", "100.88.0.5/31"]
-    assert rtotr.peer == ["trtor-GR_ns1_blue_ovn-worker"]
+    # the pair meets on the network's join switch (OVN 23.03: no direct peering)
+    assert rtotr.peer == [] and trtor.peer == []
     assert trtor.networks == ["100.88.0.4/31"] and trtor.options == {"requested-tnl-key": "12"}
     assert sorted(ports["rtoe-GR_ns1_blue_ovn-worker"].networks) == [
         "169.254.0.13/32", "172.18.0.2/16"]
@@ -203,6 +204,10 @@ def test_primary_rows_are_upstreams(ovn_stack: OvnStack) -> None:
         "router-port": "trtos-ns1_blue_ovn_layer2_switch"}
     assert switch_ports["breth0_ns1_blue_ovn-worker"].options == {"network_name": "physnet"}
     assert not any(name.startswith("k8s-") for name in switch_ports)  # see primary.py
+    assert switch_ports["jtor-GR_ns1_blue_ovn-worker"].options == {
+        "router-port": "rtotr-GR_ns1_blue_ovn-worker"}
+    assert switch_ports["jtotr-GR_ns1_blue_ovn-worker"].options == {
+        "router-port": "trtor-GR_ns1_blue_ovn-worker"}
     routes = {(r.ip_prefix, r.nexthop, tuple(r.policy)) for r in read_rows(
         remote, "Logical_Router_Static_Route")}
     assert {("10.200.0.0/16", "100.88.0.4", ()), ("169.254.0.0/17", "169.254.0.4", ()),
