@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +22,10 @@ from ovnk_local.cgroups import KUBELET_CGROUP_FILE, KubeletCgroup
 from ovnk_local.cluster import LocalCluster
 from ovnk_local.dataplane import EXTERNAL_HOST_IP
 from ovnk_local.testing.dataplane import (
-    echo_requests_received,
     ping,
     pod_netns,
+    primary_ip,
+    real_reachability,
     require_dataplane,
 )
 
@@ -80,12 +80,6 @@ def pods(cluster: LocalCluster, *namespaces: str) -> list[dict[str, Any]]:
     return found
 
 
-def primary_ip(pod: dict[str, Any]) -> str:
-    networks = json.loads(pod["metadata"]["annotations"][POD_NETWORKS])
-    primary = next(key for key, entry in networks.items() if entry["role"] == "primary")
-    return str(networks[primary]["ip_addresses"][0]).split("/")[0]
-
-
 def ping_as_kubelet(cluster: LocalCluster, node: str, netns: str, ip: str) -> bool:
     """``ping`` from a process in the node's kubelet cgroup, as the kubelet probes."""
     recorded = KubeletCgroup.read(cluster.dir / "nodes" / node / KUBELET_CGROUP_FILE)
@@ -95,27 +89,6 @@ def ping_as_kubelet(cluster: LocalCluster, node: str, netns: str, ip: str) -> bo
         ["sh", "-c", f'echo $$ > "{procs}" && exec ip netns exec {netns} ping -c 3 -i 0.2 '
                      f"-W 1 -q {ip}"], capture_output=True, text=True)
     return result.returncode == 0
-
-
-def real_reachability(cluster: LocalCluster, selected: list[dict[str, Any]]
-                      ) -> set[tuple[str, str]]:
-    """(source, target) pairs where target's kernel got the pings and source the replies."""
-    keys = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in selected}
-
-    def towards(target: str) -> list[tuple[str, str]]:
-        reached = []
-        for source in keys:
-            if source == target:
-                continue
-            before = echo_requests_received(pod_netns(cluster, keys[target]))
-            replied = ping(pod_netns(cluster, keys[source]), primary_ip(keys[target]))
-            received = echo_requests_received(pod_netns(cluster, keys[target])) > before
-            if replied and received:
-                reached.append((source, target))
-        return reached
-
-    with ThreadPoolExecutor(len(keys)) as pool:  # one target per worker: counters stay exact
-        return {pair for pairs in pool.map(towards, keys) for pair in pairs}
 
 
 def test_workshop_pods_get_real_interfaces_bound_before_they_are_ready(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +25,7 @@ from ovnk_local.testing.dataplane import (
     kubectl,
     ping,
     pod_netns,
+    real_reachability,
     require_dataplane,
     wait_pods_ready,
 )
@@ -290,3 +292,29 @@ def test_primary_layer2_nb_rows_carry_upstream_names(
     assert {"l2a_net_ovn_layer2_switch", "ext_l2a_net_ovn-worker"} <= switches
     assert {"l2a.net_l2a_a1", "l2a.net_l2a_a2", "stotr-l2a_net_ovn_layer2_switch",
             "breth0_l2a_net_ovn-worker"} <= ports
+
+
+def ovnk(cluster: LocalCluster, *args: str) -> str:
+    result = subprocess.run([sys.executable, "-m", "ovnk_core.cli.main", *args, "--config",
+                             str(cluster.config_file)], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_ovnk_reachability_agrees_with_real_pings_on_layer2(
+        cluster: LocalCluster, primary_pods: dict[str, dict[str, Any]]) -> None:
+    selected = list(primary_pods.values())
+    real = real_reachability(cluster, selected)
+    assert real == {("l2a/a1", "l2a/a2"), ("l2a/a2", "l2a/a1")}
+    traced = json.loads(ovnk(cluster, "reachability", "-n", "l2a", "-n", "l2b", "-n", "l3c",
+                             "--wait", "60", "--format", "json"))
+    assert {tuple(pair) for pair in traced["reachable"]} == real
+
+
+def test_ovnk_show_network_shows_the_layer2_topology(
+        cluster: LocalCluster, primary_pods: dict[str, dict[str, Any]]) -> None:
+    shown = ovnk(cluster, "show", "network", "l2a_net")
+    for expected in ("l2a_net_transit_router", "GR_l2a_net_ovn-worker", "layer2",
+                     "l2a_net_ovn_layer2_switch", "pod l2a/a1"):
+        assert expected in shown, shown

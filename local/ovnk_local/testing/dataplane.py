@@ -9,11 +9,14 @@ reason fails the test instead of hiding it.
 
 from __future__ import annotations
 
+import json
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
+from ovnk_core.annotations.pod_networks import POD_NETWORKS_ANNOTATION
 from ovnk_core.testing.capabilities import in_ci
 from ovnk_local.cluster import LocalCluster, dataplane_unavailable
 
@@ -62,6 +65,38 @@ def ping(netns: str, ip: str, interface: str | None = None) -> bool:
     return result.returncode == 0
 
 
+def primary_ip(pod: dict[str, Any]) -> str:
+    """The pod's address on its primary network (from its pod-networks annotation)."""
+    networks = json.loads(pod["metadata"]["annotations"][POD_NETWORKS_ANNOTATION])
+    primary = next(key for key, entry in networks.items() if entry["role"] == "primary")
+    return str(networks[primary]["ip_addresses"][0]).split("/")[0]
+
+
+def real_reachability(cluster: LocalCluster, selected: list[dict[str, Any]]
+                      ) -> set[tuple[str, str]]:
+    """(source, target) pairs of ``ns/name`` where the target's kernel got the pings to its
+    primary address and the source the replies: what ``ovnk reachability`` must say.  A
+    source never reaches a target at its own address (isolated networks may overlap)."""
+    keys = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in selected}
+
+    def towards(target: str) -> list[tuple[str, str]]:
+        reached = []
+        for source in keys:
+            if source == target or primary_ip(keys[source]) == primary_ip(keys[target]):
+                # the same address in two networks: the source would ping itself (and that
+                # echo, counted by a target meanwhile, would look like a reach)
+                continue
+            before = echo_requests_received(pod_netns(cluster, keys[target]))
+            replied = ping(pod_netns(cluster, keys[source]), primary_ip(keys[target]))
+            received = echo_requests_received(pod_netns(cluster, keys[target])) > before
+            if replied and received:
+                reached.append((source, target))
+        return reached
+
+    with ThreadPoolExecutor(len(keys)) as pool:  # one target per worker: counters stay exact
+        return {pair for pairs in pool.map(towards, keys) for pair in pairs}
+
+
 def wait_pods_ready(cluster: LocalCluster, namespace: str, explain: str = "") -> None:
     """Every pod of ``namespace`` Ready within 90 s, else fail with ``explain``."""
     result = kubectl(cluster, "wait", "--for=condition=Ready", "pod", "--all", "-n",
@@ -69,5 +104,5 @@ def wait_pods_ready(cluster: LocalCluster, namespace: str, explain: str = "") ->
     assert result.returncode == 0, f"pods of {namespace} not ready: {result.stderr}\n{explain}"
 
 
-__all__ = ["echo_requests_received", "kubectl", "ping", "pod_netns", "require_dataplane",
-           "wait_pods_ready"]
+__all__ = ["echo_requests_received", "kubectl", "ping", "pod_netns", "primary_ip",
+           "real_reachability", "require_dataplane", "wait_pods_ready"]
