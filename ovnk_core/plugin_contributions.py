@@ -43,7 +43,13 @@ import pluggy
 from ovnk_core import hookspecs
 from ovnk_core.config import Config
 from ovnk_core.feature import Feature
-from ovnk_core.plugins import FEATURE_GROUP, TOPOLOGY_GROUP, PluginInfo, discover
+from ovnk_core.plugins import (
+    FEATURE_GROUP,
+    TOPOLOGY_GROUP,
+    PluginInfo,
+    default_network_refusal,
+    discover,
+)
 from ovnk_core.topology import Topology
 
 CLUSTER_MANAGER = "cluster-manager"
@@ -78,7 +84,8 @@ TOPOLOGY_MEMBERS: dict[str, str] = {
 """Known ``Topology`` members and what overriding one contributes; any other public member
 of the base class is shown by its name."""
 RENDER_METHODS = ("build_network", "build_node", "build_pod")
-TOPOLOGY_DECLARATIONS = frozenset({"name", "renders", "supports_primary"})
+TOPOLOGY_DECLARATIONS = frozenset({"name", "renders", "renders_default_network",
+                                   "supports_primary"})
 """``Topology`` class attributes that describe the topology rather than contribute to it."""
 
 NOT_RENDERED = "parses only — its networks are not rendered into OVN"
@@ -99,6 +106,7 @@ class Contributions:
         (``None`` for a feature, or when the plugin could not be inspected).
     :ivar problems: what startup would refuse or what would not work as declared.
     :ivar inspected: False when the entry point could not be imported or is not a class.
+    :ivar renders_default_network: for a topology, ``Topology.renders_default_network``.
     """
 
     components: tuple[tuple[str, tuple[str, ...]], ...] = ()
@@ -106,6 +114,7 @@ class Contributions:
     renders: bool | None = None
     problems: tuple[str, ...] = ()
     inspected: bool = True
+    renders_default_network: bool = True
 
     def labels(self, component: str) -> tuple[str, ...]:
         return dict(self.components).get(component, ())
@@ -135,8 +144,9 @@ def inspect_plugin(plugin: Any, group: str, name: str | None = None) -> Contribu
                        for component in COMPONENTS if found[component])
     contributes = any((component, label) not in NOT_CONTRIBUTING
                       for component, labels in components for label in labels)
+    default = bool(getattr(plugin, "renders_default_network", True))
     return Contributions(components=components, contributes=contributes, renders=renders,
-                         problems=tuple(problems))
+                         problems=tuple(problems), renders_default_network=default)
 
 
 def _implemented_hooks(plugin: Any, problems: list[str]) -> list[str]:
@@ -343,5 +353,7 @@ def _default_topology(config: Config, reports: list[PluginReport]) -> DefaultTop
             problem = (f"the default network's topology {name!r} (--default-network-topology) "
                        "only parses: the default network is not rendered into OVN and its "
                        "pods get no network")
+        elif not mine[0].contributions.renders_default_network:
+            problem = default_network_refusal(name)
     return DefaultTopologyReport(name=name, enabled=bool(mine and mine[0].enabled),
                                  renders=renders, problem=problem)

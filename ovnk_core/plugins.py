@@ -213,7 +213,10 @@ class PluginHost:
                 f"the default network's topology {name!r} (--default-network-topology) is "
                 f"not {state}; enabled topologies: "
                 f"{', '.join(sorted(self.topologies)) or 'none'}")
-        return self.topologies[name]
+        topology = self.topologies[name]
+        if topology.renders and not topology.renders_default_network:
+            raise ConfigError(default_network_refusal(name))
+        return topology
 
     def topology(self, name: str) -> Topology:
         """The enabled topology plugin for ``name``.
@@ -250,6 +253,12 @@ def _label(impl: Any) -> str:
     (``ovnk.features:<name>``), or its class for one registered without a name."""
     name = str(impl.plugin_name)
     return type(impl.plugin).__name__ if name.isdigit() else name
+
+
+def default_network_refusal(name: str) -> str:
+    """Why a topology that renders only user-defined networks cannot be the default one."""
+    return (f"the default network's topology {name!r} (--default-network-topology) renders "
+            "user-defined networks only: it cannot render the cluster default network")
 
 
 def _installed(group: str, name: str) -> bool:

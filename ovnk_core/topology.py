@@ -116,6 +116,12 @@ class Topology(abc.ABC):
     renders: ClassVar[bool] = False
     """Whether this topology implements the ``build_*`` methods below."""
 
+    renders_default_network: ClassVar[bool] = True
+    """Whether it can render the cluster default network (``--default-network-topology``):
+    per-node subnets, gateway routers and management ports on every node.  A topology for
+    user-defined networks only sets ``False``; startup then refuses it as the default
+    network's topology, with the reason."""
+
     def build_network(self, network: NetworkState) -> list[DesiredRow]:
         """Rows shared by the whole network (its routers, join switch, ...).
 

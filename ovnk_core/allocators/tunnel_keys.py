@@ -4,9 +4,9 @@ A network's interconnect switch uses ``BASE + networkID``; a topology that
 needs more keys declares how many (``NetworkNeeds.extra_tunnel_keys``) and
 gets them from the range above the per-network block.  As upstream, the NAD's
 ``k8s.ovn.org/tunnel-keys`` (``ovnk_core.annotations.tunnel_keys``) then lists
-every key of the network, ``BASE + networkID`` first (a primary Layer2
-network: ``[16711683+ID, <its transit router's key>]``); a network without
-extra keys gets an empty list.
+every key of the network, ``BASE + networkID`` first (a network asking for
+one extra key: ``[16711683+ID, <that key>]``); a network without extra keys
+gets an empty list.
 """
 
 from __future__ import annotations

@@ -35,6 +35,13 @@ from ovnk_core.allocators.ids import IdAllocationError, IdAllocator
 from ovnk_core.allocators.ips import IpAllocationError, IpAllocator
 from ovnk_core.annotations import pod_networks
 from ovnk_core.annotations.node_subnets import NODE_SUBNETS_ANNOTATION, parse_node_subnets
+from ovnk_core.clustermanager.ipam_claims import (
+    IP_ADDRESS_CONFLICT,
+    SUBNET_EXHAUSTED,
+    Claim,
+    ClaimError,
+    IpamClaims,
+)
 from ovnk_core.clustermanager.network_catalog import NetworkCatalog, wait_for_networks
 from ovnk_core.config import Config
 from ovnk_core.errors import NotReady, PermanentError
@@ -50,6 +57,7 @@ from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, NetInfo
 from ovnk_core.networks.registry import NetworkRegistry
 from ovnk_core.pods import annotation, network_selections
 from ovnk_core.pods.ip_pools import excluded_subnets, uses_node_subnets
+from ovnk_core.pods.ipam_claim_refs import claim_reference
 from ovnk_core.topology import Topology
 from ovnk_core.udn.controller import invalid_primary_network_message
 from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
@@ -94,6 +102,13 @@ class PodAllocator:
         self.held: dict[str, list[tuple[str, str]]] = {}  # pod key → (allocator, owner)
         self.held_tunnels: dict[str, list[tuple[str, str]]] = {}  # pod key → (network, owner)
         self.platform_ids_reserved: set[str] = set()  # networks whose IDs 1-9 are set aside
+        # persistent IPs: claim owner -> allocator keys it holds addresses in; pod -> the
+        # claims it uses; networks whose claims' addresses are reserved
+        self.claim_held: dict[str, set[str]] = {}
+        self.pod_claims: dict[str, set[str]] = {}
+        self.claims_reserved: set[str] = set()
+        self.claims = IpamClaims(client, informers, self.release_claim) \
+            if config.enable_persistent_ips else None
         # entries of live pods whose network was not known when they were read:
         # NAD key → pod key → entry, reserved before that network's first allocation
         self.unresolved: dict[str, dict[str, pod_networks.PodNetwork]] = {}
@@ -190,14 +205,19 @@ class PodAllocator:
                 self.unresolved.setdefault(nad_key, {})[pod_key] = entry
                 return
             owner = f"{pod_key}|{nad_key}"
+            claim = self._existing_claim(pod_key, nad_key, entry, network, netinfo)
             for text in entry.ip_addresses:
                 interface = ipaddress.ip_interface(text)
-                key, allocator = self._ip_allocator(network, interface.network,
-                                                    self._excluded(netinfo, interface.network))
                 try:
+                    if claim is not None:  # the claim holds them, not the pod
+                        self._hold_for_claim(claim, network, netinfo, interface)
+                        self.pod_claims.setdefault(pod_key, set()).add(claim)
+                        continue
+                    key, allocator = self._ip_allocator(network, interface.network,
+                                                        self._excluded(netinfo, interface.network))
                     allocator.reserve(owner, interface.ip)
                     self.held.setdefault(pod_key, []).append((key, owner))
-                except IpAllocationError as exc:
+                except (IpAllocationError, ClaimError) as exc:
                     log.warning("pod %s: %s", pod_key, exc)
             if entry.tunnel_id is not None:
                 try:
@@ -205,6 +225,21 @@ class PodAllocator:
                     self.held_tunnels.setdefault(pod_key, []).append((network, owner))
                 except IdAllocationError as exc:
                     log.warning("pod %s: %s", pod_key, exc)
+
+    def _existing_claim(self, pod_key: str, nad_key: str, entry: pod_networks.PodNetwork,
+                        network: str, netinfo: NetInfo | None) -> str | None:
+        """The owner of the IPAMClaim that holds a live pod's addresses on this network (at
+        startup), or ``None`` when the pod holds them itself."""
+        pod = self.pods.peek(pod_key)
+        if pod is None or self.claims is None or netinfo is None or \
+                not netinfo.allow_persistent_ips:
+            return None
+        try:
+            name = claim_reference(pod, nad_key, primary=entry.role == "primary")
+            claim = self.claims.find(pod["metadata"]["namespace"], name) if name else None
+        except (network_selections.NetworkSelectionError, ClaimError):
+            return None
+        return claim.owner if claim is not None and claim.network == network else None
 
     def _resolve_unresolved(self, network: str) -> None:
         """Reserve the held-aside entries of ``network``'s NADs (before it allocates)."""
@@ -222,6 +257,11 @@ class PodAllocator:
                 self._tunnel_allocator(network).release(owner)
             for waiting in self.unresolved.values():
                 waiting.pop(pod_key, None)
+            for owner in self.pod_claims.pop(pod_key, set()):
+                # the claim keeps its addresses; one that is gone gives them back (upstream)
+                if self.claims is not None and self.claims.informer.peek(
+                        owner.removeprefix("ipamclaim:")) is None:
+                    self.release_claim(owner)
 
     # -- one pod -----------------------------------------------------------------------------
     def reconcile(self, key: str) -> None:
@@ -260,7 +300,8 @@ class PodAllocator:
         for nad_key, role in plan:
             if nad_key in existing:
                 continue
-            wanted[nad_key] = self._allocate(key, nad_key, role, node_name, node_subnets)
+            wanted[nad_key] = self._allocate(key, nad_key, role, node_name, node_subnets,
+                                             pod)
         if not wanted:
             return
         merged = pod_networks.merge(existing, wanted)
@@ -300,7 +341,8 @@ class PodAllocator:
             self.held_tunnels[pod_key] = tunnels
 
     def _allocate(self, pod_key: str, nad_key: str, role: str, node: str,
-                  node_subnets: dict[str, list[str]]) -> pod_networks.PodNetwork:
+                  node_subnets: dict[str, list[str]], pod: JSON | None = None
+                  ) -> pod_networks.PodNetwork:
         network, netinfo = self._network_for(nad_key)
         if uses_node_subnets(netinfo):
             texts = node_subnets.get(network)
@@ -312,11 +354,15 @@ class PodAllocator:
             assert netinfo is not None
             subnets = [s.cidr for s in netinfo.subnets]
         owner = f"{pod_key}|{nad_key}"
+        claim = self._claim_of(pod, nad_key, role, network, netinfo) if pod else None
         interfaces: list[Interface] = []
         tunnel_id = None
         with self._lock:
             self._resolve_unresolved(network)
-            for subnet in subnets:
+            self._reserve_claims(network, netinfo)
+            if claim is not None:
+                interfaces = self._claim_addresses(pod_key, claim, network, netinfo, subnets)
+            for subnet in subnets if claim is None else ():
                 key, allocator = self._ip_allocator(network, subnet,
                                                     self._excluded(netinfo, subnet))
                 try:
@@ -329,10 +375,121 @@ class PodAllocator:
             if netinfo is not None and netinfo.needs.pod_tunnel_ids:
                 tunnel_id = self._allocate_tunnel_id(network, owner)
                 self.held_tunnels.setdefault(pod_key, []).append((network, owner))
+        if claim is not None and self.claims is not None and pod is not None:
+            try:
+                self.claims.record(claim, pod["metadata"]["name"], [str(i) for i in interfaces])
+            except ClaimError as exc:
+                self._release_owner(pod_key, nad_key)
+                self.recorder.event(pod, WARNING, network_selections.REASON, str(exc))
+                raise NotReady(f"pod {pod_key}: {exc}", backoff=True) from None
         topology = None if netinfo is None else self.topologies(netinfo.topology)
         return annotation.build_pod_network(self.config, netinfo, role, interfaces, tunnel_id,
                                             topology, mac="" if interfaces else
                                             annotation.random_mac())
+
+    # -- persistent IPs ------------------------------------------------------------------------
+    def _claim_of(self, pod: JSON, nad_key: str, role: str, network: str,
+                  netinfo: NetInfo | None) -> Claim | None:
+        """The IPAMClaim that holds the pod's addresses on this network, or ``None``: the pod
+        names none, or the network does not keep IPs (a reference there is only logged).
+
+        :raises NotReady: the claim does not exist (yet), or is unusable (Warning event).
+        """
+        pod_key = object_key(pod)
+        try:
+            name = claim_reference(pod, nad_key, primary=role == "primary")
+        except network_selections.NetworkSelectionError as exc:
+            self.recorder.event(pod, WARNING, exc.reason, str(exc))
+            raise
+        if not name:
+            return None
+        if netinfo is None or not netinfo.allow_persistent_ips or self.claims is None:
+            log.info("pod %s: IPAMClaim %s ignored: network %s does not keep persistent IPs",
+                     pod_key, name, network)
+            return None
+        namespace = pod["metadata"]["namespace"]
+        try:
+            claim = self.claims.find(namespace, name)
+            if claim is not None and claim.network != network:
+                raise ClaimError(f"IPAMClaim {namespace}/{name} is for network "
+                                 f"{claim.network!a}, not {network}")
+        except ClaimError as exc:
+            self.recorder.event(pod, WARNING, network_selections.REASON, str(exc))
+            raise NotReady(f"pod {pod_key}: {exc}", backoff=True) from None
+        if claim is None:
+            message = f'failed to get IPAMClaim {namespace}/{name}: ipamclaims "{name}" not found'
+            self.recorder.event(pod, WARNING, network_selections.REASON, message)
+            raise NotReady(f"pod {pod_key}: {message}", backoff=True)
+        return claim
+
+    def _claim_addresses(self, pod_key: str, claim: Claim, network: str,
+                         netinfo: NetInfo | None, subnets: list[Any]) -> list[Interface]:
+        """The claim's addresses, held by the claim: its ``status.ips`` when it has some,
+        else one new address per subnet.  (Under the allocator lock.)
+
+        :raises NotReady: the claim's IPs are not the network's or are another's, or a
+            subnet is full (then the claim's status says so, when it has no IPs).
+        """
+        self.pod_claims.setdefault(pod_key, set()).add(claim.owner)
+        interfaces: list[Interface] = []
+        try:
+            if claim.ips:
+                for text in claim.ips:
+                    interface = ipaddress.ip_interface(text)
+                    if interface.network not in subnets:
+                        raise ClaimError(f"IPAMClaim {claim.key}: {text} is not in the "
+                                         f"subnets of network {network}", IP_ADDRESS_CONFLICT)
+                    self._hold_for_claim(claim.owner, network, netinfo, interface)
+                    interfaces.append(interface)
+                return interfaces
+            for subnet in subnets:
+                key, allocator = self._ip_allocator(network, subnet,
+                                                    self._excluded(netinfo, subnet))
+                try:
+                    address = allocator.allocate(claim.owner)
+                except IpAllocationError as exc:
+                    raise ClaimError(str(exc), SUBNET_EXHAUSTED) from None
+                self.claim_held.setdefault(claim.owner, set()).add(key)
+                interfaces.append(ipaddress.ip_interface(f"{address}/{subnet.prefixlen}"))
+            return interfaces
+        except ClaimError as exc:
+            if not claim.ips and self.claims is not None:
+                self.release_claim(claim.owner)
+                self.claims.record(claim, "", None, exc.reason, str(exc))
+            raise NotReady(f"pod {pod_key}: {exc}", backoff=True) from None
+
+    def _hold_for_claim(self, owner: str, network: str, netinfo: NetInfo | None,
+                        interface: Interface) -> None:
+        key, allocator = self._ip_allocator(network, interface.network,
+                                            self._excluded(netinfo, interface.network))
+        try:
+            allocator.reserve(owner, interface.ip)
+        except IpAllocationError as exc:
+            raise ClaimError(str(exc), IP_ADDRESS_CONFLICT) from None
+        self.claim_held.setdefault(owner, set()).add(key)
+
+    def _reserve_claims(self, network: str, netinfo: NetInfo | None) -> None:
+        """Before the network's first allocation, the addresses of its claims (upstream's
+        ``IPAMClaimReconciler.Sync``); a claim whose IPs cannot be held is logged."""
+        if network in self.claims_reserved or self.claims is None:
+            return
+        self.claims_reserved.add(network)
+        for claim in self.claims.of_network(network):
+            for text in claim.ips:
+                try:
+                    self._hold_for_claim(claim.owner, network, netinfo,
+                                         ipaddress.ip_interface(text))
+                except ClaimError as exc:
+                    log.warning("IPAMClaim %s: %s not reserved: %s", claim.key, text, exc)
+
+    def release_claim(self, owner: str) -> None:
+        """Free a claim's addresses (the claim is gone)."""
+        with self._lock:
+            for key in self.claim_held.pop(owner, set()):
+                allocator = self.ips.get(key)
+                if allocator is not None:
+                    allocator.release(owner)
+        log.info("%s: addresses released", owner)
 
     def _secondary_nads(self, pod: JSON, primary: str | None) -> list[str]:
         """The OVN-Kubernetes NADs the pod selects; what cannot be honoured is a Warning
@@ -347,7 +504,11 @@ class PodAllocator:
             raise NotReady(f"pod {object_key(pod)}: {exc}", backoff=True) from None
 
     def start(self) -> None:
+        if self.claims is not None:
+            self.claims.start()
         self.controller.start()
 
     def stop(self) -> None:
         self.controller.stop()
+        if self.claims is not None:
+            self.claims.stop()

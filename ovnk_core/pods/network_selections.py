@@ -24,6 +24,7 @@ from ovnk_core.errors import OvnkError, PermanentError
 from ovnk_core.networks import nad_config
 
 NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+IPAM_CLAIM_REFERENCE = "ipam-claim-reference"
 REASON = "ErrorAllocatingPod"  # upstream's cluster-manager pod allocator event reason
 UPSTREAM = "parsePodNetworkAnnotation: "  # Multus' prefix of its own parse errors
 _ITEM = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -43,6 +44,7 @@ class NetworkSelection:
     namespace: str
     name: str
     interface: str = ""
+    ipam_claim: str = ""  # the element's ipam-claim-reference (an IPAMClaim of the pod's ns)
 
     @property
     def nad_key(self) -> str:
@@ -82,7 +84,11 @@ def _element(index: int, item: Any, namespace: str) -> NetworkSelection:
     if not isinstance(ns, str) or not isinstance(interface, str):
         raise ValueError(f"network selection element {index} ({name}): namespace and "
                          "interface must be strings")
-    selection = NetworkSelection(ns, name, interface)
+    claim = item.get(IPAM_CLAIM_REFERENCE) or ""
+    if not isinstance(claim, str):
+        raise ValueError(f"network selection element {index} ({name}): "
+                         f"{IPAM_CLAIM_REFERENCE} must be a string")
+    selection = NetworkSelection(ns, name, interface, claim)
     if item.get("ips"):
         raise ValueError(f"static IPs {item['ips']} requested for NAD {selection.nad_key} are "
                          "not supported: ovnk allocates every address itself (remove \"ips\")")

@@ -39,7 +39,8 @@ def network(name: str, nad_key: str, **config: Any) -> NetInfo:
     netconf = {"cniVersion": "1.0.0", "type": "ovn-k8s-cni-overlay", "name": name,
                "netAttachDefName": nad_key, **config}
     nad = {"metadata": {"name": nad_name, "namespace": namespace,
-                        "annotations": {"k8s.ovn.org/network-id": "3"}},
+                        "annotations": {"k8s.ovn.org/network-id": "3",
+                                        "k8s.ovn.org/tunnel-keys": "[16711686,16715779]"}},
            "spec": {"config": json.dumps(netconf)}}
     lookup = lookup_network(name, [nad], CONFIG, HOST)
     assert lookup.status == READY and lookup.state is not None, lookup.reason

@@ -90,8 +90,7 @@ def test_plugins_table_columns_and_rows(capsys: pytest.CaptureFixture[str]) -> N
     assert (code, err) == (0, "")
     header, rows, _details, last = plugin_table(out)
     assert header == PLUGIN_COLUMNS
-    status = {"layer3": "enabled", "layer2": "enabled, parses only",
-              "localnet": "enabled, parses only"}
+    status = {"layer3": "enabled", "layer2": "enabled", "localnet": "enabled, parses only"}
     for name in BUNDLED:
         assert rows[name] == [name, BUNDLED[name], f"ovnk-{name}",
                               version_of(f"plugins/{name}"), status.get(name, "disabled")]
@@ -132,14 +131,14 @@ def test_plugins_show_what_each_contributes_and_never_enabled_for_nothing(
     _header, rows, details, last = plugin_table(out)
     assert {name: rows[name][-1] for name in BUNDLED} == {
         "dynamic": "enabled, contributes nothing", "isolation": "enabled",
-        "mirror": "enabled", "layer3": "enabled", "layer2": "enabled, parses only",
+        "mirror": "enabled", "layer3": "enabled", "layer2": "enabled",
         "localnet": "enabled, parses only"}
     assert {name: details[name] for name in BUNDLED} == {
         "dynamic": [NOTHING],
         "isolation": ["zone: controllers, pod ports", "node: controllers"],
         "mirror": ["cluster-manager: controllers"],
         "layer3": ["topology: parse, routes, render, udn section"],
-        "layer2": ["topology: parse, routes, udn section", NOT_RENDERED],
+        "layer2": ["topology: parse, routes, render, udn section"],
         "localnet": ["topology: parse, mtu, udn section", NOT_RENDERED]}
     # A bare "enabled" is only ever shown for a plugin that contributes and renders.
     for name, row in rows.items():
@@ -167,10 +166,13 @@ def test_plugins_lists_an_enabled_plugin_that_is_not_installed(
      (["--default-network-topology", "evpn"],
       "the default network's topology 'evpn' (--default-network-topology) is not installed; "
       "enabled topologies: layer2, layer3, localnet"),
+     (["--default-network-topology", "localnet"],
+      "the default network's topology 'localnet' (--default-network-topology) only parses: the "
+      "default network is not rendered into OVN and its pods get no network"),
      (["--default-network-topology", "layer2"],
-      "the default network's topology 'layer2' (--default-network-topology) only parses: the "
-      "default network is not rendered into OVN and its pods get no network")],
-    ids=["not-enabled", "not-installed", "parses-only"],
+      "the default network's topology 'layer2' (--default-network-topology) renders "
+      "user-defined networks only: it cannot render the cluster default network")],
+    ids=["not-enabled", "not-installed", "parses-only", "udn-only"],
 )
 def test_plugins_reports_an_unusable_default_topology_and_check_fails_on_it(
         capsys: pytest.CaptureFixture[str], flags: list[str], problem: str) -> None:
@@ -203,7 +205,8 @@ def test_plugins_json(capsys: pytest.CaptureFixture[str]) -> None:
             rows["isolation"]["contributes"], rows["isolation"]["contributes_nothing"]) == (
         True, "enabled", {"zone": ["controllers", "pod ports"], "node": ["controllers"]},
         False)
-    assert (rows["layer2"]["status"], rows["layer2"]["renders"]) == (
+    assert (rows["layer2"]["status"], rows["layer2"]["renders"]) == ("enabled", True)
+    assert (rows["localnet"]["status"], rows["localnet"]["renders"]) == (
         "enabled, parses only", False)
     assert rows["dynamic"]["status"] == "disabled"
     assert set(BUNDLED) <= set(rows)

@@ -226,7 +226,7 @@ def test_bundled_plugins_contributions_and_status() -> None:
                                   ("node", ("controllers",)))),
         "mirror": ("enabled", ((CLUSTER_MANAGER, ("controllers",)),)),
         "layer3": ("enabled", ((TOPOLOGY, ("parse", "routes", "render", "udn section")),)),
-        "layer2": ("enabled, parses only", ((TOPOLOGY, ("parse", "routes", "udn section")),)),
+        "layer2": ("enabled", ((TOPOLOGY, ("parse", "routes", "render", "udn section")),)),
         "localnet": ("enabled, parses only", ((TOPOLOGY, ("parse", "mtu", "udn section")),)),
     }
     assert all(not p.contributions.problems for p in report.plugins)

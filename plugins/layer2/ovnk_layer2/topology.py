@@ -31,6 +31,7 @@ class Layer2Topology(Topology):
     name = "layer2"
     udn_section = Layer2Section()
     renders = True
+    renders_default_network = False  # one switch across nodes: not the default network's shape
 
     def build_network(self, network: NetworkState) -> list[DesiredRow]:
         rows = [desired.build_switch(network)]

@@ -23,23 +23,28 @@ from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.waiting import wait_until
 
 NODE = "ovn-worker"
-LAYER2_PROBLEM = ('no enabled plugin renders topology "layer2" into OVN: the layer2 plugin only '
-                  "parses and allocates its networks (plugins that render into OVN: layer3)")
+LOCALNET_PROBLEM = ('no enabled plugin renders topology "localnet" into OVN: the localnet plugin '
+                    "only parses and allocates its networks (plugins that render into OVN: "
+                    "layer2, layer3)")
 
 
-def nad(name: str, topology: str, subnets: str) -> dict[str, Any]:
+def nad(name: str, topology: str, subnets: str, role: str = "primary") -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "blue"}, "spec": {"config": json.dumps({
         "cniVersion": "1.1.0", "type": "ovn-k8s-cni-overlay", "name": f"blue_{name}",
-        "netAttachDefName": f"blue/{name}", "topology": topology, "role": "primary",
-        "subnets": subnets})}}
+        "netAttachDefName": f"blue/{name}", "topology": topology, "role": role,
+        "subnets": subnets, **({"physicalNetworkName": "physnet"} if topology == "localnet"
+                               else {})})}}
 
 
-def pod(name: str, network: str, address: str) -> dict[str, Any]:
+def pod(name: str, network: str, address: str, role: str = "primary") -> dict[str, Any]:
+    entry: dict[str, Any] = {"ip_addresses": [address], "mac_address": "0a:58:0a:3c:00:05",
+                             "role": role}
+    if role == "primary":
+        entry["gateway_ips"] = [address.split("/")[0][:-1] + "1"]
     networks = {
         "default": {"ip_addresses": ["10.244.0.3/24"], "mac_address": "0a:58:0a:f4:00:03",
-                    "role": "infrastructure-locked"},
-        f"blue/{network}": {"ip_addresses": [address], "mac_address": "0a:58:0a:3c:00:05",
-                            "role": "primary", "gateway_ips": [address.split("/")[0][:-1] + "1"]}}
+                    "role": "infrastructure-locked" if role == "primary" else "primary"},
+        f"blue/{network}": entry}
     return {"metadata": {"name": name, "namespace": "blue",
                          "annotations": {"k8s.ovn.org/pod-networks": json.dumps(networks)}},
             "spec": {"nodeName": NODE, "containers": [{"name": "c", "image": "i"}]}}
@@ -63,7 +68,7 @@ def client(kube_apiserver: ServerHandle) -> KubeClient:
     api = with_crds(kube_apiserver)
     api.create(NAMESPACES, {"metadata": {"name": "blue"}})
     wait_until(lambda: api.list(NADS, "blue") is not None)
-    api.create(NADS, nad("flat", "layer2", "10.60.0.0/24"))
+    api.create(NADS, nad("flat", "localnet", "10.60.0.0/24", role="secondary"))
     api.create(NADS, nad("routed", "layer3", "10.70.0.0/16/24"))
     return api
 
@@ -92,12 +97,12 @@ def agent(client: KubeClient, tmp_path: Path, host: PluginHost) -> Iterator[Node
 
 def test_cni_add_of_an_unrendered_network_is_refused_with_the_reason(
         client: KubeClient, agent: NodeAgent) -> None:
-    created = client.create(PODS, pod("web", "flat", "10.60.0.5/24"))
+    created = client.create(PODS, pod("web", "flat", "10.60.0.5/24", role="secondary"))
     status, body = cni_call(agent.cni.socket_path, "add",
                             CniRequest("blue", "web", created["metadata"]["uid"]))
     assert (status, body) == (400, {"error": (
-        f"pod blue/web: network blue_flat (NAD blue/flat) is not rendered: {LAYER2_PROBLEM}; "
-        "its interface ovn-udn1 would never be bound")})
+        f"pod blue/web: network blue_flat (NAD blue/flat) is not rendered: {LOCALNET_PROBLEM}; "
+        "its interface net1 would never be bound")})
 
 
 def test_a_topology_the_node_has_not_enabled_is_named(client: KubeClient, tmp_path: Path,
@@ -110,7 +115,7 @@ def test_a_topology_the_node_has_not_enabled_is_named(client: KubeClient, tmp_pa
                                 CniRequest("blue", "api", created["metadata"]["uid"]))
         assert (status, body) == (400, {"error": (
             "pod blue/api: network blue_routed (NAD blue/routed) is not rendered: no enabled "
-            'topology plugin provides topology "layer3" (plugins that render into OVN: none); '
+            'topology plugin provides topology "layer3" (plugins that render into OVN: layer2); '
             "its interface ovn-udn1 would never be bound")})
     finally:
         agent.stop()
@@ -122,7 +127,7 @@ def test_the_kubelet_reports_it_as_failed_create_pod_sandbox(client: KubeClient,
     kubelet = Kubelet(client, (NODE,), resync_period=0, cni_dir=agent.cni.socket_path.parent)
     kubelet.start()
     try:
-        client.create(PODS, pod("web", "flat", "10.60.0.5/24"))
+        client.create(PODS, pod("web", "flat", "10.60.0.5/24", role="secondary"))
 
         def sandbox_failures() -> list[str]:
             return [e["message"] for e in client.list(EVENTS, "blue")["items"]
@@ -133,6 +138,6 @@ def test_the_kubelet_reports_it_as_failed_create_pod_sandbox(client: KubeClient,
         kubelet.stop()
     assert messages == [
         "Failed to create pod sandbox: failed to set up the pod network: pod blue/web: network "
-        f"blue_flat (NAD blue/flat) is not rendered: {LAYER2_PROBLEM}; its interface ovn-udn1 "
+        f"blue_flat (NAD blue/flat) is not rendered: {LOCALNET_PROBLEM}; its interface net1 "
         "would never be bound"]
     assert client.get(PODS, "web", "blue").get("status", {}).get("phase") != "Running"

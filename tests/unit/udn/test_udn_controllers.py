@@ -256,9 +256,9 @@ def test_nad_being_deleted_is_reported(harness: Harness) -> None:
         "NetworkAttachmentDefinition are being deleted: [red/side]")
 
 
-NOT_RENDERED = ('no enabled plugin renders topology "layer2" into OVN: the layer2 plugin only '
-                "parses and allocates its networks (plugins that render into OVN: layer3); its "
-                "pods get no network")
+NOT_RENDERED = ('no enabled plugin renders topology "localnet" into OVN: the localnet plugin '
+                "only parses and allocates its networks (plugins that render into OVN: layer2, "
+                "layer3); its pods get no network")
 
 
 def _warnings(client: KubeClient, namespace: str, kind: str, name: str) -> list[str]:
@@ -268,22 +268,21 @@ def _warnings(client: KubeClient, namespace: str, kind: str, name: str) -> list[
                   and e["involvedObject"]["name"] == name)
 
 
-def test_a_network_no_plugin_renders_is_said_so_on_its_nad_and_udn(harness: Harness) -> None:
-    """Layer2 is parsed and allocated but not rendered: NetworkCreated is True, and both the
-    NAD and the UDN carry a Warning naming the topology."""
+def test_networks_of_rendering_topologies_get_no_not_rendered_warning(harness: Harness
+                                                                     ) -> None:
+    """Layer2 and Layer3 UDNs are rendered: NetworkCreated, and no NetworkNotRendered
+    Warning on the UDN or its NAD (a topology that only parses gets one: next test)."""
     harness.namespace("blue")
     harness.udn("blue", "blue", {"topology": "Layer2", "layer2": {
         "role": "Primary", "subnets": ["10.60.0.0/24"]}})
-    harness.wait_condition(UDNS, "blue", "blue", "True")
-    message = f"network blue_blue is not rendered: {NOT_RENDERED}"
-    wait_until(lambda: _warnings(harness.client, "blue", "UserDefinedNetwork", "blue"))
-    assert _warnings(harness.client, "blue", "UserDefinedNetwork", "blue") == [message]
-    assert _warnings(harness.client, "blue", "NetworkAttachmentDefinition", "blue") == [message]
     harness.namespace("green")
-    harness.udn("green", "green", L3)  # rendered: no such warning
-    harness.wait_condition(UDNS, "green", "green", "True")
-    assert _warnings(harness.client, "green", "UserDefinedNetwork", "green") == []
-    assert _warnings(harness.client, "green", "NetworkAttachmentDefinition", "green") == []
+    harness.udn("green", "green", L3)
+    for namespace in ("blue", "green"):
+        harness.wait_condition(UDNS, namespace, namespace, "True")
+    for namespace in ("blue", "green"):
+        assert _warnings(harness.client, namespace, "UserDefinedNetwork", namespace) == []
+        assert _warnings(harness.client, namespace, "NetworkAttachmentDefinition",
+                         namespace) == []
 
 
 def test_a_cudn_no_plugin_renders_warns_on_every_nad(harness: Harness) -> None:
@@ -295,8 +294,7 @@ def test_a_cudn_no_plugin_renders_warns_on_every_nad(harness: Harness) -> None:
             "role": "Secondary", "physicalNetworkName": "physnet",
             "subnets": ["192.168.7.0/24"]}}}})
     harness.wait_condition(CUDNS, "flat", None, "True", "[pink, red]")
-    message = ("network cluster_udn_flat is not rendered: " + NOT_RENDERED.replace(
-        "layer2", "localnet"))
+    message = "network cluster_udn_flat is not rendered: " + NOT_RENDERED
 
     def on_cudn() -> list[tuple[str, int]]:  # a cluster-scoped object's events go to default
         return [(e["message"], e["count"]) for e in harness.client.list(EVENTS, "default")[
