@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from ovnk_local.cluster import LocalCluster
 from ovnk_local.dataplane import EXTERNAL_HOST_IP
+from ovnk_local.settings import ComponentSettings
 from ovnk_local.testing.dataplane import (
     echo_requests_received,
     kubectl,
@@ -51,7 +52,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     require_dataplane()
     local = LocalCluster(tmp_path_factory.mktemp("layer2") / ".ovnk")
     try:
-        local.up(nodes=2, timeout=90, dataplane=True)
+        local.up(nodes=2, timeout=90, dataplane=True, settings=ComponentSettings(
+            given={"enable_persistent_ips": "true"}))
         yield local
     finally:
         local.down()
@@ -318,3 +320,60 @@ def test_ovnk_show_network_shows_the_layer2_topology(
     for expected in ("l2a_net_transit_router", "GR_l2a_net_ovn-worker", "layer2",
                      "l2a_net_ovn_layer2_switch", "pod l2a/a1"):
         assert expected in shown, shown
+
+
+# -- persistent IPs: a VM migrates ----------------------------------------------------------
+def vm_pod(name: str, node: str, claim: str = "") -> dict[str, Any]:
+    annotations = {"v1.multus-cni.io/default-network": json.dumps(
+        {"name": "default", "namespace": "ovn-kubernetes", "ipam-claim-reference": claim})} \
+        if claim else {}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "vms", "annotations": annotations},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "agnhost"}]}}
+
+
+def test_a_vm_keeps_its_ip_when_its_pod_moves_to_another_node(cluster: LocalCluster) -> None:
+    apply(cluster,
+          {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+              "name": "vms", "labels": {"k8s.ovn.org/primary-user-defined-network": ""}}},
+          {"apiVersion": "k8s.ovn.org/v1", "kind": "UserDefinedNetwork",
+           "metadata": {"name": "net", "namespace": "vms"},
+           "spec": {"topology": "Layer2", "layer2": {
+               "role": "Primary", "subnets": ["10.170.0.0/29"],
+               "ipam": {"lifecycle": "Persistent"}}}},
+          {"apiVersion": "k8s.cni.cncf.io/v1alpha1", "kind": "IPAMClaim",
+           "metadata": {"name": "vm1", "namespace": "vms"},
+           "spec": {"network": "vms_net", "interface": "ovn-udn1"}},
+          vm_pod("peer", "ovn-worker"), vm_pod("virt-launcher-1", "ovn-worker2", "vm1"))
+    wait_pods_ready(cluster, "vms", diagnostics(cluster))
+
+    def pod(name: str) -> dict[str, Any]:
+        found: dict[str, Any] = get(cluster, "pod", name, "-n", "vms")
+        return found
+
+    peer, first = pod("peer"), pod("virt-launcher-1")
+    vm_ip = ip_of(first, "vms/net")
+    claim = get(cluster, "ipamclaim", "vm1", "-n", "vms")
+    assert claim["status"]["ips"] == entry(first, "vms/net")["ip_addresses"]
+    assert wait_until(lambda: ping(pod_netns(cluster, peer), vm_ip), timeout=30,
+                      what="the peer reaching the VM on ovn-worker2")
+
+    # migration: the pod goes, the VM's next pod comes up on the other node with the claim
+    kubectl(cluster, "delete", "pod", "virt-launcher-1", "-n", "vms", "--wait=true")
+    apply(cluster, vm_pod("virt-launcher-2", "ovn-worker", "vm1"))
+    wait_pods_ready(cluster, "vms", diagnostics(cluster))
+    second = pod("virt-launcher-2")
+    assert ip_of(second, "vms/net") == vm_ip
+    target = pod_netns(cluster, second)
+    before = echo_requests_received(target)
+    assert wait_until(lambda: ping(pod_netns(cluster, peer), vm_ip), timeout=30,
+                      what="the peer reaching the migrated VM on ovn-worker")
+    assert echo_requests_received(target) > before
+
+    # the VM is deleted: its claim goes, and the address is free for other pods
+    kubectl(cluster, "delete", "pod", "virt-launcher-2", "-n", "vms", "--wait=true")
+    kubectl(cluster, "delete", "ipamclaim", "vm1", "-n", "vms")
+    apply(cluster, *(vm_pod(f"next{index}", "ovn-worker2") for index in range(3)))
+    wait_pods_ready(cluster, "vms", diagnostics(cluster))
+    taken = {ip_of(pod(f"next{index}"), "vms/net") for index in range(3)}
+    assert vm_ip in taken  # a /29 has four pod addresses: the peer's and these three
