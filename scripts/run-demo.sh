@@ -16,7 +16,7 @@ $BIN/ovnk plugins --check --enable-multi-network --enable-network-segmentation \
 echo
 echo "== ovnk local up --dir $DIR"
 $BIN/ovnk local down --dir "$DIR" >/dev/null 2>&1 || true
-$BIN/ovnk local up --dir "$DIR" --nodes 2
+$BIN/ovnk local up --dir "$DIR" --nodes 2 --enable-persistent-ips
 $BIN/ovnk local status --dir "$DIR"
 echo
 echo "== kubectl apply -f examples/workshop (namespaces, then UDNs)"
@@ -131,6 +131,31 @@ if $BIN/ovnk local exec --dir "$DIR" -n blue blue -- true 2>/dev/null; then
   echo "  the same from ovn-trace, each blue pod also at its default-network interface (@default):"
   $BIN/ovnk reachability --config "$DIR/ovnk.toml" -n blue -n plain --default-network \
     --protocol tcp --port 8080 --wait 30 | sed 's/^/  /'
+  echo
+  echo "== Layer2 with persistent IPs (examples/workshop/50-layer2-vm.yaml): one subnet across"
+  echo "   the nodes; a VM's pod moves to the other node and keeps its IP (its IPAMClaim holds it)"
+  $KUBECTL apply -f examples/workshop/50-layer2-vm.yaml >/dev/null
+  $KUBECTL wait --for=condition=Ready --timeout=90s -n vms pod --all >/dev/null
+  vm_ip=$(udn_ip vms virt-launcher-vm1-a)
+  ping_vm() {
+    for _ in 1 2 3 4 5; do
+      if $KUBECTL exec -n vms peer -- ping -c 3 -i 0.2 -W 1 -q "$vm_ip" >/dev/null 2>&1; then
+        echo "replies"; return
+      fi
+    done
+    echo "no reply"
+  }
+  printf '  vms/virt-launcher-vm1-a on %s: %s; vms/peer (ovn-worker) -> it: %s\n' \
+    "$($KUBECTL get pod -n vms virt-launcher-vm1-a -o jsonpath='{.spec.nodeName}')" "$vm_ip" \
+    "$(ping_vm)"
+  echo "  IPAMClaim vms/vm1: $($KUBECTL get ipamclaim -n vms vm1 -o jsonpath='{.status.ips} owner={.status.ownerPod.name} {range .status.conditions[*]}{.type}={.status} ({.reason}){end}')"
+  $KUBECTL delete pod -n vms virt-launcher-vm1-a --wait=true >/dev/null
+  $KUBECTL apply -f examples/workshop/51-layer2-vm-migrated.yaml >/dev/null
+  $KUBECTL wait --for=condition=Ready --timeout=90s -n vms pod virt-launcher-vm1-b >/dev/null
+  printf '  migrated: vms/virt-launcher-vm1-b on %s: %s; vms/peer -> it: %s\n' \
+    "$($KUBECTL get pod -n vms virt-launcher-vm1-b -o jsonpath='{.spec.nodeName}')" \
+    "$(udn_ip vms virt-launcher-vm1-b)" "$(ping_vm)"
+  echo "  the network's topology: $BIN/ovnk show network vms/vm-network --config $DIR/ovnk.toml"
   echo
 fi
 echo "== the OVN topology ovnk rendered for the blue network (ovnk show network)"
