@@ -65,7 +65,7 @@ fi
 
 # OVSDB JSON parsing dominates the IDL's time; Debian's python3-openvswitch ships the C
 # parser (ovs/_json) for this CPython minor version.  Use it when it loads (bench/
-# render_layer3.py measures the difference); the pure-Python parser still works without.
+# render_topology.py measures the difference); the pure-Python parser still works without.
 c_json=$(ls /usr/lib/python3/dist-packages/ovs/_json.cpython-*.so 2>/dev/null | head -1 || true)
 if [ -n "$c_json" ] && ! "$VENV/bin/python" -c "import ovs._json" 2>/dev/null; then
   ovs_dir=$("$VENV/bin/python" -c "import ovs, os; print(os.path.dirname(ovs.__file__))")

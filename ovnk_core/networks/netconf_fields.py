@@ -11,8 +11,9 @@ from __future__ import annotations
 import ipaddress
 
 from ovnk_core.config import Config
-from ovnk_core.config.values import ClusterSubnet, IPNetwork
+from ovnk_core.config.values import ClusterSubnet, IPNetwork, parse_str_list
 from ovnk_core.errors import NetworkConfigError
+from ovnk_core.networks.addressing import IPAddress
 from ovnk_core.networks.join_subnets import join_subnet_problems
 from ovnk_core.networks.netconf import NetConf
 
@@ -56,17 +57,34 @@ def read_join_subnets(conf: NetConf, subnets: tuple[ClusterSubnet, ...] = ()) ->
 def read_exclude_subnets(conf: NetConf, subnets: tuple[ClusterSubnet, ...]) -> tuple[
         IPNetwork, ...]:
     """``excludeSubnets``: each must lie inside one of the network's subnets."""
-    excluded = conf.get_cidrs("excludeSubnets")
-    if excluded and not subnets:
-        raise NetworkConfigError("excludeSubnets must be unset when subnets is unset")
-    for cidr in excluded:
+    return read_subnets_within(conf, "excludeSubnets", subnets, "excluded subnets")
+
+
+def read_subnets_within(conf: NetConf, key: str, subnets: tuple[ClusterSubnet, ...],
+                        noun: str = "") -> tuple[IPNetwork, ...]:
+    """A CIDR list each of whose entries lies inside one of the network's subnets."""
+    found = conf.get_cidrs(key)
+    if found and not subnets:
+        raise NetworkConfigError(f"{key} must be unset when subnets is unset")
+    for cidr in found:
         if not any(cidr.version == s.cidr.version and cidr.subnet_of(s.cidr)  # type: ignore[arg-type]
                    for s in subnets):
             raise NetworkConfigError(
                 f"the provided network subnets {','.join(str(s.cidr) for s in subnets)} "
-                f"do not contain excluded subnets {cidr}"
+                f"do not contain {noun or key} {cidr}"
             )
-    return excluded
+    return found
+
+
+def read_ips(conf: NetConf, key: str) -> tuple[IPAddress, ...]:
+    """A comma-joined list of IP addresses (``"10.1.0.1,fd00::1"``)."""
+    result = []
+    for item in parse_str_list(conf.get_str(key)):
+        try:
+            result.append(ipaddress.ip_address(item))
+        except ValueError:
+            raise NetworkConfigError(f"netconf {key!r}: {item!r} is not an IP address") from None
+    return tuple(result)
 
 
 def read_persistent_ips(conf: NetConf, config: Config) -> bool:

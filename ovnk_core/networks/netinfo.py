@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ovnk_core.config.values import ClusterSubnet, IPNetwork
+from ovnk_core.networks.addressing import IPAddress
 
 DEFAULT_NETWORK_NAME = "default"
 
@@ -69,6 +70,12 @@ class NetInfo:
     :ivar role: ``primary``, ``secondary`` or ``default``.
     :ivar subnets: pod subnets; ``host_prefix`` is the per-node slice when the network
         has ``needs.node_subnets``, else the subnet's own prefix (one subnet across nodes).
+    :ivar reserved_subnets: never handed out by the pod IPAM (upstream keeps them for static
+        requests, which ovnk refuses).
+    :ivar infrastructure_subnets: kept for the network's own addresses: its gateway and
+        management addresses come from them (``pods.ip_pools.infrastructure_ips``).
+    :ivar default_gateway_ips: the network's gateway per family, instead of each subnet's
+        first address.
     :ivar needs: what the core allocates and plumbs for it (set by the topology).
     :ivar extra: topology-specific settings of third-party topologies.
     """
@@ -81,6 +88,9 @@ class NetInfo:
     exclude_subnets: tuple[IPNetwork, ...] = ()
     join_subnets: tuple[IPNetwork, ...] = ()
     transit_subnets: tuple[IPNetwork, ...] = ()
+    reserved_subnets: tuple[IPNetwork, ...] = ()
+    infrastructure_subnets: tuple[IPNetwork, ...] = ()
+    default_gateway_ips: tuple[IPAddress, ...] = ()
     vlan_id: int | None = None
     physical_network_name: str = ""
     allow_persistent_ips: bool = False

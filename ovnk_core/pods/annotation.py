@@ -18,10 +18,10 @@ from ovnk_core.annotations.pod_networks import PodNetwork
 from ovnk_core.config import Config
 from ovnk_core.networks.addressing import (
     IPAddress,
-    gateway_ip,
     mac_from_ip,
 )
 from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.pods.ip_pools import pod_gateway
 from ovnk_core.pods.routing import routes_to
 from ovnk_core.topology import PodRouting, Topology
 
@@ -36,7 +36,8 @@ def build_pod_network(config: Config, netinfo: NetInfo | None, role: str,
     core's; a user-defined network's gateway and routes come from ``topology`` (the plugin
     that parsed ``netinfo``, required then).  The MAC derives from the first IPv4 address
     (else the first); a network without IPAM passes one (``random_mac``)."""
-    gateways = [gateway_ip(ip.network) for ip in ips]
+    gateways = [pod_gateway(None if netinfo is None or netinfo.is_default else netinfo,
+                            ip.network) for ip in ips]
     if netinfo is None or netinfo.is_default:
         routing = default_network_routing(config, role, gateways)
     else:

@@ -66,7 +66,7 @@ from ovnk_core.networks.netinfo import (
     NetInfo,
 )
 from ovnk_core.pods.annotation import build_pod_network
-from ovnk_core.pods.ip_pools import excluded_subnets, uses_node_subnets
+from ovnk_core.pods.ip_pools import excluded_subnets, infrastructure_ips, uses_node_subnets
 from ovnk_core.pods.network_selections import NETWORKS_ANNOTATION
 from ovnk_core.topology import Topology
 
@@ -221,9 +221,11 @@ def _reserved(netinfo: NetInfo, subnet: IPNetwork, ip: ipaddress.IPv4Address |
     reason = unusable_reason(subnet, excluded, ip)
     if reason is None:
         return None
-    if ip == gateway_ip(subnet):
+    gateway, management = (gateway_ip(subnet), management_ip(subnet)) \
+        if netinfo.is_default else infrastructure_ips(netinfo, subnet)
+    if ip == gateway:
         return f"the gateway address of {subnet}"
-    if ip == management_ip(subnet):
+    if ip == management:
         return f"the management port address of {subnet}"
     return reason
 

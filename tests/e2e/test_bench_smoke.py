@@ -1,6 +1,6 @@
 """The benchmarks keep working: a tiny size of each, with all of their own checks.
 
-``bench/render_layer3.py`` fails by itself when ovnk's NB differs from the
+``bench/render_topology.py`` fails by itself when ovnk's NB differs from the
 ovn-nbctl floor's, when a restart writes anything, or when rows are left
 after deleting everything; this runs it at the smallest size so CI notices
 when it breaks.  It asserts nothing about speed.
@@ -20,16 +20,18 @@ pytestmark = pytest.mark.e2e
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
-def test_render_benchmark_runs_and_checks_itself(tmp_path: Path,
+@pytest.mark.parametrize("topology", ["layer3", "layer2"])
+def test_render_benchmark_runs_and_checks_itself(tmp_path: Path, topology: str,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     sys.path.insert(0, str(BENCH))
     try:
-        import render_layer3
+        import render_topology
     finally:
         sys.path.remove(str(BENCH))
-    assert render_layer3.main(["--networks", "2", "--nodes", "2", "--pods", "1", "--repeat",
-                               "1", "--no-warmup", "--results", str(tmp_path)]) == 0
-    [result] = tmp_path.glob("render_layer3-*.json")
+    assert render_topology.main(["--topology", topology, "--networks", "2", "--nodes", "2",
+                                 "--pods", "1", "--repeat", "1", "--no-warmup", "--results",
+                                 str(tmp_path)]) == 0
+    [result] = tmp_path.glob(f"render_{topology}-*.json")
     report = json.loads(result.read_text())
     median = report["median"]
     assert median["ovnk_seconds"] > 0 and median["floor_seconds"] > 0

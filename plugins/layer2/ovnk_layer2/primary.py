@@ -49,11 +49,12 @@ import ipaddress
 from collections.abc import Iterable
 
 from ovnk_core.config.values import IPNetwork
-from ovnk_core.networks.addressing import IPAddress, gateway_ip, mac_from_ip, masquerade_ips
+from ovnk_core.networks.addressing import IPAddress, mac_from_ip, masquerade_ips
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.ovn.declarative import DesiredRow, Link, Ref
 from ovnk_core.ovn.ownership import ObjectIDs, Owner
 from ovnk_core.ovn.port_types import LSP_TYPE_LOCALNET, LSP_TYPE_ROUTER
+from ovnk_core.pods.ip_pools import pod_gateway
 from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
 from ovnk_core.zone.owners import network_owner, node_owner
 from ovnk_layer2.desired import SWITCH, row_ids, switch_name, switch_ref
@@ -130,7 +131,7 @@ def build_router(network: NetworkState) -> list[DesiredRow]:
     router = router_ids(netinfo)
     options = {"requested-tnl-key": str(network.tunnel_keys[1])} \
         if len(network.tunnel_keys) > 1 else {}
-    gateways = [(gateway_ip(s.cidr), s.cidr) for s in netinfo.subnets]
+    gateways = [(pod_gateway(netinfo, s.cidr), s.cidr) for s in netinfo.subnets]
     trtos = "trtos-" + switch_name(netinfo)
     port_options = {"requested-tnl-key": TRANSIT_ROUTER_SWITCH_PORT_KEY,
                     "gateway_mtu": str(netinfo.mtu)}

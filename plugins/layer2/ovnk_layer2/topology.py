@@ -9,14 +9,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ovnk_core import NetworkConfigError, PodRouting, Topology
+from ovnk_core.config.values import ClusterSubnet, IPNetwork
 from ovnk_core.networks.addressing import IPAddress, link_local_from_mac, mac_from_ip
 from ovnk_core.networks.netconf import NetConf
 from ovnk_core.networks.netconf_fields import (
     read_exclude_subnets,
+    read_ips,
     read_join_subnets,
     read_mtu,
     read_persistent_ips,
     read_plain_subnets,
+    read_subnets_within,
 )
 from ovnk_core.networks.netinfo import NetInfo, NetworkNeeds
 from ovnk_core.ovn.declarative import DesiredRow
@@ -24,7 +27,7 @@ from ovnk_core.pods.routing import primary_network_routes
 from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
 from ovnk_core.zone.owners import pod_owner
 from ovnk_layer2 import desired, primary
-from ovnk_layer2.udn_section import Layer2Section
+from ovnk_layer2.udn_section import PRECONFIGURED_KEYS, Layer2Section
 
 
 class Layer2Topology(Topology):
@@ -65,6 +68,37 @@ class Layer2Topology(Topology):
                           routes=tuple(primary_network_routes(self.config, netinfo, gateways)),
                           ipv6_lla_gateway_ip=lla)
 
+    def _preconfigured(self, netconf: NetConf, subnets: tuple[ClusterSubnet, ...]) -> tuple[
+            tuple[IPNetwork, ...], tuple[IPNetwork, ...], tuple[IPAddress, ...]]:
+        """``reservedSubnets``, ``infrastructureSubnets``, ``defaultGatewayIPs`` (a primary
+        network's preconfigured addresses, with ``--enable-preconfigured-udn-addresses``)."""
+        given = [key for key in PRECONFIGURED_KEYS if netconf.raw.get(key)]
+        if not given:
+            return (), (), ()
+        if not self.config.enable_preconfigured_udn_addresses:
+            raise NetworkConfigError(f"{', '.join(given)} set but preconfigured UDN addresses "
+                                     "are disabled (--enable-preconfigured-udn-addresses)")
+        if netconf.role != "primary":
+            raise NetworkConfigError(f"{given[0]} is only supported for Primary network")
+        reserved = read_subnets_within(netconf, "reservedSubnets", subnets)
+        infrastructure = read_subnets_within(netconf, "infrastructureSubnets", subnets)
+        if any(a.overlaps(b) for a in reserved for b in infrastructure):
+            raise NetworkConfigError("infrastructureSubnets and reservedSubnets must not "
+                                     "overlap")
+        gateways = read_ips(netconf, "defaultGatewayIPs")
+        if gateways:
+            if not all(any(ip in s.cidr for s in subnets) for ip in gateways):
+                raise NetworkConfigError("defaultGatewayIPs must belong to one of the subnets "
+                                         "specified in the subnets field")
+            if len(gateways) != len(subnets):
+                raise NetworkConfigError("defaultGatewayIPs must be specified for all IP "
+                                         "families")
+            if infrastructure and not all(any(ip in n for n in infrastructure)
+                                          for ip in gateways):
+                raise NetworkConfigError("defaultGatewayIPs have to belong to "
+                                         "infrastructureSubnets")
+        return reserved, infrastructure, gateways
+
     def parse_netconf(self, netconf: NetConf) -> NetInfo:
         subnets = read_plain_subnets(netconf)
         if netconf.role == "primary" and not subnets:
@@ -74,12 +108,15 @@ class Layer2Topology(Topology):
         if allow_persistent and not subnets:
             raise NetworkConfigError("allowPersistentIPs is set but the network has no subnets")
         transit = netconf.get_cidrs("transitSubnet") if netconf.role == "primary" else ()
+        reserved, infrastructure, gateways = self._preconfigured(netconf, subnets)
         return NetInfo(
             name=netconf.name, topology=self.name, role=netconf.role,
             mtu=read_mtu(netconf, self.default_mtu(), subnets), subnets=subnets,
             exclude_subnets=read_exclude_subnets(netconf, subnets),
             join_subnets=read_join_subnets(netconf, subnets), transit_subnets=transit,
             allow_persistent_ips=allow_persistent, nad_key=netconf.nad_key,
+            reserved_subnets=reserved, infrastructure_subnets=infrastructure,
+            default_gateway_ips=gateways,
             # one switch across nodes: pods get tunnel IDs; a primary network's transit
             # router needs one more tunnel key, and its nodes a gateway
             needs=NetworkNeeds(pod_tunnel_ids=True,

@@ -1,4 +1,4 @@
-"""Benchmark: render U Layer3 primary networks over N nodes into a real NB, against the floor.
+"""Benchmark: render U primary networks of a topology over N nodes into a real NB, vs the floor.
 
 For each repetition, on fresh standalone NB servers:
 
@@ -14,9 +14,11 @@ Both NBs are compared row by row (``ovnk_core.ovn.snapshot``): the ratio is only
 for equal content.  The ovnk phases run once with the pure-Python ``ovs`` JSON parser and
 once with the C parser of Debian's python3-openvswitch (when it is installed).
 
-    python bench/render_layer3.py --networks 100 --nodes 20 --repeat 5
+    python bench/render_topology.py --topology layer3 --networks 100 --nodes 20 --repeat 5
+    python bench/render_topology.py --topology layer2 --networks 1000 --nodes 20 --repeat 3
 
-prints a table and writes ``bench/results/render_layer3-<time>.json``.
+prints a table and writes ``bench/results/render_<topology>-<time>.json``.  A Layer3 network
+has a /24 per node; a Layer2 network one /16 across nodes, its pods numbered per node.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from nb_digest import digest, digest_difference
 from nbctl_floor import nbctl_commands, run_nbctl
-from ovnk_layer3.desired import build_network, build_node, build_pod
+from ovnk_layer2.topology import Layer2Topology
+from ovnk_layer3.topology import Layer3Topology
 from raw_txn import transact_checked, transact_ops
 from results_file import write_results
 
@@ -50,6 +53,8 @@ from ovnk_core.ovn.jsonrpc import OvsdbConnection
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
 from ovnk_core.render_state import GatewayConfig, NetworkState, NodeState, PodAttachment
+from ovnk_core.testing.configs import udn_config
+from ovnk_core.topology import Topology
 from ovnk_core.zone.owners import network_owner, node_owner, pod_owner
 
 MASQUERADE = (ipaddress.ip_network("169.254.0.0/17"),)
@@ -61,41 +66,69 @@ class Workload:
     networks: int
     nodes: int
     pods: int  # per network per node
+    topology: str = "layer3"
 
 
-def network_state(index: int) -> NetworkState:
+TOPOLOGIES: dict[str, type[Topology]] = {"layer3": Layer3Topology, "layer2": Layer2Topology}
+LAYER2_SUBNET = ipaddress.ip_network("10.200.0.0/16")
+
+
+def topology_of(workload: Workload) -> Topology:
+    return TOPOLOGIES[workload.topology](udn_config())
+
+
+def network_state(index: int, topology: str = "layer3") -> NetworkState:
+    if topology == "layer2":
+        netinfo = NetInfo(name=f"ns{index}_udn", topology="layer2", role="primary", mtu=1400,
+                          subnets=(ClusterSubnet(LAYER2_SUBNET, LAYER2_SUBNET.prefixlen),),
+                          join_subnets=(ipaddress.ip_network("100.65.0.0/16"),),
+                          transit_subnets=(ipaddress.ip_network("100.88.0.0/16"),),
+                          nad_key=f"ns{index}/udn")
+        return NetworkState(netinfo, index + 1, MASQUERADE, (),
+                            (16711683 + index + 1, 16715779 + index))
     netinfo = NetInfo(name=f"ns{index}_udn", topology="layer3", role="primary", mtu=1400,
                       subnets=(ClusterSubnet(CLUSTER, 24),),
                       join_subnets=(ipaddress.ip_network("100.65.0.0/16"),))
     return NetworkState(netinfo, index + 1, MASQUERADE, ())
 
 
-def node_state(index: int) -> NodeState:
+def node_state(index: int, topology: str = "layer3") -> NodeState:
     ip = f"172.18.{index // 250}.{index % 250 + 2}"
     subnet = ipaddress.ip_network(f"10.{128 + index // 256}.{index % 256}.0/24")
-    return NodeState(f"node-{index}", (subnet,), index + 2, f"chassis-{index}",
+    return NodeState(f"node-{index}", (subnet,) if topology == "layer3" else (), index + 2,
+                     f"chassis-{index}",
                      GatewayConfig("shared", "breth0", mac_from_ip(ip), (f"{ip}/16",),
                                    ("172.18.0.1",)))
 
 
+def pod_attachment(index: int, node_index: int, node: NodeState, p: int,
+                   topology: str) -> PodAttachment:
+    if topology == "layer2":
+        ip = LAYER2_SUBNET.network_address + 3 + node_index * 256 + p
+        return PodAttachment(f"ns{index}", f"pod-{node.name}-{p}", f"uid-{p}", node.name,
+                             f"ns{index}/udn", mac_from_ip(ip), (f"{ip}/16",), "primary",
+                             10 + node_index * 256 + p, node.node_id)
+    ip = node.subnets[0].network_address + 3 + p
+    return PodAttachment(f"ns{index}", f"pod-{node.name}-{p}", f"uid-{p}", node.name,
+                         f"ns{index}/udn", mac_from_ip(ip), (f"{ip}/24",))
+
+
 def owners_of(workload: Workload, index: int) -> list[dict[Owner, list[DesiredRow]]]:
     """The transactions of one network, in the zone controller's order."""
-    state = network_state(index)
+    topology = topology_of(workload)
+    state = network_state(index, workload.topology)
     netinfo = state.netinfo
-    nodes = [node_state(n) for n in range(workload.nodes)]
-    network_and_nodes = {network_owner(netinfo): build_network(state)}
+    nodes = [node_state(n, workload.topology) for n in range(workload.nodes)]
+    network_and_nodes = {network_owner(netinfo): topology.build_network(state)}
     for node in nodes:
-        network_and_nodes[node_owner(netinfo, node.name)] = build_node(state, node)
+        network_and_nodes[node_owner(netinfo, node.name)] = topology.build_node(state, node)
     steps: list[dict[Owner, list[DesiredRow]]] = [network_and_nodes]
     pods: dict[Owner, list[DesiredRow]] = {}
-    for node in nodes:
+    for node_index, node in enumerate(nodes):
         for p in range(workload.pods):
-            ip = node.subnets[0].network_address + 3 + p
-            attachment = PodAttachment(f"ns{index}", f"pod-{node.name}-{p}", f"uid-{p}",
-                                       node.name, f"ns{index}/udn", mac_from_ip(ip),
-                                       (f"{ip}/24",))
+            attachment = pod_attachment(index, node_index, node, p, workload.topology)
             pods[pod_owner(netinfo, attachment.namespace, attachment.name)] = \
-                build_pod(state, attachment)
+                topology.build_pod(state, attachment)
     if pods:
         steps.append(pods)
     return steps
@@ -242,6 +275,7 @@ def environment() -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--topology", choices=sorted(TOPOLOGIES), default="layer3")
     parser.add_argument("--networks", type=int, default=10)
     parser.add_argument("--nodes", type=int, default=5)
     parser.add_argument("--pods", type=int, default=0, help="pods per network per node")
@@ -249,17 +283,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-warmup", action="store_true")
     parser.add_argument("--results", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args(argv)
-    workload = Workload(args.networks, args.nodes, args.pods)
+    workload = Workload(args.networks, args.nodes, args.pods, args.topology)
     report: dict[str, Any] = {"workload": vars(workload) | {"repeat": args.repeat},
                               "environment": environment()}
     with tempfile.TemporaryDirectory(prefix="ovnk-bench-") as tmp:
         workdir = Path(tmp)
         if not args.no_warmup:
-            one_run(Workload(2, 2, 0), workdir, True)
+            one_run(Workload(2, 2, 0, args.topology), workdir, True)
         runs = [one_run(workload, workdir, check=(i == 0)) for i in range(args.repeat)]
     m = report["median"] = summarise(runs)
     report["runs"] = runs
-    print(f"Layer3 render: {workload.networks} networks x {workload.nodes} nodes x "
+    print(f"{workload.topology} render: {workload.networks} networks x {workload.nodes} nodes x "
           f"{workload.pods} pods/node ({m['owned_rows']} rows), median of {args.repeat} run(s) "
           f"({report['environment']['ovn']}, Python {report['environment']['python']}, "
           f"{report['environment']['cpus']} CPUs, standalone NB)")
@@ -270,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{0:>8}{m['restart_peak_rss_mb']:>13.0f}{m['delete_seconds']:>10.2f}")
     print("rows: ovnk's NB and the raw transactions' NB equal the floor's NB (checked); "
           "restart wrote nothing; no ovnk-owned row left after delete-all")
-    out = write_results(args.results, "render_layer3", report)
+    out = write_results(args.results, f"render_{workload.topology}", report)
     print(f"raw results: {out}")
     return 0
 
