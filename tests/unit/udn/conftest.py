@@ -11,8 +11,8 @@ from ovnk_local.testing.apiserver_fixtures import with_crds
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import NODES
-from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.configs import udn_config
+from ovnk_core.testing.managers import managers
 
 UDN_CONFIG = udn_config()
 
@@ -29,17 +29,7 @@ def client(kube_apiserver: ServerHandle) -> KubeClient:
 @pytest.fixture
 def start_manager(client: KubeClient) -> Iterator[Callable[[], ClusterManager]]:
     """``start_manager()`` runs a fresh cluster manager's controllers (stopped at teardown)."""
-    running: list[ClusterManager] = []
-
-    def start() -> ClusterManager:
-        manager = ClusterManager(UDN_CONFIG, client, PluginHost.load(UDN_CONFIG), identity="t")
-        manager.start_controllers()
-        running.append(manager)
-        return manager
-
-    yield start
-    for manager in running:
-        manager.stop_controllers()
+    yield from managers(client, UDN_CONFIG)
 
 
 @pytest.fixture

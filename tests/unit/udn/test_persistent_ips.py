@@ -15,8 +15,8 @@ import pytest
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import EVENTS, IPAMCLAIMS, NAMESPACES, PODS, UDNS
-from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.configs import udn_config
+from ovnk_core.testing.managers import managers
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
 
@@ -27,17 +27,7 @@ NETWORK = "vm_net"
 
 @pytest.fixture
 def start(client: KubeClient) -> Iterator[Callable[[], ClusterManager]]:
-    running: list[ClusterManager] = []
-
-    def start_one() -> ClusterManager:
-        manager = ClusterManager(CONFIG, client, PluginHost.load(CONFIG), identity="t")
-        manager.start_controllers()
-        running.append(manager)
-        return manager
-
-    yield start_one
-    for manager in running:
-        manager.stop_controllers()
+    yield from managers(client, CONFIG)
 
 
 def setup(client: KubeClient, persistent: bool = True) -> None:
