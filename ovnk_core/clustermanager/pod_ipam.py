@@ -369,6 +369,10 @@ class PodAllocator:
                     address = allocator.allocate(owner)
                 except IpAllocationError as exc:
                     self._release_owner(pod_key, nad_key)
+                    if pod is not None:
+                        self.recorder.event(pod, WARNING, network_selections.REASON,
+                                            f"failed to allocate an address on network "
+                                            f"{network}: {exc}")
                     raise NotReady(f"pod {pod_key}: {exc}", backoff=True) from None
                 self.held.setdefault(pod_key, []).append((key, owner))
                 interfaces.append(ipaddress.ip_interface(f"{address}/{subnet.prefixlen}"))

@@ -246,3 +246,35 @@ def test_primary_pods_reach_each_other_and_leave_through_their_own_node(
     out_c = trace_out(ovn_stack, teal, c, "8.8.8.8")
     assert out_c.snat_ips == ("169.254.0.13",) and out_c.outputs == (
         "breth0_ns2_teal_ovn-worker2",)
+
+
+def test_a_dual_stack_primary_network_renders_both_families(ovn_stack: OvnStack) -> None:
+    netinfo = NetInfo(name="ns1_ds", topology="layer2", role="primary", mtu=1400,
+                      subnets=(ClusterSubnet(net("10.210.0.0/16"), 16),
+                               ClusterSubnet(net("fd10:210::/64"), 64)),
+                      join_subnets=(net("100.65.0.0/16"), net("fd99::/64")),
+                      transit_subnets=(net("100.88.0.0/16"), net("fd97::/64")),
+                      nad_key="ns1/ds")
+    dual = NetworkState(netinfo, 4, (net("169.254.0.0/17"), net("fd69::/112")),
+                        (net("100.64.0.0/16"),), (16711687, 16715782))
+    node = NodeState("ovn-worker", (), 2, "chassis-1", GatewayConfig(
+        "shared", "breth0", mac_from_ip("172.18.0.2"), ("172.18.0.2/16", "fc00:f853::2/64"),
+        ("172.18.0.1", "fc00:f853::1")))
+    pod = PodAttachment("ns1", "a", "uid-a", "ovn-worker", "ns1/ds", mac_from_ip("10.210.0.3"),
+                        ("10.210.0.3/16", "fd10:210::3/64"), "primary", 10, 2)
+    with NbWriter([ovn_stack.nb.remote]).start() as nb:
+        apply_many(nb, {network_owner(netinfo): TOPOLOGY.build_network(dual),
+                        node_owner(netinfo, node.name): TOPOLOGY.build_node(dual, node)})
+        apply(nb, pod_owner(netinfo, "ns1", "a"), TOPOLOGY.build_pod(dual, pod))
+    ports = {p.name: p for p in read_rows(ovn_stack.nb.remote, "Logical_Router_Port")}
+    trtos = ports["trtos-ns1_ds_ovn_layer2_switch"]
+    assert sorted(trtos.networks) == ["10.210.0.1/16", "fd10:210::1/64"]
+    assert trtos.ipv6_ra_configs["address_mode"] == "dhcpv6_stateful"
+    assert sorted(ports["rtotr-GR_ns1_ds_ovn-worker"].networks) == [
+        "100.65.0.2/16", "100.88.0.5/31", "fd97::5/127", "fd99::2/64"]
+    routes = {(r.ip_prefix, r.nexthop) for r in read_rows(ovn_stack.nb.remote,
+                                                         "Logical_Router_Static_Route")}
+    assert {("10.210.0.3", "100.88.0.5"), ("fd10:210::3", "fd97::5"),
+            ("::/0", "fc00:f853::1"), ("fd10:210::/64", "fd97::4")} <= routes
+    nats = {(n.external_ip, n.logical_ip) for n in read_rows(ovn_stack.nb.remote, "NAT")}
+    assert ("fd69::11", "fd10:210::/64") in nats  # base + 10 + 2·4 - 1

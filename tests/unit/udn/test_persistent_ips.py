@@ -94,9 +94,10 @@ def test_a_claim_keeps_its_ips_across_pods_and_frees_them_when_deleted(
     others = [wait_until(lambda i=index: ips(client, f"other{i}"), timeout=30)  # type: ignore[misc]
               for index in range(3)]
     assert first not in others
-    pod(client, "late")  # the subnet is full: it waits
-    wait_until(lambda: any("full" in m for m in warnings(client, "late")) or
-               ips(client, "late") is None, timeout=10)
+    pod(client, "late")  # the subnet is full: it waits, and is told why
+    wait_until(lambda: "failed to allocate an address on network vm_net: subnet "
+               "10.160.0.0/29 is full: no address left for vm/late|vm/net" in
+               warnings(client, "late"), timeout=10)
     # the VM's next pod, on another node, gets the claim's addresses again
     pod(client, "virt-launcher-b", node="ovn-worker2", claim_name="vm1")
     assert wait_until(lambda: ips(client, "virt-launcher-b"), timeout=30) == first
