@@ -377,3 +377,17 @@ def test_a_vm_keeps_its_ip_when_its_pod_moves_to_another_node(cluster: LocalClus
     wait_pods_ready(cluster, "vms", diagnostics(cluster))
     taken = {ip_of(pod(f"next{index}"), "vms/net") for index in range(3)}
     assert vm_ip in taken  # a /29 has four pod addresses: the peer's and these three
+
+
+def test_primary_layer2_pods_reach_node_ips(cluster: LocalCluster,
+                                            primary_pods: dict[str, dict[str, Any]]) -> None:
+    """Through their gateway router (no management port on the shared switch): their own
+    node's IP and the other node's."""
+    nodes = {node["metadata"]["name"]: next(
+        a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+        for node in get(cluster, "nodes")["items"]}
+    for name in ("a1", "a2"):
+        netns = pod_netns(cluster, primary_pods[name])
+        for node, ip in nodes.items():
+            assert wait_until(lambda n=netns, i=ip: ping(n, i), timeout=30,  # type: ignore[misc]
+                              what=f"{name} reaching node {node} at {ip}")
