@@ -357,11 +357,18 @@ class PodAllocator:
         claim = self._claim_of(pod, nad_key, role, network, netinfo) if pod else None
         interfaces: list[Interface] = []
         tunnel_id = None
+        claim_error: ClaimError | None = None
         with self._lock:
             self._resolve_unresolved(network)
             self._reserve_claims(network, netinfo)
             if claim is not None:
-                interfaces = self._claim_addresses(pod_key, claim, network, netinfo, subnets)
+                try:
+                    interfaces = self._claim_addresses(pod_key, claim, network, netinfo,
+                                                       subnets)
+                except ClaimError as exc:
+                    claim_error = exc
+                    if not claim.ips:
+                        self.release_claim(claim.owner)
             for subnet in subnets if claim is None else ():
                 key, allocator = self._ip_allocator(network, subnet,
                                                     self._excluded(netinfo, subnet))
@@ -376,9 +383,14 @@ class PodAllocator:
                     raise NotReady(f"pod {pod_key}: {exc}", backoff=True) from None
                 self.held.setdefault(pod_key, []).append((key, owner))
                 interfaces.append(ipaddress.ip_interface(f"{address}/{subnet.prefixlen}"))
-            if netinfo is not None and netinfo.needs.pod_tunnel_ids:
+            if netinfo is not None and netinfo.needs.pod_tunnel_ids and claim_error is None:
                 tunnel_id = self._allocate_tunnel_id(network, owner)
                 self.held_tunnels.setdefault(pod_key, []).append((network, owner))
+        if claim_error is not None and claim is not None and pod is not None:
+            if not claim.ips and self.claims is not None:  # never wipe a claim's IPs
+                self.claims.record(claim, "", None, claim_error.reason, str(claim_error))
+            self.recorder.event(pod, WARNING, network_selections.REASON, str(claim_error))
+            raise NotReady(f"pod {pod_key}: {claim_error}", backoff=True)
         if claim is not None and self.claims is not None and pod is not None:
             try:
                 self.claims.record(claim, pod["metadata"]["name"], [str(i) for i in interfaces])
@@ -431,36 +443,30 @@ class PodAllocator:
         """The claim's addresses, held by the claim: its ``status.ips`` when it has some,
         else one new address per subnet.  (Under the allocator lock.)
 
-        :raises NotReady: the claim's IPs are not the network's or are another's, or a
-            subnet is full (then the claim's status says so, when it has no IPs).
+        :raises ClaimError: the claim's IPs are not the network's or are another's, or a
+            subnet is full (the caller writes that into a claim that has no IPs yet).
         """
         self.pod_claims.setdefault(pod_key, set()).add(claim.owner)
         interfaces: list[Interface] = []
-        try:
-            if claim.ips:
-                for text in claim.ips:
-                    interface = ipaddress.ip_interface(text)
-                    if interface.network not in subnets:
-                        raise ClaimError(f"IPAMClaim {claim.key}: {text} is not in the "
-                                         f"subnets of network {network}", IP_ADDRESS_CONFLICT)
-                    self._hold_for_claim(claim.owner, network, netinfo, interface)
-                    interfaces.append(interface)
-                return interfaces
-            for subnet in subnets:
-                key, allocator = self._ip_allocator(network, subnet,
-                                                    self._excluded(netinfo, subnet))
-                try:
-                    address = allocator.allocate(claim.owner)
-                except IpAllocationError as exc:
-                    raise ClaimError(str(exc), SUBNET_EXHAUSTED) from None
-                self.claim_held.setdefault(claim.owner, set()).add(key)
-                interfaces.append(ipaddress.ip_interface(f"{address}/{subnet.prefixlen}"))
+        if claim.ips:
+            for text in claim.ips:
+                interface = ipaddress.ip_interface(text)
+                if interface.network not in subnets:
+                    raise ClaimError(f"IPAMClaim {claim.key}: {text} is not in the "
+                                     f"subnets of network {network}", IP_ADDRESS_CONFLICT)
+                self._hold_for_claim(claim.owner, network, netinfo, interface)
+                interfaces.append(interface)
             return interfaces
-        except ClaimError as exc:
-            if not claim.ips and self.claims is not None:
-                self.release_claim(claim.owner)
-                self.claims.record(claim, "", None, exc.reason, str(exc))
-            raise NotReady(f"pod {pod_key}: {exc}", backoff=True) from None
+        for subnet in subnets:
+            key, allocator = self._ip_allocator(network, subnet,
+                                                self._excluded(netinfo, subnet))
+            try:
+                address = allocator.allocate(claim.owner)
+            except IpAllocationError as exc:
+                raise ClaimError(str(exc), SUBNET_EXHAUSTED) from None
+            self.claim_held.setdefault(claim.owner, set()).add(key)
+            interfaces.append(ipaddress.ip_interface(f"{address}/{subnet.prefixlen}"))
+        return interfaces
 
     def _hold_for_claim(self, owner: str, network: str, netinfo: NetInfo | None,
                         interface: Interface) -> None:

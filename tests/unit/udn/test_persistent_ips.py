@@ -156,3 +156,21 @@ def test_a_network_without_persistent_ips_ignores_the_reference(
     assert wait_until(lambda: ips(client, "b"), timeout=30)
     client.delete(PODS, "a", "vm")
     client.delete(PODS, "b", "vm")
+
+
+def test_a_claim_with_unusable_status_ips_is_refused_not_trusted(
+        client: KubeClient, start: Callable[[], ClusterManager]) -> None:
+    """status.ips is written by the cluster manager; whatever else is found there (garbage,
+    or another network's address) is a Warning on the pod, never an address handed out."""
+    setup(client)
+    start()
+    for name, ips_value in (("garbage", ["not-an-ip"]), ("outside", ["10.99.0.3/24"])):
+        claim(client, name)
+        client.patch_status(IPAMCLAIMS, name, {"status": {"ips": ips_value}}, "vm")
+        pod(client, f"p-{name}", claim_name=name)
+    wait_until(lambda: "IPAMClaim vm/garbage: status.ips entry 'not-an-ip' is not an address "
+               "with a prefix length" in warnings(client, "p-garbage"), timeout=30)
+    wait_until(lambda: any("10.99.0.3/24 is not in the subnets of network vm_net" in m
+                           for m in warnings(client, "p-outside")), timeout=30)
+    assert ips(client, "p-garbage") is None and ips(client, "p-outside") is None
+    assert claim_status(client, "outside")["ips"] == ["10.99.0.3/24"]  # not wiped
