@@ -2,8 +2,9 @@
 
 The cluster manager keeps the network (same name, same ID); the zone controller
 must not leave the Layer3 router, node switches and pod ports behind when the
-network's definition becomes one that renders differently (here Layer2, which no
-enabled plugin renders into NB yet) — and renders them again when it changes back.
+network's definition becomes one that renders differently (here Layer2: one switch,
+and the pod's Layer3-era entry, which has no tunnel ID, is refused there) — and renders
+them again, and nothing of Layer2, when it changes back.
 """
 
 from __future__ import annotations
@@ -69,9 +70,10 @@ def test_layer3_rows_go_when_the_nad_becomes_layer2(client: KubeClient,
     wait_until(lambda: layer3 <= network_rows(ovn_nb), timeout=30)
 
     set_topology(client, "layer2", "10.50.0.0/24")
-    wait_until(lambda: not network_rows(ovn_nb), timeout=30)
+    layer2 = {f"{PREFIX}ovn_layer2_switch"}
+    wait_until(lambda: network_rows(ovn_nb) == layer2, timeout=30)
     assert "ovn_cluster_router" in committed_names(ovn_nb, "Logical_Router")  # default stays
-    assert "blue_side" not in running.rendered
 
     set_topology(client, "layer3", "10.50.0.0/16/24")  # back: rendered again, pod port too
     wait_until(lambda: layer3 <= network_rows(ovn_nb), timeout=30)
+    wait_until(lambda: not layer2 & network_rows(ovn_nb), timeout=30)
