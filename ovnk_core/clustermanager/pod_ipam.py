@@ -35,13 +35,8 @@ from ovnk_core.allocators.ids import IdAllocationError, IdAllocator
 from ovnk_core.allocators.ips import IpAllocationError, IpAllocator
 from ovnk_core.annotations import pod_networks
 from ovnk_core.annotations.node_subnets import NODE_SUBNETS_ANNOTATION, parse_node_subnets
-from ovnk_core.clustermanager.ipam_claims import (
-    IP_ADDRESS_CONFLICT,
-    SUBNET_EXHAUSTED,
-    Claim,
-    ClaimError,
-    IpamClaims,
-)
+from ovnk_core.clustermanager.claim_holdings import ClaimHoldings
+from ovnk_core.clustermanager.ipam_claims import Claim, ClaimError, IpamClaims
 from ovnk_core.clustermanager.network_catalog import NetworkCatalog, wait_for_networks
 from ovnk_core.config import Config
 from ovnk_core.errors import NotReady, PermanentError
@@ -102,13 +97,10 @@ class PodAllocator:
         self.held: dict[str, list[tuple[str, str]]] = {}  # pod key → (allocator, owner)
         self.held_tunnels: dict[str, list[tuple[str, str]]] = {}  # pod key → (network, owner)
         self.platform_ids_reserved: set[str] = set()  # networks whose IDs 1-9 are set aside
-        # persistent IPs: claim owner -> allocator keys it holds addresses in; pod -> the
-        # claims it uses; networks whose claims' addresses are reserved
-        self.claim_held: dict[str, set[str]] = {}
-        self.pod_claims: dict[str, set[str]] = {}
-        self.claims_reserved: set[str] = set()
+        # persistent IPs: the claims, and the addresses they hold in self.ips
         self.claims = IpamClaims(client, informers, self.release_claim) \
             if config.enable_persistent_ips else None
+        self.holdings = ClaimHoldings(self.claims, self._claim_allocator, self.ips.get)
         # entries of live pods whose network was not known when they were read:
         # NAD key → pod key → entry, reserved before that network's first allocation
         self.unresolved: dict[str, dict[str, pod_networks.PodNetwork]] = {}
@@ -146,6 +138,10 @@ class PodAllocator:
         if allocator is None:
             allocator = self.ips[key] = IpAllocator(subnet, excluded)
         return key, allocator
+
+    def _claim_allocator(self, network: str, netinfo: NetInfo | None, subnet: Any
+                         ) -> tuple[str, IpAllocator]:
+        return self._ip_allocator(network, subnet, self._excluded(netinfo, subnet))
 
     def _tunnel_allocator(self, network: str) -> IdAllocator:
         return self.tunnel_ids.setdefault(network, IdAllocator(
@@ -210,8 +206,8 @@ class PodAllocator:
                 interface = ipaddress.ip_interface(text)
                 try:
                     if claim is not None:  # the claim holds them, not the pod
-                        self._hold_for_claim(claim, network, netinfo, interface)
-                        self.pod_claims.setdefault(pod_key, set()).add(claim)
+                        self.holdings.hold(claim, network, netinfo, interface)
+                        self.holdings.note_pod(pod_key, claim)
                         continue
                     key, allocator = self._ip_allocator(network, interface.network,
                                                         self._excluded(netinfo, interface.network))
@@ -257,11 +253,9 @@ class PodAllocator:
                 self._tunnel_allocator(network).release(owner)
             for waiting in self.unresolved.values():
                 waiting.pop(pod_key, None)
-            for owner in self.pod_claims.pop(pod_key, set()):
+            for owner in self.holdings.gone_claims_of(pod_key):
                 # the claim keeps its addresses; one that is gone gives them back (upstream)
-                if self.claims is not None and self.claims.informer.peek(
-                        owner.removeprefix("ipamclaim:")) is None:
-                    self.release_claim(owner)
+                self.release_claim(owner)
 
     # -- one pod -----------------------------------------------------------------------------
     def reconcile(self, key: str) -> None:
@@ -358,17 +352,18 @@ class PodAllocator:
         interfaces: list[Interface] = []
         tunnel_id = None
         claim_error: ClaimError | None = None
+        full: IpAllocationError | None = None
         with self._lock:
             self._resolve_unresolved(network)
-            self._reserve_claims(network, netinfo)
+            self.holdings.reserve_network(network, netinfo)
             if claim is not None:
                 try:
-                    interfaces = self._claim_addresses(pod_key, claim, network, netinfo,
-                                                       subnets)
+                    interfaces = self.holdings.addresses(pod_key, claim, network, netinfo,
+                                                         subnets)
                 except ClaimError as exc:
                     claim_error = exc
                     if not claim.ips:
-                        self.release_claim(claim.owner)
+                        self.holdings.release(claim.owner)
             for subnet in subnets if claim is None else ():
                 key, allocator = self._ip_allocator(network, subnet,
                                                     self._excluded(netinfo, subnet))
@@ -376,16 +371,20 @@ class PodAllocator:
                     address = allocator.allocate(owner)
                 except IpAllocationError as exc:
                     self._release_owner(pod_key, nad_key)
-                    if pod is not None:
-                        self.recorder.event(pod, WARNING, network_selections.REASON,
-                                            f"failed to allocate an address on network "
-                                            f"{network}: {exc}")
-                    raise NotReady(f"pod {pod_key}: {exc}", backoff=True) from None
+                    full = exc
+                    break
                 self.held.setdefault(pod_key, []).append((key, owner))
                 interfaces.append(ipaddress.ip_interface(f"{address}/{subnet.prefixlen}"))
-            if netinfo is not None and netinfo.needs.pod_tunnel_ids and claim_error is None:
+            if netinfo is not None and netinfo.needs.pod_tunnel_ids and claim_error is None \
+                    and full is None:
                 tunnel_id = self._allocate_tunnel_id(network, owner)
                 self.held_tunnels.setdefault(pod_key, []).append((network, owner))
+        if full is not None:  # events are written outside the allocator lock
+            if pod is not None:
+                self.recorder.event(pod, WARNING, network_selections.REASON,
+                                    f"failed to allocate an address on network {network}: "
+                                    f"{full}")
+            raise NotReady(f"pod {pod_key}: {full}", backoff=True)
         if claim_error is not None and claim is not None and pod is not None:
             if not claim.ips and self.claims is not None:  # never wipe a claim's IPs
                 self.claims.record(claim, "", None, claim_error.reason, str(claim_error))
@@ -438,67 +437,10 @@ class PodAllocator:
             raise NotReady(f"pod {pod_key}: {message}", backoff=True)
         return claim
 
-    def _claim_addresses(self, pod_key: str, claim: Claim, network: str,
-                         netinfo: NetInfo | None, subnets: list[Any]) -> list[Interface]:
-        """The claim's addresses, held by the claim: its ``status.ips`` when it has some,
-        else one new address per subnet.  (Under the allocator lock.)
-
-        :raises ClaimError: the claim's IPs are not the network's or are another's, or a
-            subnet is full (the caller writes that into a claim that has no IPs yet).
-        """
-        self.pod_claims.setdefault(pod_key, set()).add(claim.owner)
-        interfaces: list[Interface] = []
-        if claim.ips:
-            for text in claim.ips:
-                interface = ipaddress.ip_interface(text)
-                if interface.network not in subnets:
-                    raise ClaimError(f"IPAMClaim {claim.key}: {text} is not in the "
-                                     f"subnets of network {network}", IP_ADDRESS_CONFLICT)
-                self._hold_for_claim(claim.owner, network, netinfo, interface)
-                interfaces.append(interface)
-            return interfaces
-        for subnet in subnets:
-            key, allocator = self._ip_allocator(network, subnet,
-                                                self._excluded(netinfo, subnet))
-            try:
-                address = allocator.allocate(claim.owner)
-            except IpAllocationError as exc:
-                raise ClaimError(str(exc), SUBNET_EXHAUSTED) from None
-            self.claim_held.setdefault(claim.owner, set()).add(key)
-            interfaces.append(ipaddress.ip_interface(f"{address}/{subnet.prefixlen}"))
-        return interfaces
-
-    def _hold_for_claim(self, owner: str, network: str, netinfo: NetInfo | None,
-                        interface: Interface) -> None:
-        key, allocator = self._ip_allocator(network, interface.network,
-                                            self._excluded(netinfo, interface.network))
-        try:
-            allocator.reserve(owner, interface.ip)
-        except IpAllocationError as exc:
-            raise ClaimError(str(exc), IP_ADDRESS_CONFLICT) from None
-        self.claim_held.setdefault(owner, set()).add(key)
-
-    def _reserve_claims(self, network: str, netinfo: NetInfo | None) -> None:
-        """Before the network's first allocation, the addresses of its claims (upstream's
-        ``IPAMClaimReconciler.Sync``); a claim whose IPs cannot be held is logged."""
-        if network in self.claims_reserved or self.claims is None:
-            return
-        self.claims_reserved.add(network)
-        for claim in self.claims.of_network(network):
-            for text in claim.ips:
-                try:
-                    self._hold_for_claim(claim.owner, network, netinfo,
-                                         ipaddress.ip_interface(text))
-                except ClaimError as exc:
-                    log.warning("IPAMClaim %s: %s not reserved: %s", claim.key, text, exc)
-
     def release_claim(self, owner: str) -> None:
         """Free a claim's addresses (the claim is gone)."""
         with self._lock:
-            for key in self.claim_held.pop(owner, set()):
-                allocator = self.ips.get(key)
-                if allocator is not None:
-                    allocator.release(owner)
+            self.holdings.release(owner)
         log.info("%s: addresses released", owner)
 
     def _secondary_nads(self, pod: JSON, primary: str | None) -> list[str]:
