@@ -11,6 +11,7 @@ import functools
 import os
 import shutil
 from pathlib import Path
+from typing import NoReturn
 
 NB_SCHEMA = Path("/usr/share/ovn/ovn-nb.ovsschema")
 SB_SCHEMA = Path("/usr/share/ovn/ovn-sb.ovsschema")
@@ -59,3 +60,13 @@ def missing_for(tier: str) -> str | None:
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def missing_capability(reason: str) -> NoReturn:
+    """End the test for a capability this machine lacks: skipped with ``reason`` — or, in
+    CI, where every tier must run, failed with it."""
+    import pytest
+
+    if in_ci():
+        pytest.fail(reason)
+    pytest.skip(reason)

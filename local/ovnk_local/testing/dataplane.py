@@ -14,10 +14,8 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import pytest
-
 from ovnk_core.annotations.pod_networks import POD_NETWORKS_ANNOTATION
-from ovnk_core.testing.capabilities import in_ci
+from ovnk_core.testing.capabilities import missing_capability
 from ovnk_local.cluster import LocalCluster, dataplane_unavailable
 
 
@@ -26,9 +24,7 @@ def require_dataplane() -> None:
     reason = dataplane_unavailable()
     if reason is None:
         return
-    if in_ci():
-        pytest.fail(f"no real dataplane in CI: {reason}")
-    pytest.skip(f"no real dataplane here: {reason}")
+    missing_capability(f"no real dataplane here: {reason}")
 
 
 def kubectl(cluster: LocalCluster, *args: str, stdin: str | None = None, check: bool = True,
