@@ -100,7 +100,7 @@ class PodAllocator:
         # persistent IPs: the claims, and the addresses they hold in self.ips
         self.claims = IpamClaims(client, informers, self.release_claim) \
             if config.enable_persistent_ips else None
-        self.holdings = ClaimHoldings(self.claims, self._claim_allocator, self.ips.get)
+        self.holdings = ClaimHoldings(self.claims, self._pool, self.ips.get)
         # entries of live pods whose network was not known when they were read:
         # NAD key → pod key → entry, reserved before that network's first allocation
         self.unresolved: dict[str, dict[str, pod_networks.PodNetwork]] = {}
@@ -131,17 +131,15 @@ class PodAllocator:
         self.controller.reconcile_all()
 
     # -- allocators --------------------------------------------------------------------------
-    def _ip_allocator(self, network: str, subnet: ipaddress.IPv4Network | ipaddress.IPv6Network,
-                      excluded: list[Any]) -> tuple[str, IpAllocator]:
+    def _pool(self, network: str, netinfo: NetInfo | None, subnet: Any
+              ) -> tuple[str, IpAllocator]:
+        """(key, allocator) of a subnet of a network (made on first use, without what its
+        pods never get)."""
         key = f"{network}|{subnet}"
         allocator = self.ips.get(key)
         if allocator is None:
-            allocator = self.ips[key] = IpAllocator(subnet, excluded)
+            allocator = self.ips[key] = IpAllocator(subnet, excluded_subnets(netinfo, subnet))
         return key, allocator
-
-    def _claim_allocator(self, network: str, netinfo: NetInfo | None, subnet: Any
-                         ) -> tuple[str, IpAllocator]:
-        return self._ip_allocator(network, subnet, self._excluded(netinfo, subnet))
 
     def _tunnel_allocator(self, network: str) -> IdAllocator:
         return self.tunnel_ids.setdefault(network, IdAllocator(
@@ -158,9 +156,6 @@ class PodAllocator:
                     allocator.reserve(f"reserved-platform-port-{value}", value)
             self.platform_ids_reserved.add(network)
         return allocator.allocate(owner)
-
-    def _excluded(self, netinfo: NetInfo | None, subnet: Any) -> list[Any]:
-        return excluded_subnets(netinfo, subnet)
 
     def sync(self) -> None:
         """Reserve every address already annotated on a live pod (once every network that
@@ -209,8 +204,7 @@ class PodAllocator:
                         self.holdings.hold(claim, network, netinfo, interface)
                         self.holdings.note_pod(pod_key, claim)
                         continue
-                    key, allocator = self._ip_allocator(network, interface.network,
-                                                        self._excluded(netinfo, interface.network))
+                    key, allocator = self._pool(network, netinfo, interface.network)
                     allocator.reserve(owner, interface.ip)
                     self.held.setdefault(pod_key, []).append((key, owner))
                 except (IpAllocationError, ClaimError) as exc:
@@ -227,15 +221,13 @@ class PodAllocator:
         """The owner of the IPAMClaim that holds a live pod's addresses on this network (at
         startup), or ``None`` when the pod holds them itself."""
         pod = self.pods.peek(pod_key)
-        if pod is None or self.claims is None or netinfo is None or \
-                not netinfo.allow_persistent_ips:
+        if pod is None or not self._keeps_ips(netinfo):
             return None
         try:
-            name = claim_reference(pod, nad_key, primary=entry.role == "primary")
-            claim = self.claims.find(pod["metadata"]["namespace"], name) if name else None
+            _, claim = self._named_claim(pod, nad_key, entry.role == "primary", network)
         except (network_selections.NetworkSelectionError, ClaimError):
             return None
-        return claim.owner if claim is not None and claim.network == network else None
+        return claim.owner if claim is not None else None
 
     def _resolve_unresolved(self, network: str) -> None:
         """Reserve the held-aside entries of ``network``'s NADs (before it allocates)."""
@@ -365,8 +357,7 @@ class PodAllocator:
                     if not claim.ips:
                         self.holdings.release(claim.owner)
             for subnet in subnets if claim is None else ():
-                key, allocator = self._ip_allocator(network, subnet,
-                                                    self._excluded(netinfo, subnet))
+                key, allocator = self._pool(network, netinfo, subnet)
                 try:
                     address = allocator.allocate(owner)
                 except IpAllocationError as exc:
@@ -403,6 +394,27 @@ class PodAllocator:
                                             annotation.random_mac())
 
     # -- persistent IPs ------------------------------------------------------------------------
+    def _keeps_ips(self, netinfo: NetInfo | None) -> bool:
+        return self.claims is not None and netinfo is not None and netinfo.allow_persistent_ips
+
+    def _named_claim(self, pod: JSON, nad_key: str, primary: bool, network: str,
+                     look: bool = True) -> tuple[str, Claim | None]:
+        """(the IPAMClaim the pod names for this network, "" for none; that claim when
+        ``look`` and it exists).
+
+        :raises NetworkSelectionError: the annotation naming it cannot be read.
+        :raises ClaimError: the claim cannot be read, or is for another network.
+        """
+        name = claim_reference(pod, nad_key, primary=primary)
+        if not name or not look or self.claims is None:
+            return name, None
+        namespace = pod["metadata"]["namespace"]
+        claim = self.claims.find(namespace, name)
+        if claim is not None and claim.network != network:
+            raise ClaimError(f"IPAMClaim {namespace}/{name} is for network "
+                             f"{claim.network!a}, not {network}")
+        return name, claim
+
     def _claim_of(self, pod: JSON, nad_key: str, role: str, network: str,
                   netinfo: NetInfo | None) -> Claim | None:
         """The IPAMClaim that holds the pod's addresses on this network, or ``None``: the pod
@@ -411,27 +423,23 @@ class PodAllocator:
         :raises NotReady: the claim does not exist (yet), or is unusable (Warning event).
         """
         pod_key = object_key(pod)
+        keeps = self._keeps_ips(netinfo)
         try:
-            name = claim_reference(pod, nad_key, primary=role == "primary")
+            name, claim = self._named_claim(pod, nad_key, role == "primary", network, keeps)
         except network_selections.NetworkSelectionError as exc:
             self.recorder.event(pod, WARNING, exc.reason, str(exc))
             raise
-        if not name:
-            return None
-        if netinfo is None or not netinfo.allow_persistent_ips or self.claims is None:
-            log.info("pod %s: IPAMClaim %s ignored: network %s does not keep persistent IPs",
-                     pod_key, name, network)
-            return None
-        namespace = pod["metadata"]["namespace"]
-        try:
-            claim = self.claims.find(namespace, name)
-            if claim is not None and claim.network != network:
-                raise ClaimError(f"IPAMClaim {namespace}/{name} is for network "
-                                 f"{claim.network!a}, not {network}")
         except ClaimError as exc:
             self.recorder.event(pod, WARNING, network_selections.REASON, str(exc))
             raise NotReady(f"pod {pod_key}: {exc}", backoff=True) from None
+        if not name:
+            return None
+        if not keeps:
+            log.info("pod %s: IPAMClaim %s ignored: network %s does not keep persistent IPs",
+                     pod_key, name, network)
+            return None
         if claim is None:
+            namespace = pod["metadata"]["namespace"]
             message = f'failed to get IPAMClaim {namespace}/{name}: ipamclaims "{name}" not found'
             self.recorder.event(pod, WARNING, network_selections.REASON, message)
             raise NotReady(f"pod {pod_key}: {message}", backoff=True)

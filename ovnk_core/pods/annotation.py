@@ -36,8 +36,7 @@ def build_pod_network(config: Config, netinfo: NetInfo | None, role: str,
     core's; a user-defined network's gateway and routes come from ``topology`` (the plugin
     that parsed ``netinfo``, required then).  The MAC derives from the first IPv4 address
     (else the first); a network without IPAM passes one (``random_mac``)."""
-    gateways = [pod_gateway(None if netinfo is None or netinfo.is_default else netinfo,
-                            ip.network) for ip in ips]
+    gateways = [pod_gateway(netinfo, ip.network) for ip in ips]
     if netinfo is None or netinfo.is_default:
         routing = default_network_routing(config, role, gateways)
     else:

@@ -59,7 +59,6 @@ from ovnk_core.annotations.pod_networks import (
 )
 from ovnk_core.config import Config
 from ovnk_core.config.values import IPNetwork
-from ovnk_core.networks.addressing import gateway_ip, management_ip
 from ovnk_core.networks.netinfo import (
     ROLE_INFRASTRUCTURE_LOCKED,
     ROLE_PRIMARY,
@@ -221,8 +220,7 @@ def _reserved(netinfo: NetInfo, subnet: IPNetwork, ip: ipaddress.IPv4Address |
     reason = unusable_reason(subnet, excluded, ip)
     if reason is None:
         return None
-    gateway, management = (gateway_ip(subnet), management_ip(subnet)) \
-        if netinfo.is_default else infrastructure_ips(netinfo, subnet)
+    gateway, management = infrastructure_ips(netinfo, subnet)
     if ip == gateway:
         return f"the gateway address of {subnet}"
     if ip == management:
