@@ -27,13 +27,14 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from ovnk_local.state import ProcessRecord, StateFile
-from ovnk_local.supervisor import log_tail, pid_running, spawn, terminate
+from ovnk_local.supervisor import log_tail, pid_running, spawn_process, terminate
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,9 @@ class Supervisor:
         self.cap = cap
         self.stable_after = stable_after
         self.clock = clock
-        self._children: set[int] = set()  # pids this process started (it alone reaps them)
+        # the processes this one started, by pid: it alone reaps them (holding the objects
+        # keeps subprocess from reaping them behind its back, see spawn_process)
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
         self._exits: dict[int, int] = {}  # reaped child pid -> wait status
 
     def run(self, stop: threading.Event, interval: float = POLL_INTERVAL) -> None:
@@ -142,8 +145,7 @@ class Supervisor:
     def _start(self, record: ProcessRecord) -> None:
         if record.ready_file:
             Path(record.ready_file).unlink(missing_ok=True)
-        spawn(record)
-        self._children.add(record.pid)
+        self._children[record.pid] = spawn_process(record)
 
     # -- exit statuses of our own children ---------------------------------------------------
     def _reap(self) -> None:
@@ -151,10 +153,12 @@ class Supervisor:
             try:
                 done, status = os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
-                self._children.discard(pid)
+                self._children.pop(pid, None)
                 continue
             if done:
-                self._children.discard(pid)
+                # tell the Popen too, or its finaliser would wait for the pid again (maybe
+                # reused by then)
+                self._children.pop(pid).returncode = os.waitstatus_to_exitcode(status)
                 self._exits[pid] = status
 
     def _status_of(self, pid: int) -> int | None:
@@ -164,4 +168,4 @@ class Supervisor:
     def _forget(self, pid: int) -> None:
         self._reap()
         self._exits.pop(pid, None)
-        self._children.discard(pid)
+        self._children.pop(pid, None)

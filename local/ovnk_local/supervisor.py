@@ -41,10 +41,19 @@ def pid_running(pid: int, args: list[str]) -> bool:
 
 
 def spawn(record: ProcessRecord) -> ProcessRecord:
+    """Start the record's process detached (``spawn_process``); the record, with its pid."""
+    spawn_process(record)
+    return record
+
+
+def spawn_process(record: ProcessRecord) -> subprocess.Popen[bytes]:
     """Start the record's process detached; inside its network namespace if it names one.
 
     The namespace is entered between fork and exec (not with ``ip netns exec``), so the
-    process's command line stays its own and ``pid_running`` recognises it.
+    process's command line stays its own and ``pid_running`` recognises it.  A caller that
+    reaps the process itself must keep the returned object: a dropped ``Popen`` of a
+    running child is reaped by the next ``Popen`` anyone creates (``subprocess._cleanup``),
+    and its exit status is lost.
     """
     Path(record.log).parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **record.env} if record.env else None
@@ -63,7 +72,7 @@ def spawn(record: ProcessRecord) -> ProcessRecord:
                                 env=env, preexec_fn=preexec)
     record.pid = proc.pid
     record.started = time.time()
-    return record
+    return proc
 
 
 def terminate(record: ProcessRecord, grace: float = 10.0) -> bool:

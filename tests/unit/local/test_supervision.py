@@ -128,6 +128,27 @@ def test_a_process_crashing_at_start_is_backed_off_not_hot_looped(
     assert 4 <= record.restarts <= 5
 
 
+def test_exit_statuses_survive_other_subprocesses_of_the_same_process(
+        tmp_path: Path, states: StateFile, supervisor: Supervisor) -> None:
+    """Python's subprocess reaps the children of dropped Popen objects whenever a new Popen
+    is made: the supervisor keeps its own, so their exit statuses stay its to read."""
+    stop = threading.Event()
+
+    def make_popens() -> None:
+        while not stop.is_set():
+            subprocess.run(["true"], check=True)
+
+    churn = threading.Thread(target=make_popens, daemon=True)
+    churn.start()
+    try:
+        add(states, supervised(tmp_path, "broken", CRASHES))
+        record = record_when(states, "broken", lambda r: r.restarts >= 3)
+    finally:
+        stop.set()
+        churn.join()
+    assert record.last_exit == "exit code 3"
+
+
 def test_what_down_stopped_or_nobody_supervises_is_left_alone(
         tmp_path: Path, states: StateFile, supervisor: Supervisor) -> None:
     stopped = supervised(tmp_path, "stopped", SERVES, wanted=False)
