@@ -35,7 +35,12 @@ from typing import Any, Protocol
 
 from ovnk_core.errors import OvnkError
 from ovnk_core.ovn import storable
-from ovnk_core.ovn.ownership import ObjectIDs, Owner
+from ovnk_core.ovn.ownership import (
+    DECLARED_REFERENCE_COLUMNS,
+    NAME_IDENTIFIED_TABLES,
+    ObjectIDs,
+    Owner,
+)
 
 
 class DesiredStateError(OvnkError):
@@ -108,6 +113,14 @@ class DesiredRow:
 
     def external_ids(self) -> dict[str, str]:
         return {**self.extra_external_ids, **self.ids.external_ids()}
+
+    def declared_columns(self) -> dict[str, Any]:
+        """The columns written: the declared ones and ``external_ids`` (which a table of
+        ``NAME_IDENTIFIED_TABLES`` does not have)."""
+        values = dict(self.columns)
+        if self.table not in NAME_IDENTIFIED_TABLES:
+            values["external_ids"] = self.external_ids()
+        return values
 
 
 @dataclass
@@ -186,8 +199,15 @@ def validate(owner: Owner, rows: Sequence[DesiredRow], tables: Mapping[str, Any]
             raise DesiredStateError(
                 f"row {row.table} {row.ids.primary_id}: {row.table} is not a root table, so "
                 "the row needs a link to a parent or OVSDB would delete it")
+        if row.table in NAME_IDENTIFIED_TABLES and (
+                row.columns.get("name") != row.ids.primary_id or row.extra_external_ids):
+            raise DesiredStateError(
+                f"row {row.table} {row.ids.primary_id}: a {row.table} row is identified by "
+                "its name: give it as the primary id and the name column, with no "
+                "external_ids")
         for name in row.columns:
-            if is_reference_set(table.columns[name]):
+            if is_reference_set(table.columns[name]) and \
+                    (row.table, name) not in DECLARED_REFERENCE_COLUMNS:
                 raise DesiredStateError(
                     f"row {row.table} {row.ids.primary_id}: {row.table}.{name} is a reference "
                     "set, maintained by links from its members; give each member a Link")

@@ -28,7 +28,15 @@ from ovnk_core.ovn.datum import (
     fingerprint_hashes,
     uuid_int,
 )
-from ovnk_core.ovn.ownership import ID_KEY, OWNER_CONTROLLER_KEY, OWNER_KEY, Owner
+from ovnk_core.ovn.ownership import (
+    DECLARED_REFERENCE_COLUMNS,
+    ID_KEY,
+    NAME_IDENTIFIED_TABLES,
+    OWNER_CONTROLLER_KEY,
+    OWNER_KEY,
+    UNCLAIMED,
+    Owner,
+)
 
 
 class RowRecord:
@@ -136,6 +144,24 @@ class OwnedRows:
             self.by_id.setdefault(record.table, {})[record.primary_id] = record
         self._attach_owner(record)
 
+    def claim(self, table: str, primary_id: str, owner: Owner) -> bool:
+        """Give an unclaimed name-identified row to ``owner`` (see ``NbWriter.claim``)."""
+        record = self.find(table, primary_id)
+        if record is None or record.owner != UNCLAIMED:
+            return False
+        self.set_owner(record, self.intern(owner))
+        return True
+
+    def keep_claims(self, before: OwnedRows) -> None:
+        """After NB was read again: name-identified rows (read unclaimed) that ``before``
+        knew, as the same row, keep the owner they had there."""
+        for table in NAME_IDENTIFIED_TABLES:
+            for primary_id, record in self.by_id.get(table, {}).items():
+                known = before.find(table, primary_id)
+                if known is not None and known.uuid == record.uuid \
+                        and record.owner == UNCLAIMED:
+                    self.set_owner(record, self.intern(known.owner))
+
     def set_owner(self, record: RowRecord, owner: Owner) -> None:
         if record.owner == owner:
             return
@@ -226,22 +252,29 @@ class OwnedRowsLoader:
     def add_row(self, table: str, row: Mapping[str, Any]) -> None:
         self.rows_read += 1
         codecs = self.codecs[table]
-        external = row.get("external_ids")
-        if external is None:
-            return
-        ext = dict(codecs["external_ids"].from_wire(external))
-        primary_id = ext.get(ID_KEY)
-        controller = ext.get(OWNER_CONTROLLER_KEY)
-        if not primary_id or not controller:
-            return  # not ovnk's: never recorded, so never touched
-        owner = self.store.intern(Owner(controller, ext.get(OWNER_KEY, "")))
+        if table in NAME_IDENTIFIED_TABLES:
+            # identified by name; ovnk's once an owner declares that name (``claim``)
+            primary_id = str(row.get("name", ""))
+            if not primary_id:
+                return
+            owner = UNCLAIMED
+        else:
+            external = row.get("external_ids")
+            if external is None:
+                return
+            ext = dict(codecs["external_ids"].from_wire(external))
+            primary_id = ext.get(ID_KEY, "")
+            controller = ext.get(OWNER_CONTROLLER_KEY)
+            if not primary_id or not controller:
+                return  # not ovnk's: never recorded, so never touched
+            owner = self.store.intern(Owner(controller, ext.get(OWNER_KEY, "")))
         hashes = []
         links = []
         for column, datum in row.items():
             codec = codecs.get(column)
             if codec is None:
                 continue  # _uuid, _version
-            if codec.is_reference_set:
+            if codec.is_reference_set and (table, column) not in DECLARED_REFERENCE_COLUMNS:
                 members = codec.wire_uuids(datum)
                 if members:
                     links.append((column, members))

@@ -16,6 +16,13 @@ Every row ovnk writes is stamped with:
 
 A row without ``owner-controller`` and ``id`` is foreign: ovnk never changes
 or deletes it.  Sweeps select rows only through these keys.
+
+One table cannot carry them: ``Load_Balancer_Group`` has no ``external_ids``.
+Its rows are identified by their (unique) ``name`` instead, which ovnk
+computes from the network's name exactly as upstream does; such a row is
+ovnk's once an owner declares that name (``NAME_IDENTIFIED_TABLES``), and a
+row of that name another system made is adopted rather than duplicated —
+the one documented exception to "never touch what is not ours".
 """
 
 from __future__ import annotations
@@ -37,6 +44,15 @@ ROLE_KEY = PREFIX + "role"
 OWNERSHIP_KEYS = (OWNER_CONTROLLER_KEY, OWNER_KEY, OWNER_TYPE_KEY, NAME_KEY, ID_KEY)
 INDEXED_KEYS = (ID_KEY, OWNER_CONTROLLER_KEY, OWNER_KEY, NETWORK_KEY)
 
+# Tables without external_ids whose rows ovnk writes: identified by their unique ``name``,
+# which is their primary id (``ObjectIDs.primary``).
+NAME_IDENTIFIED_TABLES = frozenset({"Load_Balancer_Group"})
+# Reference sets an owned row declares as a column (the whole set), instead of each
+# member declaring its membership: a switch or router holds its network's load balancer
+# groups, which belong to another owner (the network) and are the same for every node.
+DECLARED_REFERENCE_COLUMNS = frozenset({("Logical_Switch", "load_balancer_group"),
+                                        ("Logical_Router", "load_balancer_group")})
+
 
 @dataclass(frozen=True, order=True)
 class Owner:
@@ -49,9 +65,14 @@ class Owner:
         return f"{self.controller}/{self.key}"
 
     def object_ids(self, owner_type: str, name: str, network: str = "", topology: str = "",
-                   role: str = "", extra: tuple[tuple[str, str], ...] = ()) -> ObjectIDs:
+                   role: str = "", extra: tuple[tuple[str, str], ...] = (),
+                   primary: str = "") -> ObjectIDs:
         return ObjectIDs(owner=self, owner_type=owner_type, name=name, network=network,
-                         topology=topology, role=role, extra=extra)
+                         topology=topology, role=role, extra=extra, primary=primary)
+
+
+# The owner of a name-identified row read from NB before any owner declared it.
+UNCLAIMED = Owner("", "")
 
 
 @dataclass(frozen=True)
@@ -67,9 +88,13 @@ class ObjectIDs:
     # further identity keys, in order: each is an external_id and a part of the primary id
     # (upstream's ``direction`` of an ACL: ``<controller>:<type>:<name>:<direction>``)
     extra: tuple[tuple[str, str], ...] = ()
+    # the primary id of a row of a ``NAME_IDENTIFIED_TABLES`` table: its ``name``
+    primary: str = ""
 
     @cached_property
     def primary_id(self) -> str:
+        if self.primary:
+            return self.primary
         return ":".join([self.owner.controller, self.owner_type, self.name,
                          *(value for _key, value in self.extra)])
 

@@ -85,6 +85,8 @@ class TxnPlan:
     result: ApplyResult = field(default_factory=ApplyResult)
     new_rows: list[_NewRow] = field(default_factory=list)
     updated: list[tuple[DesiredRow, RowRecord]] = field(default_factory=list)
+    # existing rows another owner (or none: a name-identified row read from NB) had
+    adopted: list[tuple[DesiredRow, RowRecord]] = field(default_factory=list)
     targets: dict[tuple[str, str], Target] = field(default_factory=dict)
     link_adds: list[tuple[Target, str, Target]] = field(default_factory=list)
     link_removes: list[tuple[RowRecord, str, RowRecord]] = field(default_factory=list)
@@ -112,6 +114,8 @@ class TxnPlan:
             new.record.fp = self._fingerprint(new.row)
         for row, record in self.updated:
             record.fp = self._fingerprint(row)
+            store.set_owner(record, store.intern(row.ids.owner))
+        for row, record in self.adopted:
             store.set_owner(record, store.intern(row.ids.owner))
         for parent, column, child in self.link_adds:
             store.link(self._record(parent), column, self._record(child))
@@ -162,9 +166,7 @@ class TxnPlan:
 
 
 def _declared(row: DesiredRow) -> dict[str, Any]:
-    values = dict(row.columns)
-    values["external_ids"] = row.external_ids()
-    return values
+    return row.declared_columns()
 
 
 def _failure(replies: Sequence[Any], ops: Sequence[dict[str, Any]]) -> str:
@@ -240,6 +242,8 @@ class _Planner:
             else:
                 plan.targets[key] = record
                 existing.append((row, record))
+                if record.owner != row.ids.owner:
+                    plan.adopted.append((row, record))
         for new in plan.new_rows:
             self._insert(new)
         for row, record in existing:

@@ -46,7 +46,7 @@ from ovnk_core.ovn.declarative import ApplyResult, DesiredRow
 from ovnk_core.ovn.jsonrpc import OvsdbConnection, OvsdbConnectionError, OvsdbRequestError
 from ovnk_core.ovn.nb import NB_SCHEMA_NAME, NbConnectError
 from ovnk_core.ovn.owned_rows import OwnedRows, OwnedRowsLoader, RowRecord, changed_owners
-from ovnk_core.ovn.ownership import Owner
+from ovnk_core.ovn.ownership import NAME_IDENTIFIED_TABLES, Owner
 from ovnk_core.ovn.txn_plan import StaleRows, plan_apply
 
 log = logging.getLogger(__name__)
@@ -182,7 +182,8 @@ class NbWriter:
                                    if not table.is_root)
         # Children (non-root tables) first: the loader links parents to them as it reads.
         self._owned_tables = sorted((name for name, table in schema.tables.items()
-                                     if "external_ids" in table.columns),
+                                     if "external_ids" in table.columns
+                                     or name in NAME_IDENTIFIED_TABLES),
                                     key=lambda name: (name not in self._non_root, name))
 
     # -- reads -----------------------------------------------------------------------------
@@ -208,6 +209,7 @@ class NbWriter:
         if errors:
             raise NbConnectError(f"cannot read OVN Northbound at {self.remote}: {errors[0]}")
         store = loader.finish()
+        store.keep_claims(self._store)
         first = self.resyncs == 0
         changed = set() if first else changed_owners(self._store, store)
         self._store = store
@@ -248,6 +250,14 @@ class NbWriter:
         with self._lock:
             return self._store.find(table, primary_id)
 
+    def claim(self, table: str, primary_id: str, owner: Owner) -> bool:
+        """Make ``owner`` the owner of a row of a ``NAME_IDENTIFIED_TABLES`` table that no
+        owner has declared since NB was read (so that deleting ``owner`` deletes it: the
+        rows of a network removed while the controller was down).  False: no such row, or
+        it has an owner."""
+        with self._lock:
+            return self._store.claim(table, primary_id, owner)
+
     def holds(self, rows: Sequence[DesiredRow]) -> bool:
         """Whether NB has every one of ``rows`` (by primary id) with every declared column
         (``external_ids`` included) as declared, as far as this writer knows; links are not
@@ -266,7 +276,7 @@ class NbWriter:
                 if record is None:
                     return False
                 have = fingerprint_hashes(record.fp)
-                values = {**row.columns, "external_ids": row.external_ids()}
+                values = row.declared_columns()
                 try:
                     if not set(canonical_columns(self._codecs[row.table], values, resolve)) \
                             <= have:
@@ -291,6 +301,7 @@ class NbWriter:
                     self._resync_locked()
                 plan = plan_apply(self._store, self._codecs, self._non_root, desired)
                 if not plan.ops:
+                    plan.commit([])  # nothing to write; rows adopted as they are
                     return plan.result
                 replies = self._transact(plan.ops)
                 try:
