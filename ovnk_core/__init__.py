@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ovnk_core.errors import ConfigError, NetworkConfigError, OvnkError, PluginLoadError
 from ovnk_core.hookspecs import hookimpl
-from ovnk_core.topology import PodRouting, Topology
+from ovnk_core.topology import PodRouting, ServiceAttachment, Topology
 
 __all__ = [
     "ConfigError",
@@ -21,6 +21,7 @@ __all__ = [
     "OvnkError",
     "PluginLoadError",
     "PodRouting",
+    "ServiceAttachment",
     "Topology",
     "hookimpl",
 ]

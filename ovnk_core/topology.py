@@ -34,7 +34,7 @@ from ovnk_core.networks.netconf import NetConf
 from ovnk_core.networks.netinfo import NetInfo
 
 if TYPE_CHECKING:
-    from ovnk_core.ovn.declarative import DesiredRow
+    from ovnk_core.ovn.declarative import DesiredRow, Ref
     from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
     from ovnk_core.udn_section import UdnSection
 
@@ -57,6 +57,23 @@ class PodRouting:
     gateway_ips: tuple[str, ...] = ()
     routes: tuple[tuple[str, str], ...] = ()
     ipv6_lla_gateway_ip: str = ""
+
+
+@dataclass(frozen=True)
+class ServiceAttachment:
+    """Where one node's service load balancers go in a network.
+
+    :ivar switches: the logical switches the node's pods are on (references to rows the
+        topology builds, of the network or the node owner).  They get the network's
+        ``clusterLBGroup`` and ``clusterSwitchLBGroup``, and the node's per-node load
+        balancers for traffic from pods.
+    :ivar routers: the node's gateway routers: ``clusterLBGroup``,
+        ``clusterRouterLBGroup`` and the per-node load balancers for traffic from outside
+        (NodePort, externalIPs).
+    """
+
+    switches: tuple[Ref, ...] = ()
+    routers: tuple[Ref, ...] = ()
 
 
 class Topology(abc.ABC):
@@ -121,6 +138,26 @@ class Topology(abc.ABC):
     per-node subnets, gateway routers and management ports on every node.  A topology for
     user-defined networks only sets ``False``; startup then refuses it as the default
     network's topology, with the reason."""
+
+    serves_services: ClassVar[bool] = False
+    """Whether the default network and primary networks of this topology carry Kubernetes
+    Services: the core then adds the network's load balancer groups to its rows and asks
+    ``service_attachment`` where each node's load balancers go."""
+
+    def service_attachment(self, network: NetworkState, node: NodeState
+                           ) -> ServiceAttachment | None:
+        """The switches and gateway routers that serve services on ``node``.
+
+        **When:** in the zone controller, with ``build_network``/``build_node`` (to give those
+        rows the load balancer groups) and each time a service is reconciled (to link its
+        per-node load balancers), only for networks with ``serves_services``.  Must be pure
+        and name only rows that ``build_network``/``build_node`` return for the same
+        arguments.
+
+        :returns: ``None`` while the node has nothing to attach to (its gateway is not
+            published yet, say); the default: never.
+        """
+        return None
 
     def build_network(self, network: NetworkState) -> list[DesiredRow]:
         """Rows shared by the whole network (its routers, join switch, ...).

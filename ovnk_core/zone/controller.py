@@ -78,7 +78,10 @@ from ovnk_core.pod_port import ERROR_ADDING, ERROR_UPDATING
 from ovnk_core.pods.ip_pools import uses_node_subnets
 from ovnk_core.pods.network_selections import requested_networks
 from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
-from ovnk_core.topology import RenderingNotSupported, Topology
+from ovnk_core.services import desired as service_rows
+from ovnk_core.services import names as service_names
+from ovnk_core.services.desired import carries_services
+from ovnk_core.topology import RenderingNotSupported, ServiceAttachment, Topology
 from ovnk_core.zone import attachment_checks, owners
 from ovnk_core.zone.attachment_checks import PodContext
 from ovnk_core.zone.networks import GONE, READY, lookup_network
@@ -210,6 +213,8 @@ class ZoneController:
         self._stop = threading.Event()
         self._resync_thread: threading.Thread | None = None
         self.network_listeners: list[Callable[[str], None]] = []
+        # told the network's name each time its rows changed (nodes came or went, say)
+        self.render_listeners: list[Callable[[str], None]] = []
         nb.on_drift = self._repair
 
     def rendered_network(self, name: str) -> NetworkState | None:
@@ -356,13 +361,23 @@ class ZoneController:
             # nodes that are gone.
             desired = {owners.network_owner(netinfo): topology.build_network(state)}
             live_nodes = set()
+            attachments: list[ServiceAttachment] = []
+            with_services = carries_services(topology, netinfo)
             for node in self.nodes.peek_all():
                 node_state = self._node_state(node, name)
                 live_nodes.add(node_state.name)
                 desired[owners.node_owner(netinfo, node_state.name)] = \
                     topology.build_node(state, node_state)
+                attachment = topology.service_attachment(state, node_state) \
+                    if with_services else None
+                if attachment is not None:
+                    attachments.append(attachment)
         except RenderingNotSupported:
             return
+        if with_services:  # the load balancer groups, held by the switches and routers
+            desired[owners.network_owner(netinfo)] += service_rows.group_rows(netinfo)
+            desired = {owner: service_rows.with_groups(rows, netinfo, attachments)
+                       for owner, rows in desired.items()}
         for owner in self.nb.owners(controller=controller):
             node_name = owners.scope_node(owner)
             if node_name is not None and node_name not in live_nodes:
@@ -385,6 +400,8 @@ class ZoneController:
         if previous != state:
             self._tell_listeners(name)
         if changed or previous != state:
+            for listener in list(self.render_listeners):
+                listener(name)
             log.info("network %s: rendered (%d node(s))", name, len(live_nodes))
             for nad_key in (lookup.nads or (DEFAULT_NETWORK_NAME,)):
                 for pod in self.pods.by_index("nad", nad_key):
@@ -402,6 +419,10 @@ class ZoneController:
         for nad_key in set(before).symmetric_difference(nads or ()):
             for pod_key in self.pods.keys_by_index("nad", nad_key):
                 self.pod_controller.queue.add(pod_key)
+
+    def node_states(self, network: str) -> list[NodeState]:
+        """Every node as ``network`` sees it (for per-node work of other controllers)."""
+        return [self._node_state(node, network) for node in self.nodes.peek_all()]
 
     def _node_state(self, node: JSON, network: str) -> NodeState:
         facts = self._facts.get(node)
@@ -421,6 +442,13 @@ class ZoneController:
         pods = [o for o in found if owners.scope_pod(o) is not None]
         nodes = [o for o in found if owners.scope_node(o) is not None]
         rest = [o for o in found if o not in pods and o not in nodes]
+        # load balancer groups read back from NB have no owner until claimed (a network
+        # removed while the zone was down): the network owner takes them, to delete them
+        network = owners.network_owner_of(name)
+        for group in service_names.LB_GROUPS:
+            if self.nb.claim("Load_Balancer_Group", service_names.group_name(name, group),
+                             network) and network not in found:
+                rest.append(network)
         for group in (pods, nodes, rest):
             if group:
                 apply_many(self.nb, {owner: [] for owner in group})

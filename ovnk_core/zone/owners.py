@@ -1,4 +1,5 @@
-"""Who owns which rows: one owner per network, per (network, node) and per (network, pod).
+"""Who owns which rows: one owner per network, per (network, node), per (network, pod) and
+per (network, service).
 
 Owner scopes are the units the zone controller converges in one transaction
 and deletes as a whole.  They are written into every row's external_ids
@@ -34,7 +35,25 @@ def network_of_controller(controller: str) -> str | None:
 
 
 def network_owner(netinfo: NetInfo) -> Owner:
-    return Owner(controller_name(netinfo.name), NETWORK_SCOPE)
+    return network_owner_of(netinfo.name)
+
+
+def network_owner_of(network: str) -> Owner:
+    return Owner(controller_name(network), NETWORK_SCOPE)
+
+
+def service_owner(netinfo: NetInfo, namespace: str, name: str) -> Owner:
+    """A service's load balancers in a network: owner key ``<ns>/<name>``, which is also
+    upstream's ``k8s.ovn.org/owner`` of a service load balancer."""
+    return Owner(controller_name(netinfo.name), f"{namespace}/{name}")
+
+
+def scope_service(owner: Owner) -> str | None:
+    """The ``ns/name`` of a service owner (``None`` for other owners)."""
+    key = owner.key
+    if "/" not in key or ":" in key.split("/", 1)[0]:
+        return None  # pod:ns/name, feature:...
+    return key
 
 
 def node_owner(netinfo: NetInfo, node: str) -> Owner:

@@ -56,6 +56,7 @@ from ovnk_core.ovn.ownership import ObjectIDs, Owner
 from ovnk_core.ovn.port_types import LSP_TYPE_LOCALNET, LSP_TYPE_ROUTER
 from ovnk_core.pods.ip_pools import pod_gateway
 from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
+from ovnk_core.topology import ServiceAttachment
 from ovnk_core.zone.owners import network_owner, node_owner
 from ovnk_layer2.desired import SWITCH, row_ids, switch_name, switch_ref
 
@@ -157,6 +158,18 @@ def build_router(network: NetworkState) -> list[DesiredRow]:
 
 
 # -- one node -----------------------------------------------------------------------------------
+def gateway_router_ids(netinfo: NetInfo, node: str) -> ObjectIDs:
+    return row_ids(netinfo, node_owner(netinfo, node), "GatewayRouter", node, with_role=True)
+
+
+def service_attachment(network: NetworkState, node: NodeState) -> ServiceAttachment | None:
+    """Services on the network's one switch (for every node: a node's own load balancers
+    there answer on its own addresses), and on the node's gateway router once built."""
+    routers = (Ref.to("Logical_Router", gateway_router_ids(network.netinfo, node.name)),) \
+        if gateway_ready(network, node) else ()
+    return ServiceAttachment((switch_ref(network.netinfo),), routers)
+
+
 def gateway_ready(network: NetworkState, node: NodeState) -> bool:
     """A node's gateway can be built once it published gateway config, chassis and ID, and
     the network has join and transit subnets."""
@@ -176,7 +189,7 @@ def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
     gr_name = gateway_router_name(netinfo, node.name)
     rtotr, trtor, rtoe = f"rtotr-{gr_name}", f"trtor-{gr_name}", f"rtoe-{gr_name}"
     scoped = netinfo.scoped_name(node.name)
-    gr = row_ids(netinfo, owner, "GatewayRouter", node.name, with_role=True)
+    gr = gateway_router_ids(netinfo, node.name)
     ext = row_ids(netinfo, owner, "ExternalSwitch", node.name, with_role=True)
     join_ips = gateway_router_join_ips(network, node.node_id)
     pairs = {s.version: (transit_pair(s, node.node_id), s) for s in netinfo.transit_subnets}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ovnk_core import NetworkConfigError, PodRouting, Topology
+from ovnk_core import NetworkConfigError, PodRouting, ServiceAttachment, Topology
 from ovnk_core.config.values import ClusterSubnet, IPNetwork
 from ovnk_core.networks.addressing import IPAddress, link_local_from_mac, mac_from_ip
 from ovnk_core.networks.netconf import NetConf
@@ -35,6 +35,14 @@ class Layer2Topology(Topology):
     udn_section = Layer2Section()
     renders = True
     renders_default_network = False  # one switch across nodes: not the default network's shape
+    serves_services = True
+
+    def service_attachment(self, network: NetworkState, node: NodeState
+                           ) -> ServiceAttachment | None:
+        """Primary networks only (a secondary network has no services)."""
+        if not network.netinfo.is_primary:
+            return None
+        return primary.service_attachment(network, node)
 
     def build_network(self, network: NetworkState) -> list[DesiredRow]:
         rows = [desired.build_switch(network)]

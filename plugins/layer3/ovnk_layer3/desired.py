@@ -39,6 +39,7 @@ from ovnk_core.ovn.declarative import DesiredRow, Link, Ref
 from ovnk_core.ovn.ownership import ObjectIDs, Owner
 from ovnk_core.ovn.port_types import LSP_TYPE_LOCALNET, LSP_TYPE_ROUTER
 from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
+from ovnk_core.topology import ServiceAttachment
 from ovnk_core.zone.owners import network_owner, node_owner, pod_owner
 
 CLUSTER_ROUTER = "ovn_cluster_router"
@@ -72,6 +73,10 @@ def join_switch_ids(netinfo: NetInfo) -> ObjectIDs:
 
 def switch_ids(netinfo: NetInfo, node: str) -> ObjectIDs:
     return _ids(netinfo, node_owner(netinfo, node), "LogicalSwitch", node, True)
+
+
+def gateway_router_ids(netinfo: NetInfo, node: str) -> ObjectIDs:
+    return _ids(netinfo, node_owner(netinfo, node), "GatewayRouter", node, True)
 
 
 def gateway_router_name(netinfo: NetInfo, node: str) -> str:
@@ -183,6 +188,17 @@ def build_node(network: NetworkState, node: NodeState) -> list[DesiredRow]:
     return rows
 
 
+def service_attachment(network: NetworkState, node: NodeState) -> ServiceAttachment | None:
+    """Services on the node's switch, and on its gateway router once it is built."""
+    netinfo = network.netinfo
+    if not has_gateway(netinfo) or not node.subnets:
+        return None
+    routers = (Ref.to("Logical_Router", gateway_router_ids(netinfo, node.name)),) \
+        if gateway_ready(node) and network.join_subnets else ()
+    return ServiceAttachment((Ref.to("Logical_Switch", switch_ids(netinfo, node.name)),),
+                             routers)
+
+
 def gateway_ready(node: NodeState) -> bool:
     """A node's gateway can be built once it published gateway config, chassis and ID."""
     return node.gateway is not None and bool(node.chassis_id) and node.node_id is not None
@@ -202,7 +218,7 @@ def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
     gr_name = gateway_router_name(netinfo, node.name)
     rtoj, rtoe = f"rtoj-{gr_name}", f"rtoe-{gr_name}"
     router = router_ids(netinfo)
-    gr = _ids(netinfo, owner, "GatewayRouter", node.name, True)
+    gr = gateway_router_ids(netinfo, node.name)
     ext = _ids(netinfo, owner, "ExternalSwitch", node.name, True)
     join_ips = gateway_router_join_ips(network, node.node_id)
     node_ips = [ipaddress.ip_interface(ip) for ip in gateway.ips]

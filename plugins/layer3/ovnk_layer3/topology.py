@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ovnk_core import NetworkConfigError, PodRouting, Topology
+from ovnk_core import NetworkConfigError, PodRouting, ServiceAttachment, Topology
 from ovnk_core.config.values import ClusterSubnet, parse_cluster_subnet, parse_str_list
 from ovnk_core.networks.addressing import IPAddress, v4_host_prefix_problem
 from ovnk_core.networks.netconf import NetConf
@@ -25,6 +25,11 @@ class Layer3Topology(Topology):
     name = "layer3"
     udn_section = Layer3Section()
     renders = True
+    serves_services = True
+
+    def service_attachment(self, network: NetworkState, node: NodeState
+                           ) -> ServiceAttachment | None:
+        return desired.service_attachment(network, node)
 
     def build_network(self, network: NetworkState) -> list[DesiredRow]:
         return desired.build_network(network)
