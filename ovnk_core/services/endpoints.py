@@ -59,6 +59,8 @@ def port_endpoints(slices: Iterable[Mapping[str, Any]], port_name: str, protocol
     port) with ``protocol``, over all ``slices``; an address listed twice counts once."""
     found: dict[tuple[str, int], Endpoint] = {}
     for slice_ in slices:
+        if not isinstance(slice_, Mapping):
+            continue
         version = ADDRESS_FAMILIES.get(str(slice_.get("addressType", "")))
         if version is None:
             continue  # FQDN slices carry no addresses OVN can balance to

@@ -80,6 +80,7 @@ from ovnk_core.pods.network_selections import requested_networks
 from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
 from ovnk_core.services import desired as service_rows
 from ovnk_core.services import names as service_names
+from ovnk_core.services.controller import ServicesController
 from ovnk_core.services.desired import carries_services
 from ovnk_core.topology import RenderingNotSupported, ServiceAttachment, Topology
 from ovnk_core.zone import attachment_checks, owners
@@ -216,6 +217,9 @@ class ZoneController:
         # told the network's name each time its rows changed (nodes came or went, say)
         self.render_listeners: list[Callable[[str], None]] = []
         nb.on_drift = self._repair
+        self.services = ServicesController(informers, self, nb, recorder)
+        self.render_listeners.append(self.services.network_rendered)
+        self.network_listeners.append(self.services.network_rendered)
 
     def rendered_network(self, name: str) -> NetworkState | None:
         """The network as last rendered (``None``: not rendered, or removed)."""
@@ -310,6 +314,8 @@ class ZoneController:
             network = owners.network_of_controller(owner.controller)
             if network is None or is_feature_key(owner.key):
                 continue  # a feature's rows: its own controllers repair them
+            if self.services.repair(owner):
+                continue
             pod = owners.scope_pod(owner)
             if pod is not None:
                 self.pod_controller.queue.add(pod)
@@ -326,6 +332,28 @@ class ZoneController:
                 log.error("OVN Northbound resync failed: %s", exc)
 
     # -- networks --------------------------------------------------------------------------
+    def topology_of(self, state: NetworkState) -> Topology | None:
+        """The topology rendering ``state`` (``None``: not enabled, or not rendering)."""
+        try:
+            topology = self.host.topology(state.netinfo.topology)
+        except TopologyNotSupported:
+            return None
+        return topology if topology.renders else None
+
+    def primary_network_of_namespace(self, namespace: str) -> str | None:
+        """The rendered primary network of a namespace's NADs (``None``: it has none)."""
+        for nad in self.nads.peek_by_index("primary-namespace", namespace):
+            network = self.network_of_nad(object_key(nad))
+            state = self.rendered_network(network) if network is not None else None
+            if state is not None and state.netinfo.is_primary:
+                return network
+        return None
+
+    def namespaces_of_network(self, network: str) -> list[str]:
+        """The namespaces of the NADs that make up ``network``."""
+        return sorted({nad["metadata"]["namespace"]
+                       for nad in self.nads.peek_by_index("network", network)})
+
     def _topology(self, state: NetworkState) -> Topology | None:
         try:
             topology = self.host.topology(state.netinfo.topology)
@@ -445,9 +473,9 @@ class ZoneController:
         # load balancer groups read back from NB have no owner until claimed (a network
         # removed while the zone was down): the network owner takes them, to delete them
         network = owners.network_owner_of(name)
-        for group in service_names.LB_GROUPS:
-            if self.nb.claim("Load_Balancer_Group", service_names.group_name(name, group),
-                             network) and network not in found:
+        for lb_group in service_names.LB_GROUPS:
+            if self.nb.claim("Load_Balancer_Group", service_names.group_name(name, lb_group),
+                             network) and network not in rest:
                 rest.append(network)
         for group in (pods, nodes, rest):
             if group:
@@ -728,11 +756,12 @@ class ZoneController:
 
     # -- lifecycle -------------------------------------------------------------------------
     def controllers(self) -> Iterable[Controller]:
-        return (self.network_controller, self.pod_controller)
+        return (self.network_controller, self.pod_controller, self.services.controller)
 
     def start(self) -> None:
         self.network_controller.start()
         self.pod_controller.start()
+        self.services.start()
         interval = self.config.nb_resync_interval
         if interval > 0:
             self._stop.clear()
@@ -745,5 +774,6 @@ class ZoneController:
         if self._resync_thread is not None:
             self._resync_thread.join(timeout=10)
             self._resync_thread = None
+        self.services.stop()
         self.pod_controller.stop()
         self.network_controller.stop()

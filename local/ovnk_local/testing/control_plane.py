@@ -62,8 +62,8 @@ def settled(zone: Zone, interval: float = 0.3) -> Snapshot:
 
     def stable() -> Snapshot:  # empty (falsy) until settled
         current = snapshot(zone.nb)
-        done = current == last[0] and zone.controller.network_controller.queue.idle() \
-            and zone.controller.pod_controller.queue.idle() \
+        done = current == last[0] \
+            and all(c.queue.idle() for c in zone.controller.controllers()) \
             and all(c.queue.idle() for c in zone.plugin_controllers)
         last[0] = current
         return current if done else {}
