@@ -78,10 +78,6 @@ from ovnk_core.pod_port import ERROR_ADDING, ERROR_UPDATING
 from ovnk_core.pods.ip_pools import uses_node_subnets
 from ovnk_core.pods.network_selections import requested_networks
 from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
-from ovnk_core.services import desired as service_rows
-from ovnk_core.services import names as service_names
-from ovnk_core.services.controller import ServicesController
-from ovnk_core.services.desired import carries_services
 from ovnk_core.topology import RenderingNotSupported, ServiceAttachment, Topology
 from ovnk_core.zone import attachment_checks, owners
 from ovnk_core.zone.attachment_checks import PodContext
@@ -93,6 +89,10 @@ from ovnk_core.zone.node_facts import (
     read_node,
 )
 from ovnk_core.zone.pod_port_extras import merge_pod_port
+from ovnk_core.zone.services import desired as service_rows
+from ovnk_core.zone.services import names as service_names
+from ovnk_core.zone.services.controller import ServicesController
+from ovnk_core.zone.services.desired import carries_services
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from ovnk_core.services.endpoints import eligible, port_endpoints
-from ovnk_core.services.lb_config import (
+from ovnk_core.zone.services.endpoints import eligible, port_endpoints
+from ovnk_core.zone.services.lb_config import (
     NodeAddresses,
     base_options,
     build_configs,

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ovnk_core.config.values import IPNetwork
-from ovnk_core.services import names
-from ovnk_core.services.endpoints import Endpoint, eligible, port_endpoints
+from ovnk_core.zone.services import names
+from ovnk_core.zone.services.endpoints import Endpoint, eligible, port_endpoints
 
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 DEFAULT_AFFINITY_TIMEOUT = 10800

@@ -17,10 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.ovn.declarative import DesiredRow, Link, Ref
 from ovnk_core.ovn.ownership import ObjectIDs, Owner
-from ovnk_core.services import names
-from ovnk_core.services.lb_config import LoadBalancer
 from ovnk_core.topology import ServiceAttachment, Topology
 from ovnk_core.zone.owners import network_owner
+from ovnk_core.zone.services import names
+from ovnk_core.zone.services.lb_config import LoadBalancer
 
 ROLE_PRIMARY = "primary"
 

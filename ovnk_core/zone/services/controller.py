@@ -39,9 +39,12 @@ from ovnk_core.ovn.declarative import DesiredRow, MissingReference, apply_many
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.render_state import NetworkState, NodeState
-from ovnk_core.services import names
-from ovnk_core.services.desired import carries_services, load_balancer_rows
-from ovnk_core.services.lb_config import (
+from ovnk_core.topology import ServiceAttachment, Topology
+from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
+from ovnk_core.zone import owners
+from ovnk_core.zone.services import names
+from ovnk_core.zone.services.desired import carries_services, load_balancer_rows
+from ovnk_core.zone.services.lb_config import (
     NodeAddresses,
     ServiceSpec,
     base_options,
@@ -50,9 +53,6 @@ from ovnk_core.services.lb_config import (
     node_load_balancers,
     parse_service,
 )
-from ovnk_core.topology import ServiceAttachment, Topology
-from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
-from ovnk_core.zone import owners
 
 log = logging.getLogger(__name__)
 
