@@ -1,0 +1,134 @@
+"""Services with real packets in ``ovnk local``: a ClusterIP answers inside its network only.
+
+One cluster for the module (2 nodes, real dataplane): ``blue`` and ``green`` are primary
+Layer3 UDNs with the same pod CIDR, ``teal`` a primary Layer2 UDN, each with a ``web``
+service of two netexec backends (one per node) and a client; ``plain`` is on the default
+network with its own service.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from ovnk_local.cluster import LocalCluster
+from ovnk_local.testing.dataplane import kubectl, require_dataplane, wait_pods_ready
+
+from ovnk_core.testing.waiting import wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.netns]
+AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
+NAMESPACES = ("blue", "green", "teal", "plain")
+
+
+def apply(cluster: LocalCluster, *objects: dict[str, Any]) -> None:
+    for obj in objects:
+        kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(obj))
+
+
+def netexec(namespace: str, name: str, node: str, app: str = "web") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": {"app": app}},
+            "spec": {"nodeName": node, "containers": [{
+                "name": "netexec", "image": AGNHOST, "args": ["netexec", "--http-port=8080"],
+                "ports": [{"name": "http", "containerPort": 8080}],
+                "readinessProbe": {"httpGet": {"path": "/healthz", "port": "http"},
+                                   "periodSeconds": 1}}]}}
+
+
+def web_service(namespace: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": namespace},
+            "spec": {"selector": {"app": "web"},
+                     "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}
+
+
+def populate(local: LocalCluster) -> None:
+    for ns in ("blue", "green"):
+        apply(local, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": ns, "labels": {"k8s.ovn.org/primary-user-defined-network": ""}}})
+        apply(local, {"apiVersion": "k8s.ovn.org/v1", "kind": "UserDefinedNetwork",
+                      "metadata": {"name": "net", "namespace": ns},
+                      "spec": {"topology": "Layer3", "layer3": {"role": "Primary", "subnets": [
+                          {"cidr": "107.107.0.0/16", "hostSubnet": 24}]}}})
+    apply(local, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": "teal", "labels": {"k8s.ovn.org/primary-user-defined-network": ""}}})
+    apply(local, {"apiVersion": "k8s.ovn.org/v1", "kind": "UserDefinedNetwork",
+                  "metadata": {"name": "net", "namespace": "teal"},
+                  "spec": {"topology": "Layer2", "layer2": {"role": "Primary",
+                                                            "subnets": ["108.108.0.0/16"]}}})
+    apply(local, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "plain"}})
+    for ns in NAMESPACES:
+        apply(local, netexec(ns, f"{ns}-1", "ovn-worker"), netexec(ns, f"{ns}-2", "ovn-worker2"),
+              netexec(ns, "client", "ovn-worker", app="client"), web_service(ns))
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    require_dataplane()
+    local = LocalCluster(tmp_path_factory.mktemp("services") / ".ovnk")
+    local.up(nodes=2, timeout=90, dataplane=True)
+    try:
+        populate(local)
+        for ns in NAMESPACES:
+            wait_pods_ready(local, ns)
+        yield local
+    finally:
+        local.down()
+
+
+def cluster_ip(cluster: LocalCluster, namespace: str) -> str:
+    service = json.loads(kubectl(cluster, "get", "service", "-n", namespace, "web",
+                                 "-o", "json").stdout)
+    return str(service["spec"]["clusterIP"])
+
+
+def curl(cluster: LocalCluster, namespace: str, url: str) -> subprocess.CompletedProcess[str]:
+    return kubectl(cluster, "exec", "-n", namespace, "client", "--", "curl", "-sS",
+                   "--max-time", "3", url, check=False)
+
+
+def answers(cluster: LocalCluster, namespace: str, ip: str, tries: int = 12) -> set[str]:
+    """The backends (hostnames) that answered ``tries`` requests to ``ip:80``."""
+    found = set()
+    for _ in range(tries):
+        result = curl(cluster, namespace, f"http://{ip}:80/hostname")
+        if result.returncode == 0:
+            found.add(result.stdout)
+    return found
+
+
+def test_a_cluster_ip_answers_in_its_network_from_every_backend(cluster: LocalCluster) -> None:
+    blue = cluster_ip(cluster, "blue")
+    wait_until(lambda: answers(cluster, "blue", blue, tries=1), timeout=60,
+               what="the blue ClusterIP answering a blue pod")
+    assert answers(cluster, "blue", blue) == {"blue-1", "blue-2"}
+    green = cluster_ip(cluster, "green")
+    assert answers(cluster, "green", green) == {"green-1", "green-2"}
+    teal = cluster_ip(cluster, "teal")  # a Layer2 network
+    assert answers(cluster, "teal", teal) == {"teal-1", "teal-2"}
+    plain = cluster_ip(cluster, "plain")
+    assert answers(cluster, "plain", plain) == {"plain-1", "plain-2"}
+
+
+def test_a_cluster_ip_does_not_answer_other_networks(cluster: LocalCluster) -> None:
+    blue = cluster_ip(cluster, "blue")
+    wait_until(lambda: answers(cluster, "blue", blue, tries=1), timeout=60)
+    for namespace in ("green", "teal", "plain"):
+        result = curl(cluster, namespace, f"http://{blue}:80/hostname")
+        assert result.returncode != 0, (namespace, result.stdout)
+        assert not result.stdout.startswith("blue")
+
+
+def test_a_deleted_backend_stops_getting_traffic(cluster: LocalCluster) -> None:
+    green = cluster_ip(cluster, "green")
+    wait_until(lambda: answers(cluster, "green", green, tries=1), timeout=60)
+    kubectl(cluster, "delete", "pod", "-n", "green", "green-2", "--wait=true")
+    wait_until(lambda: answers(cluster, "green", green, tries=4) == {"green-1"}, timeout=60,
+               what="traffic only to the remaining backend")
+    # after the slice update: no failed request
+    results = [curl(cluster, "green", f"http://{green}:80/hostname") for _ in range(10)]
+    assert [r.stdout for r in results] == ["green-1"] * 10
