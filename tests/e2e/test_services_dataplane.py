@@ -127,7 +127,7 @@ def test_a_deleted_backend_stops_getting_traffic(cluster: LocalCluster) -> None:
     green = cluster_ip(cluster, "green")
     wait_until(lambda: answers(cluster, "green", green, tries=1), timeout=60)
     kubectl(cluster, "delete", "pod", "-n", "green", "green-2", "--wait=true")
-    wait_until(lambda: answers(cluster, "green", green, tries=4) == {"green-1"}, timeout=60,
+    wait_until(lambda: answers(cluster, "green", green, tries=4) == {"green-1"}, timeout=90,
                what="traffic only to the remaining backend")
     # after the slice update: no failed request
     results = [curl(cluster, "green", f"http://{green}:80/hostname") for _ in range(10)]

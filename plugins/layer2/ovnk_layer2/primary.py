@@ -133,7 +133,7 @@ def build_router(network: NetworkState) -> list[DesiredRow]:
     options = {"requested-tnl-key": str(network.tunnel_keys[1])} \
         if len(network.tunnel_keys) > 1 else {}
     gateways = [(pod_gateway(netinfo, s.cidr), s.cidr) for s in netinfo.subnets]
-    trtos = "trtos-" + switch_name(netinfo)
+    trtos = switch_router_port(netinfo)
     port_options = {"requested-tnl-key": TRANSIT_ROUTER_SWITCH_PORT_KEY,
                     "gateway_mtu": str(netinfo.mtu)}
     columns: dict[str, object] = {
@@ -158,6 +158,11 @@ def build_router(network: NetworkState) -> list[DesiredRow]:
 
 
 # -- one node -----------------------------------------------------------------------------------
+def switch_router_port(netinfo: NetInfo) -> str:
+    """The transit router's port on the network's switch (the pods' gateway)."""
+    return "trtos-" + switch_name(netinfo)
+
+
 def gateway_router_ids(netinfo: NetInfo, node: str) -> ObjectIDs:
     return row_ids(netinfo, node_owner(netinfo, node), "GatewayRouter", node, with_role=True)
 
@@ -304,7 +309,11 @@ def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
 def build_pod_egress(network: NetworkState, pod: PodAttachment, owner: Owner
                      ) -> list[DesiredRow]:
     """The transit router's ``src-ip`` route of each of the pod's addresses to its node's
-    gateway router (upstream routes the whole subnet to its zone's one gateway router)."""
+    gateway router (upstream routes the whole subnet to its zone's one gateway router),
+    and a ``dst-ip`` route of the address to the switch: a /32 ``src-ip`` route would
+    otherwise outrank the switch's connected /16 for traffic that comes back through the
+    router to the network itself (a service's backend after the switch's load balancer
+    rewrote the destination), and take it out through the gateway router."""
     if pod.node_id is None:
         return []
     netinfo = network.netinfo
@@ -318,5 +327,11 @@ def build_pod_egress(network: NetworkState, pod: PodAttachment, owner: Owner
             "Logical_Router_Static_Route",
             row_ids(netinfo, owner, "PodEgressRoute", f"{pod.namespace}/{pod.name}:{address}"),
             {"ip_prefix": str(address), "nexthop": str(hop), "policy": "src-ip"},
+            links=(Link(router_ref(netinfo), "static_routes"),)))
+        rows.append(DesiredRow(
+            "Logical_Router_Static_Route",
+            row_ids(netinfo, owner, "PodRoute", f"{pod.namespace}/{pod.name}:{address}"),
+            {"ip_prefix": str(address), "nexthop": str(address), "policy": "dst-ip",
+             "output_port": [switch_router_port(netinfo)]},
             links=(Link(router_ref(netinfo), "static_routes"),)))
     return rows
