@@ -76,16 +76,17 @@ NOT_CONTRIBUTING = frozenset({(EVERY_PROCESS, CONFIGURATION_CHECK)})
 
 PARSE, ROUTES, MTU, RENDER = "parse", "routes", "mtu", "render"
 UDN_SECTION = "udn section"
+SERVICES = "services"
 TOPOLOGY_MEMBERS: dict[str, str] = {
     "parse_netconf": PARSE, "pod_routing": ROUTES, "default_mtu": MTU,
     "build_network": RENDER, "build_node": RENDER, "build_pod": RENDER,
-    "udn_section": UDN_SECTION,
+    "udn_section": UDN_SECTION, "service_attachment": SERVICES,
 }
 """Known ``Topology`` members and what overriding one contributes; any other public member
 of the base class is shown by its name."""
 RENDER_METHODS = ("build_network", "build_node", "build_pod")
 TOPOLOGY_DECLARATIONS = frozenset({"name", "renders", "renders_default_network",
-                                   "supports_primary"})
+                                   "serves_services", "supports_primary"})
 """``Topology`` class attributes that describe the topology rather than contribute to it."""
 
 NOT_RENDERED = "parses only — its networks are not rendered into OVN"

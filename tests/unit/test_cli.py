@@ -137,8 +137,8 @@ def test_plugins_show_what_each_contributes_and_never_enabled_for_nothing(
         "dynamic": [NOTHING],
         "isolation": ["zone: controllers, pod ports", "node: controllers"],
         "mirror": ["cluster-manager: controllers"],
-        "layer3": ["topology: parse, routes, render, udn section"],
-        "layer2": ["topology: parse, routes, render, udn section"],
+        "layer3": ["topology: parse, routes, render, udn section, services"],
+        "layer2": ["topology: parse, routes, render, udn section, services"],
         "localnet": ["topology: parse, mtu, udn section", NOT_RENDERED]}
     # A bare "enabled" is only ever shown for a plugin that contributes and renders.
     for name, row in rows.items():
@@ -197,7 +197,7 @@ def test_plugins_json(capsys: pytest.CaptureFixture[str]) -> None:
                               "version": version_of("plugins/layer3"), "enabled": True,
                               "status": "enabled",
                               "contributes": {"topology": ["parse", "routes", "render",
-                                                           "udn section"]},
+                                                           "udn section", "services"]},
                               "contributes_nothing": False, "renders": True, "problems": []}
     assert (rows["mirror"]["status"], rows["mirror"]["contributes"]) == (
         "enabled", {"cluster-manager": ["controllers"]})

@@ -225,8 +225,8 @@ def test_bundled_plugins_contributions_and_status() -> None:
         "isolation": ("enabled", (("zone", ("controllers", "pod ports")),
                                   ("node", ("controllers",)))),
         "mirror": ("enabled", ((CLUSTER_MANAGER, ("controllers",)),)),
-        "layer3": ("enabled", ((TOPOLOGY, ("parse", "routes", "render", "udn section")),)),
-        "layer2": ("enabled", ((TOPOLOGY, ("parse", "routes", "render", "udn section")),)),
+        "layer3": ("enabled", ((TOPOLOGY, ("parse", "routes", "render", "udn section", "services")),)),
+        "layer2": ("enabled", ((TOPOLOGY, ("parse", "routes", "render", "udn section", "services")),)),
         "localnet": ("enabled, parses only", ((TOPOLOGY, ("parse", "mtu", "udn section")),)),
     }
     assert all(not p.contributions.problems for p in report.plugins)
