@@ -43,6 +43,7 @@ BACKOFF_CAP = 30.0
 STABLE_AFTER = 60.0
 POLL_INTERVAL = 0.2
 LOG_TAIL_LINES = 5
+REAP_GRACE = 1.0  # seconds a child seen dead may take to become reapable
 
 
 def restart_delay(failures: int, base: float = BACKOFF_BASE, cap: float = BACKOFF_CAP) -> float:
@@ -162,7 +163,14 @@ class Supervisor:
                 self._exits[pid] = status
 
     def _status_of(self, pid: int) -> int | None:
+        """The exit status of a child that is gone from ``/proc``'s view.  A dying process
+        loses its command line before it can be reaped, so one seen as not running may not
+        be waitable yet: give it a moment (one of ours, at most ``REAP_GRACE``)."""
+        deadline = time.monotonic() + REAP_GRACE
         self._reap()
+        while pid in self._children and time.monotonic() < deadline:
+            time.sleep(0.01)
+            self._reap()
         return self._exits.pop(pid, None)
 
     def _forget(self, pid: int) -> None:
