@@ -16,6 +16,11 @@ from ovnk_core.config.values import IPNetwork
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 MASQUERADE_BASE_OFFSET = 10
+# Global addresses of the masquerade subnet (offsets from its base), as upstream: .2 the host,
+# .4 the gateway routers' next hop towards it, .5 the source of OVN's service hairpin SNAT.
+HOST_MASQUERADE_OFFSET = 2
+MASQUERADE_NEXT_HOP_OFFSET = 4
+OVN_SERVICE_HAIRPIN_OFFSET = 5
 # The longest IPv4 node-subnet prefix that leaves pods an address: network, gateway (.1),
 # management port (.2) and broadcast take four, so /30 and /31 have none (and a /31 has no .2).
 MAX_V4_HOST_PREFIX = 29

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from ovnk_core.annotations.pod_networks import PodNetwork
 from ovnk_core.config import Config
 from ovnk_core.networks.addressing import (
+    OVN_SERVICE_HAIRPIN_OFFSET,
     IPAddress,
     mac_from_ip,
 )
@@ -24,8 +25,6 @@ from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.pods.ip_pools import pod_gateway
 from ovnk_core.pods.routing import routes_to
 from ovnk_core.topology import PodRouting, Topology
-
-OVN_SERVICE_HAIRPIN_OFFSET = 5
 
 
 def build_pod_network(config: Config, netinfo: NetInfo | None, role: str,
@@ -76,4 +75,4 @@ def default_network_routing(config: Config, role: str, gateways: Sequence[IPAddr
     return PodRouting(gateway_ips=tuple(str(g) for g in gateway_ips), routes=tuple(routes))
 
 
-__all__ = ["OVN_SERVICE_HAIRPIN_OFFSET", "build_pod_network", "default_network_routing"]
+__all__ = ["build_pod_network", "default_network_routing"]

@@ -9,6 +9,7 @@ connected ``NbClient`` (the IDL reader), and ``nb_writer`` a started
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,12 @@ import pytest
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.processes import NB_SCHEMA, SB_SCHEMA, Northd, OvsdbServer
 from ovnk_core.ovn.writer import NbWriter
+
+
+def nbctl(remote: str, *args: str, timeout: float = 30) -> str:
+    """``ovn-nbctl --db=<remote> ARGS``'s output, stripped (fails the caller on an error)."""
+    return subprocess.run(["ovn-nbctl", f"--db={remote}", *args], check=True,
+                          capture_output=True, text=True, timeout=timeout).stdout.strip()
 
 
 def read_rows(remote: str, table: str) -> list[Any]:

@@ -10,7 +10,6 @@ in ``explode`` makes it raise.  Real API server, cluster manager, zone controlle
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,6 +32,7 @@ from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
 from ovnk_core.pod_port import PodPortExtras
 from ovnk_core.render_state import PodAttachment
+from ovnk_core.testing import ovsdb_fixtures
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.zone.controller import ZoneController
@@ -94,8 +94,7 @@ def zone(plane: ControlPlane, grouping: Grouping, ovn_stack: OvnStack) -> Iterat
 
 
 def nbctl(stack: OvnStack, *args: str) -> str:
-    return subprocess.run(["ovn-nbctl", f"--db={stack.nb.remote}", *args], check=True,
-                          capture_output=True, text=True, timeout=30).stdout.strip()
+    return ovsdb_fixtures.nbctl(stack.nb.remote, *args)
 
 
 def group_ports(stack: OvnStack) -> set[str]:

@@ -23,6 +23,7 @@ from ovnk_core.ovn.declarative import (
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.ownership import ID_KEY, Owner
 from ovnk_core.ovn.writer import NbWriter
+from ovnk_core.testing import ovsdb_fixtures
 
 CTRL = "blue-network-controller"
 NODE_OWNER = Owner(CTRL, "node:node1")
@@ -57,8 +58,7 @@ def pod_rows(ip: str = "10.1.1.5") -> list[DesiredRow]:
 
 
 def nbctl(nb: NbClient | NbWriter, *args: str) -> str:
-    return subprocess.run(["ovn-nbctl", f"--db={nb.remote}", *args], check=True,
-                          capture_output=True, text=True).stdout
+    return ovsdb_fixtures.nbctl(nb.remote, *args)
 
 
 def switch_port_names(nb: NbClient | NbWriter, switch: str) -> set[str]:

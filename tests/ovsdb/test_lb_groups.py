@@ -9,8 +9,6 @@ and deleted with their owner — also when they were read back from NB first.
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from ovnk_core.ovn.declarative import (
@@ -24,6 +22,7 @@ from ovnk_core.ovn.declarative import (
 )
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.writer import NbWriter
+from ovnk_core.testing.ovsdb_fixtures import nbctl
 
 CTRL = "blue-network-controller"
 NETWORK = Owner(CTRL, "network")
@@ -32,11 +31,6 @@ SERVICE = Owner(CTRL, "ns1/web")
 GROUP_NAME = "blue_clusterLBGroup"
 GROUP = NETWORK.object_ids("LoadBalancerGroup", GROUP_NAME, primary=GROUP_NAME)
 GROUP_REF = Ref.to("Load_Balancer_Group", GROUP)
-
-
-def nbctl(remote: str, *args: str) -> str:
-    return subprocess.run(["ovn-nbctl", f"--db={remote}", *args], check=True,
-                          capture_output=True, text=True).stdout.strip()
 
 
 def network_rows() -> list[DesiredRow]:

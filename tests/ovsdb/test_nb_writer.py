@@ -8,7 +8,6 @@ each test checks that it notices (or knows) and that NB ends up as desired.
 from __future__ import annotations
 
 import socket
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -35,6 +34,7 @@ from ovnk_core.ovn.processes import (
     start_raft_cluster,
 )
 from ovnk_core.ovn.writer import NbWriter
+from ovnk_core.testing.ovsdb_fixtures import nbctl
 from ovnk_core.testing.waiting import wait_until
 
 CTRL = "blue-network-controller"
@@ -57,11 +57,6 @@ def pod_rows(ip: str = "10.1.1.5") -> list[DesiredRow]:
                        {"name": "blue_ns1_pod1", "addresses": [f"0a:58:0a:01:01:05 {ip}"],
                         "tag": None},
                        links=(Link(Ref.to("Logical_Switch", SWITCH), "ports"),))]
-
-
-def nbctl(remote: str, *args: str) -> str:
-    return subprocess.run(["ovn-nbctl", f"--db={remote}", *args], check=True,
-                          capture_output=True, text=True).stdout
 
 
 def port_names(remote: str) -> set[str]:

@@ -47,6 +47,7 @@ from ovnk_core.ovn.snapshot import Snapshot, snapshot
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.configs import udn_config
+from ovnk_core.testing.ovsdb_fixtures import nbctl
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.zone.app import ZoneApp
 
@@ -105,11 +106,6 @@ def pod_ips(client: KubeClient, name: str) -> list[str] | None:
         return None
     return sorted(ip.split("/")[0] for entry in json.loads(raw).values()
                   for ip in entry["ip_addresses"])
-
-
-def nbctl(remote: str, *args: str) -> str:
-    return subprocess.run(["ovn-nbctl", f"--db={remote}", *args], check=True,
-                          capture_output=True, text=True).stdout.strip()
 
 
 @pytest.fixture

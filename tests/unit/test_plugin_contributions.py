@@ -35,6 +35,8 @@ UDN = {"enable_multi_network": "true", "enable_network_segmentation": "true",
 DYNAMIC = {**UDN, "enable_dynamic_udn_allocation": "true"}
 
 
+RENDERING_TOPOLOGY = ("parse", "routes", "render", "udn section", "services")
+
 def config(**cli: str) -> Config:
     return load_config(cli, env={})
 
@@ -225,8 +227,8 @@ def test_bundled_plugins_contributions_and_status() -> None:
         "isolation": ("enabled", (("zone", ("controllers", "pod ports")),
                                   ("node", ("controllers",)))),
         "mirror": ("enabled", ((CLUSTER_MANAGER, ("controllers",)),)),
-        "layer3": ("enabled", ((TOPOLOGY, ("parse", "routes", "render", "udn section", "services")),)),
-        "layer2": ("enabled", ((TOPOLOGY, ("parse", "routes", "render", "udn section", "services")),)),
+        "layer3": ("enabled", ((TOPOLOGY, RENDERING_TOPOLOGY),)),
+        "layer2": ("enabled", ((TOPOLOGY, RENDERING_TOPOLOGY),)),
         "localnet": ("enabled, parses only", ((TOPOLOGY, ("parse", "mtu", "udn section")),)),
     }
     assert all(not p.contributions.problems for p in report.plugins)

@@ -34,6 +34,7 @@ from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import ENDPOINTSLICES, NAMESPACES, SERVICES, split_key
+from ovnk_core.networks.addressing import HOST_MASQUERADE_OFFSET, OVN_SERVICE_HAIRPIN_OFFSET
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
 from ovnk_core.ovn.declarative import DesiredRow, MissingReference, apply_many
 from ovnk_core.ovn.ownership import Owner
@@ -57,8 +58,6 @@ from ovnk_core.zone.services.lb_config import (
 log = logging.getLogger(__name__)
 
 CONTROLLER_NAME = "ovn-lb-controller"
-HOST_MASQUERADE_OFFSET = 2
-SERVICE_HAIRPIN_OFFSET = 5
 INVALID_SERVICE_REASON = "InvalidService"
 
 
@@ -187,7 +186,7 @@ class ServicesController:
         configs = build_configs(spec, slices, [s.cidr for s in netinfo.subnets])
         families = {s.cidr.version for s in netinfo.subnets}
         masquerade = [s for s in state.masquerade_subnets if s.version in families]
-        options = base_options([str(s.network_address + SERVICE_HAIRPIN_OFFSET)
+        options = base_options([str(s.network_address + OVN_SERVICE_HAIRPIN_OFFSET)
                                 for s in masquerade], spec.affinity_timeout)
         balancers = cluster_load_balancers(spec, configs.cluster, netinfo.name, options)
         attachments: dict[str, ServiceAttachment] = {}

@@ -49,7 +49,12 @@ import ipaddress
 from collections.abc import Iterable
 
 from ovnk_core.config.values import IPNetwork
-from ovnk_core.networks.addressing import IPAddress, mac_from_ip, masquerade_ips
+from ovnk_core.networks.addressing import (
+    MASQUERADE_NEXT_HOP_OFFSET,
+    IPAddress,
+    mac_from_ip,
+    masquerade_ips,
+)
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.ovn.declarative import DesiredRow, Link, Ref
 from ovnk_core.ovn.ownership import ObjectIDs, Owner
@@ -64,7 +69,6 @@ TRANSIT_ROUTER = "transit_router"
 JOIN_SWITCH = "join"
 TRANSIT_ROUTER_SWITCH_PORT_KEY = "1"  # requested-tnl-key of trtos- on the transit router
 NODE_PORT_KEY_OFFSET = 10  # trtor-GR_<node>'s key: 10 + node ID
-MASQUERADE_NEXT_HOP_OFFSET = 4
 MAC_BINDING_AGE_THRESHOLD = "300"
 IPV6_RA_CONFIGS = {"address_mode": "dhcpv6_stateful", "send_periodic": "true",
                    "max_interval": "900", "min_interval": "300", "router_preference": "LOW"}

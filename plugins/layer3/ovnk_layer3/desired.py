@@ -27,6 +27,8 @@ from collections.abc import Iterable
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.networks import port_names
 from ovnk_core.networks.addressing import (
+    HOST_MASQUERADE_OFFSET,
+    MASQUERADE_NEXT_HOP_OFFSET,
     IPAddress,
     gateway_ip,
     mac_from_ip,
@@ -45,8 +47,6 @@ from ovnk_core.zone.owners import network_owner, node_owner, pod_owner
 CLUSTER_ROUTER = "ovn_cluster_router"
 JOIN_SWITCH = "join"
 NODE_SUBNET_POLICY_PRIORITY = 1004
-HOST_MASQUERADE_OFFSET = 2
-MASQUERADE_NEXT_HOP_OFFSET = 4
 MAC_BINDING_AGE_THRESHOLD = "300"
 
 
