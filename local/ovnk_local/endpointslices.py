@@ -18,6 +18,11 @@ import logging
 from collections import defaultdict
 from typing import Any
 
+from ovnk_core.annotations.endpointslices import (
+    DEFAULT_CONTROLLER,
+    MANAGED_BY_LABEL,
+    SERVICE_NAME_LABEL,
+)
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.errors import AlreadyExists, Conflict, NotFound
@@ -26,9 +31,7 @@ from ovnk_core.kube.resources import ENDPOINTSLICES, PODS, SERVICES, object_key,
 
 log = logging.getLogger(__name__)
 
-SERVICE_NAME_LABEL = "kubernetes.io/service-name"
-MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
-CONTROLLER_NAME = "endpointslice-controller.k8s.io"
+CONTROLLER_NAME = DEFAULT_CONTROLLER
 MAX_ENDPOINTS_PER_SLICE = 100
 
 

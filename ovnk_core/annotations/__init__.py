@@ -25,6 +25,8 @@ controller, a client, or the ``networks`` package (which imports them).
 * ``node_gateway`` — ``k8s.ovn.org/l3-gateway-config``, ``node-chassis-id`` and
   ``node-primary-ifaddr`` (Node; node agent)
 * ``pod_networks`` — ``k8s.ovn.org/pod-networks`` (Pod; cluster manager)
+* ``endpointslices`` — EndpointSlice labels and annotations, a user-defined network's
+  included (names only)
 """
 
 from __future__ import annotations

@@ -28,6 +28,11 @@ import threading
 from collections.abc import Iterable
 from typing import Protocol
 
+from ovnk_core.annotations.endpointslices import (
+    NETWORK_ANNOTATION,
+    SERVICE_NAME_LABEL,
+    UDN_SERVICE_NAME_LABEL,
+)
 from ovnk_core.errors import NotReady
 from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
@@ -43,7 +48,6 @@ from ovnk_core.render_state import NetworkState, NodeState
 from ovnk_core.topology import ServiceAttachment, Topology
 from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
 from ovnk_core.zone import owners
-from ovnk_core.zone.services import names
 from ovnk_core.zone.services.desired import carries_services, load_balancer_rows
 from ovnk_core.zone.services.lb_config import (
     NodeAddresses,
@@ -66,11 +70,11 @@ def slice_index_keys(slice_: JSON) -> list[str]:
     meta = slice_.get("metadata") or {}
     namespace = meta.get("namespace", "")
     labels = meta.get("labels") or {}
-    service = labels.get(names.SERVICE_NAME_LABEL)
+    service = labels.get(SERVICE_NAME_LABEL)
     if service:
         return [f"{DEFAULT_NETWORK_NAME}|{namespace}/{service}"]
-    service = labels.get(names.UDN_SERVICE_NAME_LABEL)
-    network = (meta.get("annotations") or {}).get(names.ENDPOINTSLICE_NETWORK_ANNOTATION)
+    service = labels.get(UDN_SERVICE_NAME_LABEL)
+    network = (meta.get("annotations") or {}).get(NETWORK_ANNOTATION)
     if service and network:
         return [f"{network}|{namespace}/{service}"]
     return []

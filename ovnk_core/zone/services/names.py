@@ -24,11 +24,6 @@ SCOPE_LOCAL_ROUTER = "node_local_router_"
 KIND_KEY = "k8s.ovn.org/kind"
 KIND_SERVICE = "Service"
 
-# EndpointSlice labels and annotations: a default-network slice's, and a user-defined
-# network's slice (its service name label and the network it carries endpoints of)
-SERVICE_NAME_LABEL = "kubernetes.io/service-name"
-UDN_SERVICE_NAME_LABEL = "k8s.ovn.org/service-name"
-ENDPOINTSLICE_NETWORK_ANNOTATION = "k8s.ovn.org/endpointslice-network"
 
 
 def group_name(netinfo: NetInfo | str, group: str) -> str:

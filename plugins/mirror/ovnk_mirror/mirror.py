@@ -18,18 +18,20 @@ from collections.abc import Callable
 from typing import Any
 
 from ovnk_core.annotations import pod_networks
+from ovnk_core.annotations.endpointslices import (
+    DEFAULT_CONTROLLER,
+    MANAGED_BY_LABEL,
+    NETWORK_ANNOTATION,
+    SERVICE_NAME_LABEL,
+    SOURCE_ANNOTATION,
+    SOURCE_VERSION_ANNOTATION,
+    UDN_SERVICE_NAME_LABEL,
+)
 from ovnk_core.annotations.pod_networks import POD_NETWORKS_ANNOTATION
 from ovnk_core.errors import OvnkError
 from ovnk_core.kube.client import JSON
 
-MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
-SERVICE_NAME_LABEL = "kubernetes.io/service-name"
-DEFAULT_CONTROLLER = "endpointslice-controller.k8s.io"
 MIRROR_CONTROLLER = "endpointslice-mirror-controller.k8s.ovn.org"
-UDN_SERVICE_NAME_LABEL = "k8s.ovn.org/service-name"
-SOURCE_ANNOTATION = "k8s.ovn.org/source-endpointslice"
-SOURCE_VERSION_ANNOTATION = "k8s.ovn.org/source-endpointslice-version"
-NETWORK_ANNOTATION = "k8s.ovn.org/endpointslice-network"
 
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = re.compile(rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*")

@@ -15,6 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ovnk_core.annotations.endpointslices import (
+    DEFAULT_CONTROLLER,
+    MANAGED_BY_LABEL,
+    SOURCE_ANNOTATION,
+)
 from ovnk_core.annotations.pod_networks import POD_NETWORKS_ANNOTATION, PodNetwork, serialize
 from ovnk_core.contexts import ClusterManagerContext
 from ovnk_core.kube.client import JSON, KubeClient
@@ -23,10 +28,10 @@ from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.waiting import wait_until
 from ovnk_mirror.controller import EndpointSliceMirror
-from ovnk_mirror.mirror import MANAGED_BY_LABEL, MIRROR_CONTROLLER, SOURCE_ANNOTATION
+from ovnk_mirror.mirror import MIRROR_CONTROLLER
 
 CONFIG = udn_config()
-DEFAULT_MANAGER = "endpointslice-controller.k8s.io"
+DEFAULT_MANAGER = DEFAULT_CONTROLLER
 POD_MAC = "0a:58:0a:84:02:04"
 
 
