@@ -162,19 +162,26 @@ class ServicesController:
         if namespace is None:
             return  # not a namespaced key: nothing of ours
         service = self.services.peek(key)
-        network = self.network_of_namespace(namespace) if service is not None else None
+        state = None
+        if service is not None:
+            network = self.network_of_namespace(namespace)
+            state = self.zone.rendered_network(network) if network is not None else None
+            if state is None:
+                # its network is not rendered yet (the zone is starting, a UDN is coming):
+                # leave its rows as they are; the network's rendering enqueues it again.
+                # A network that is removed takes its services' rows with it.
+                return
         # rows it has anywhere go, unless the network it belongs to wants them below
         desired: dict[Owner, list[DesiredRow]] = {
             owner: [] for owner in self.nb.owners(owner_key=key)
             if owners.network_of_controller(owner.controller) is not None}
-        state = self.zone.rendered_network(network) if network is not None else None
         topology = self.zone.topology_of(state) if state is not None else None
-        if state is not None and topology is not None \
+        if service is not None and state is not None and topology is not None \
                 and carries_services(topology, state.netinfo):
             owner = owners.service_owner(state.netinfo, namespace, name)
-            spec = parse_service(service) if service is not None else None
+            spec = parse_service(service)
             desired[owner] = self._rows(state, topology, spec, owner) if spec else []
-            if spec is not None and service is not None:
+            if spec is not None:
                 self._report(service, key, spec)
         if not desired:
             return
