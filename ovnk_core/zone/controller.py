@@ -336,7 +336,8 @@ class ZoneController:
         """The topology rendering ``state`` (``None``: not enabled, or not rendering)."""
         try:
             topology = self.host.topology(state.netinfo.topology)
-        except TopologyNotSupported:
+        except TopologyNotSupported as exc:  # reported on the network by the cluster manager
+            self._note(f"network/{state.netinfo.name}", f"network {state.netinfo.name}: {exc}")
             return None
         return topology if topology.renders else None
 
@@ -354,14 +355,6 @@ class ZoneController:
         return sorted({nad["metadata"]["namespace"]
                        for nad in self.nads.peek_by_index("network", network)})
 
-    def _topology(self, state: NetworkState) -> Topology | None:
-        try:
-            topology = self.host.topology(state.netinfo.topology)
-        except TopologyNotSupported as exc:  # reported on the network by the cluster manager
-            self._note(f"network/{state.netinfo.name}", f"network {state.netinfo.name}: {exc}")
-            return None
-        return topology if topology.renders else None
-
     def reconcile_network(self, name: str) -> None:
         nads = self.nads.by_index("network", name)
         lookup = lookup_network(name, nads, self.config, self.host)
@@ -374,7 +367,7 @@ class ZoneController:
             return
         self._set_accepted(name, lookup.nads)
         state = lookup.state
-        topology = self._topology(state)
+        topology = self.topology_of(state)
         if topology is None:
             self._note(f"network/{name}", f"network {name}: topology "
                        f"{state.netinfo.topology} does not render into OVN Northbound")
@@ -510,7 +503,7 @@ class ZoneController:
                 if state is None:
                     keep.add(owners.controller_name(network))  # not rendered (yet)
                     continue
-                topology = self._topology(state)
+                topology = self.topology_of(state)
                 if topology is None:
                     continue
                 netinfo = state.netinfo
