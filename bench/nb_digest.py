@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ovnk_core.ovn.jsonrpc import OvsdbConnection
-from ovnk_core.ovn.ownership import ID_KEY, OWNER_CONTROLLER_KEY
+from ovnk_core.ovn.ownership import ID_KEY, NAME_IDENTIFIED_TABLES, OWNER_CONTROLLER_KEY
 from ovnk_core.ovn.snapshot import OWNED_TABLES, RUNTIME_COLUMNS
 
 Digest = dict[tuple[str, str], bytes]
@@ -36,12 +36,23 @@ def _scan(remote: str, columns: list[str] | None,
         ops: list[dict[str, Any]] = [{"op": "select", "table": t, "where": []}
                                      for t in OWNED_TABLES]
         if columns is not None:
-            for op in ops:
-                op["columns"] = columns
+            for op in ops:  # a name-identified table has a name, not external_ids
+                op["columns"] = [("name" if c == "external_ids" and op["table"] in
+                                  NAME_IDENTIFIED_TABLES else c) for c in columns]
         conn.transact("OVN_Northbound", ops,
                       on_row=lambda index, row: visit(OWNED_TABLES[index], row))
     finally:
         conn.close()
+
+
+def _owned_id(table: str, row: dict[str, Any]) -> str | None:
+    """``<table>:<primary id>`` of an ovnk-owned row (a name-identified one: its name)."""
+    if table in NAME_IDENTIFIED_TABLES:
+        return f"{table}:{row['name']}" if row.get("name") else None
+    ext = _ext(row)
+    if ext.get(ID_KEY) and ext.get(OWNER_CONTROLLER_KEY):
+        return f"{table}:{ext[ID_KEY]}"
+    return None
 
 
 def _plain(value: Any, ids: dict[str, str]) -> Any:
@@ -60,20 +71,20 @@ def digest(remote: str) -> Digest:
     ids: dict[str, str] = {}
 
     def remember(table: str, row: dict[str, Any]) -> None:
-        ext = _ext(row)
-        if ext.get(ID_KEY) and ext.get(OWNER_CONTROLLER_KEY):
-            ids[row["_uuid"][1]] = f"{table}:{ext[ID_KEY]}"
+        owned = _owned_id(table, row)
+        if owned is not None:
+            ids[row["_uuid"][1]] = owned
 
     _scan(remote, ["_uuid", "external_ids"], remember)
     result: Digest = {}
 
     def hash_row(table: str, row: dict[str, Any]) -> None:
-        ext = _ext(row)
-        if not (ext.get(ID_KEY) and ext.get(OWNER_CONTROLLER_KEY)):
+        owned = _owned_id(table, row)
+        if owned is None:
             return
         plain = {name: _plain(value, ids) for name, value in sorted(row.items())
                  if not name.startswith("_") and name not in RUNTIME_COLUMNS}
-        result[(table, ext[ID_KEY])] = hashlib.sha1(
+        result[(table, owned.split(":", 1)[1])] = hashlib.sha1(
             json.dumps(plain, sort_keys=True).encode()).digest()
 
     _scan(remote, None, hash_row)

@@ -71,6 +71,7 @@ def plan_batch(rows: Sequence[DesiredRow]) -> tuple[list[DesiredRow], dict[RowKe
         for row in list(pending):
             key = (row.table, row.ids.primary_id)
             kids = {child for column in children.get(key, {}).values() for child in column}
+            kids |= {ref for ref in _column_refs(row.columns.values()) if ref in position}
             if kids <= placed:
                 ordered.append(row)
                 placed.add(key)
@@ -81,6 +82,19 @@ def plan_batch(rows: Sequence[DesiredRow]) -> tuple[list[DesiredRow], dict[RowKe
     return ordered, position, children
 
 
+def _column_refs(values: Any) -> list[RowKey]:
+    """The rows a row's declared columns refer to (a switch's load balancer groups)."""
+    found: list[RowKey] = []
+    for value in values:
+        if isinstance(value, Ref):
+            found.append((value.table, value.primary_id))
+        elif isinstance(value, dict):
+            found += _column_refs(value.values())
+        elif isinstance(value, list | tuple | set | frozenset):
+            found += _column_refs(value)
+    return found
+
+
 def nbctl_commands(rows: Sequence[DesiredRow]) -> list[str]:
     """ovn-nbctl arguments creating ``rows`` (all links inside the batch) in one transaction."""
     ordered, position, children = plan_batch(rows)
@@ -88,14 +102,19 @@ def nbctl_commands(rows: Sequence[DesiredRow]) -> list[str]:
     args: list[str] = []
     for row in ordered:
         key = (row.table, row.ids.primary_id)
-        args += ["--", f"--id={ids[key]}", "create", row.table]
-        columns = dict(row.columns)
-        columns["external_ids"] = row.external_ids()
-        for column, members in children.get(key, {}).items():
-            columns[column] = [_Raw(ids[m]) for m in members]
-        for name, value in columns.items():
-            args.append(f"{name}={_value(value, ids)}")
+        members = {column: [_Raw(ids[m]) for m in found]
+                   for column, found in children.get(key, {}).items()}
+        args += create_command(row, ids[key], ids, members)
     return args
+
+
+def create_command(row: DesiredRow, name: str, ids: dict[RowKey, str] | None = None,
+                   members: dict[str, Any] | None = None) -> list[str]:
+    """``-- --id=<name> create <table> column=value ...`` for one row (its references to
+    rows of the batch through ``ids``, reference sets given as ``members``)."""
+    columns = {**row.declared_columns(), **(members or {})}
+    return ["--", f"--id={name}", "create", row.table,
+            *(f"{column}={_value(value, ids or {})}" for column, value in columns.items())]
 
 
 def run_nbctl(remote: str, args: list[str]) -> None:

@@ -36,8 +36,8 @@ def transact_ops(rows: Sequence[DesiredRow]) -> list[dict[str, Any]]:
     ops = []
     for row in ordered:
         key = (row.table, row.ids.primary_id)
-        values = {column: _datum(value, names) for column, value in row.columns.items()}
-        values["external_ids"] = ["map", [[k, v] for k, v in row.external_ids().items()]]
+        values = {column: _datum(value, names)
+                  for column, value in row.declared_columns().items()}
         for column, members in children.get(key, {}).items():
             values[column] = ["set", [["named-uuid", names[m]] for m in members]]
         ops.append({"op": "insert", "table": row.table, "row": values,

@@ -163,6 +163,7 @@ $BIN/ovnk show network blue/blue-network --config "$DIR/ovnk.toml"
 echo
 echo "== a Service in blue: default EndpointSlice (default-network IPs) and its mirror (blue IPs)"
 $KUBECTL apply -f examples/workshop/30-service.yaml
+$KUBECTL wait --for=condition=Ready --timeout=90s -n blue pod web-a web-b >/dev/null || true
 for _ in $(seq 1 100); do
   mirrored=$($KUBECTL get endpointslice -n blue \
     -l endpointslice.kubernetes.io/managed-by=endpointslice-mirror-controller.k8s.ovn.org \
@@ -171,6 +172,29 @@ for _ in $(seq 1 100); do
   sleep 0.2
 done
 $KUBECTL get endpointslice -n blue -o custom-columns='NAME:.metadata.name,MANAGED-BY:.metadata.labels.endpointslice\.kubernetes\.io/managed-by,ADDRESSES:.endpoints[*].addresses[0]'
+echo
+echo "== its OVN load balancer: in blue's clusterLBGroup, over the blue addresses"
+cluster_ip=$($KUBECTL get service -n blue web -o jsonpath='{.spec.clusterIP}')
+for _ in $(seq 1 50); do
+  lb=$(ovn-nbctl --db="unix:$PWD/$DIR/ovn/nb.sock" --bare --columns=vips find Load_Balancer \
+    'name="blue_blue.network_Service_blue/web_TCP_cluster"' 2>/dev/null || true)
+  case "$lb" in *,*) break;; esac
+  sleep 0.2
+done
+echo "  blue_blue.network_Service_blue/web_TCP_cluster: $lb"
+if $BIN/ovnk local exec --dir "$DIR" -n blue blue -- true 2>/dev/null; then
+  answers=""
+  for _ in $(seq 1 8); do
+    out=$($KUBECTL exec -n blue blue -- curl -sS --max-time 2 "http://$cluster_ip/hostname" 2>/dev/null) \
+      && answers="$answers $out"
+  done
+  echo "  blue/blue -> web ClusterIP $cluster_ip: answered by:$(echo "$answers" | tr ' ' '\n' | sort -u | tr '\n' ' ')"
+  if $KUBECTL exec -n green green -- curl -sS --max-time 2 "http://$cluster_ip/hostname" >/dev/null 2>&1; then
+    echo "  green/green -> the same ClusterIP: ANSWERS (not isolated!)"
+  else
+    echo "  green/green -> the same ClusterIP: no answer (blue's service lives in blue only)"
+  fi
+fi
 echo
 echo "== an invalid UDN is rejected at apply time"
 $KUBECTL apply -f examples/workshop/90-invalid.yaml || true

@@ -75,3 +75,20 @@ def test_pod_latency_benchmark_runs(tmp_path: Path) -> None:
     assert row["throughput_pods_per_s"] > 0
     assert set(row["cpu_seconds_per_pod"]) == {"cluster-manager", "controller", "apiserver",
                                                "scheduler", "kubelet"}
+
+
+def test_services_benchmark_runs_and_checks_itself(tmp_path: Path) -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import render_services
+    finally:
+        sys.path.remove(str(BENCH))
+    # it exits non-zero by itself when the rows differ from the floor's, a restart writes,
+    # a change is not one write, or rows are left after deleting everything
+    assert render_services.main(["--services", "12", "--networks", "2", "--nodes", "2",
+                                 "--node-ports", "--changes", "4", "--repeat", "1",
+                                 "--results", str(tmp_path)]) == 0
+    [result] = tmp_path.glob("render_services-*.json")
+    median = json.loads(result.read_text())["median"]
+    assert median["ovnk_seconds"] > 0 and median["floor_seconds"] > 0
+    assert median["churn_p50_ms"] > 0
