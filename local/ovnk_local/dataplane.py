@@ -31,6 +31,7 @@ from ovnk_core.errors import OvnkError
 from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.node import netlink
 from ovnk_core.node.netns import NETNS_DIR, run_in_netns
+from ovnk_local.runtime import disable_tx_checksum_offload
 from ovnk_local.state import ProcessRecord
 from ovnk_local.supervisor import wait_until
 
@@ -162,6 +163,9 @@ class Dataplane:
         ensure_netns(self.external_netns)
         self._uplink(self.external_netns, "ext", f"{EXTERNAL_HOST_IP}/16")
         netlink.ensure_route("0.0.0.0/0", gateway=UNDERLAY_GATEWAY, netns=self.external_netns)
+        # its TCP reaches gateway routers (NodePorts) through OVS's userspace conntrack,
+        # which marks a packet whose checksum was left to the "hardware" invalid
+        disable_tx_checksum_offload(self.external_netns)
 
     def _uplink(self, netns: str, underlay_port: str, cidr: str | None) -> None:
         """A veth from the underlay bridge (``underlay_port``) to ``eth0`` in ``netns``."""

@@ -28,21 +28,28 @@ import ipaddress
 import json
 import logging
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ovnk_core.annotations.node_gateway import GATEWAY_CONFIG_ANNOTATION, GatewayConfigError
 from ovnk_core.annotations.node_gateway import parse as parse_gateway_config
 from ovnk_core.errors import NotReady, OvnkError, PermanentError
+from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.factory import InformerFactory
+from ovnk_core.kube.resources import SERVICES
 from ovnk_core.networks.addressing import masquerade_ips
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, network_prefix
 from ovnk_core.node import netlink, nft
 from ovnk_core.node.netns import run_in_netns
-from ovnk_core.node.networks import primary_networks, watch_node_and_networks
+from ovnk_core.node.networks import (
+    primary_namespaces,
+    primary_networks,
+    watch_node_and_networks,
+)
 from ovnk_core.topology import Topology
+from ovnk_core.zone.services.lb_config import parse_service
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +72,9 @@ class GatewayNetwork:
     masquerade_ip: str
 
 
+NodePort = tuple[str, int]  # (tcp|udp|sctp, port)
+
+
 def patch_port_name(bridge: str, network: str, node: str) -> str:
     """The patch port ovn-controller creates on ``bridge`` for a network's port onto the
     physical network, ``<bridge>_<prefix><node>`` (the gateway router's external switch)."""
@@ -73,7 +83,9 @@ def patch_port_name(bridge: str, network: str, node: str) -> str:
 
 def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
                         patches: Mapping[str, int], networks: list[GatewayNetwork],
-                        bridge: str, node: str, masquerade_subnet: str) -> list[str]:
+                        bridge: str, node: str, masquerade_subnet: str,
+                        node_ports: Mapping[str, Iterable[NodePort]] | None = None
+                        ) -> list[str]:
     """The bridge's whole flow table (``ovs-ofctl`` syntax), from its ports and networks.
 
     Masquerade addresses are node-local (every node's gateway router of a network has
@@ -81,7 +93,12 @@ def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
     node's router (its gratuitous ARPs for its SNAT address) would poison another
     node's host.
 
+    A NodePort belongs to one network (its service's) and is unique in the cluster:
+    traffic from the uplink to the node IP and that port goes to that network's gateway
+    router, whose load balancer answers it; the router's replies come from the node IP.
+
     :param patches: ofport of every patch port on the bridge, by port name.
+    :param node_ports: network name (``default`` included) → its services' NodePorts.
     """
     masq = masquerade_subnet
     flows = [
@@ -127,7 +144,34 @@ def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
             f"table=0,priority=100,in_port=LOCAL,ip,nw_dst={ip} actions={patch}",
             f"table=0,priority=100,in_port=LOCAL,arp,arp_tpa={ip} actions={patch}",
         ]
+        if (node_ports or {}).get(network.name):
+            # its NodePorts' replies, from the node IP
+            flows.append(f"table=0,priority=100,in_port={patch},ip,nw_src={node_ip} "
+                         f"actions=output:{uplink}")
+    served = {DEFAULT_NETWORK_NAME, *(network.name for network in networks)}
+    for network_name, ports in sorted((node_ports or {}).items()):
+        patch = patches.get(patch_port_name(bridge, network_name, node))
+        if patch is None or network_name not in served:
+            continue
+        for protocol, port in sorted(set(ports)):
+            flows.append(f"table=0,priority=105,in_port={uplink},{protocol},nw_dst={node_ip},"
+                         f"tp_dst={port} actions=output:{patch}")
     return flows
+
+
+def service_node_ports(services: Iterable[JSON], network_of_namespace: Mapping[str, str]
+                       ) -> dict[str, list[NodePort]]:
+    """network → the NodePorts of its services (a namespace not in ``network_of_namespace``
+    is on the default network)."""
+    found: dict[str, list[NodePort]] = {}
+    for service in services:
+        spec = parse_service(service)
+        if spec is None:
+            continue
+        network = network_of_namespace.get(spec.namespace, DEFAULT_NETWORK_NAME)
+        found.setdefault(network, []).extend(
+            (port.protocol.lower(), port.node_port) for port in spec.ports if port.node_port)
+    return found
 
 
 def bridge_ports(vsctl: Vsctl, bridge: str) -> dict[str, int]:
@@ -200,6 +244,9 @@ class NodeGateway:
         self.controller = Controller(f"node-gateway-{node}", self.reconcile)
         self.nodes, self.nads = watch_node_and_networks(informers, node, self.controller,
                                                         GATEWAY_KEY)
+        # NodePorts are steered to their network's gateway router
+        self.services = informers.get(SERVICES)
+        self.controller.watch(self.services, key_func=lambda _obj: [GATEWAY_KEY])
         self._applied: list[str] | None = None
         self._host_ready = False
         self._neighbors: set[str] = set()
@@ -239,8 +286,12 @@ class NodeGateway:
             raise NotReady(f"uplink {self.uplink} is not on {bridge} yet", delay=1.0)
         patches = {name: port for name, port in ports.items() if name.startswith("patch-")}
         networks = self.networks()
+        namespaces = primary_namespaces(
+            self.nads.peek_all(), primary_networks(self.nads.peek_all(), self.topologies))
+        node_ports = service_node_ports(self.services.peek_all(), namespaces)
         flows = build_gateway_flows(node_ip, gateway.mac, ports[self.uplink], patches,
-                                    networks, bridge, self.node, str(self.masquerade_subnet))
+                                    networks, bridge, self.node, str(self.masquerade_subnet),
+                                    node_ports)
         for network in networks:
             if network.masquerade_ip not in self._neighbors:
                 # the routers' external ports use the node's MAC: no ARP needed (upstream

@@ -22,7 +22,7 @@ from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.informer import Informer
 from ovnk_core.kube.resources import NADS, NODES
-from ovnk_core.networks import definition
+from ovnk_core.networks import definition, nad_config
 from ovnk_core.networks.netconf import parse_common
 from ovnk_core.networks.netinfo import NetworkNeeds
 from ovnk_core.topology import Topology
@@ -87,6 +87,22 @@ def primary_networks(nads: Iterable[JSON], topologies: Mapping[str, Topology]
         role, network = decision.definition
         if role == "primary" and network.needs.node_gateway:
             found.append(network)
+    return found
+
+
+def primary_namespaces(nads: Iterable[JSON], networks: Iterable[PrimaryNetwork]
+                       ) -> dict[str, str]:
+    """namespace → the primary network of its NADs, for the ``networks`` given (a namespace
+    of none of them is on the default network)."""
+    names = {network.name for network in networks}
+    found: dict[str, str] = {}
+    for nad in nads:
+        config = nad_config.ovn_config_of(nad)
+        if config is None or config.get("role") != "primary":
+            continue
+        name = config.get("name")
+        if isinstance(name, str) and name in names:
+            found[str(nad["metadata"]["namespace"])] = name
     return found
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from ovnk_local.cluster import LocalCluster
+from ovnk_local.dataplane import EXTERNAL_HOST_IP
 from ovnk_local.testing.dataplane import kubectl, require_dataplane, wait_pods_ready
 
 from ovnk_core.testing.waiting import wait_until
@@ -39,11 +40,23 @@ def netexec(namespace: str, name: str, node: str, app: str = "web") -> dict[str,
                                    "periodSeconds": 1}}]}}
 
 
-def web_service(namespace: str) -> dict[str, Any]:
+def web_service(namespace: str, node_port: int = 0, local: bool = False, name: str = "web",
+                app: str = "web") -> dict[str, Any]:
+    port: dict[str, Any] = {"name": "http", "port": 80, "targetPort": 8080}
+    spec: dict[str, Any] = {"selector": {"app": app}, "ports": [port]}
+    if node_port:
+        spec["type"] = "NodePort"
+        port["nodePort"] = node_port
+    if local:
+        spec["externalTrafficPolicy"] = "Local"
     return {"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": "web", "namespace": namespace},
-            "spec": {"selector": {"app": "web"},
-                     "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}
+            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+# NodePorts: blue's web (ETP=Cluster), teal's web (ETP=Local, a backend on each node), and
+# plain's "solo" (ETP=Local, its one backend on ovn-worker)
+NODE_PORTS = {"blue": 30080, "teal": 30081}
+SOLO_PORT = 30082
 
 
 def populate(local: LocalCluster) -> None:
@@ -63,7 +76,10 @@ def populate(local: LocalCluster) -> None:
     apply(local, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "plain"}})
     for ns in NAMESPACES:
         apply(local, netexec(ns, f"{ns}-1", "ovn-worker"), netexec(ns, f"{ns}-2", "ovn-worker2"),
-              netexec(ns, "client", "ovn-worker", app="client"), web_service(ns))
+              netexec(ns, "client", "ovn-worker", app="client"),
+              web_service(ns, NODE_PORTS.get(ns, 0), local=ns == "teal"))
+    apply(local, netexec("plain", "solo", "ovn-worker", app="solo"),
+          web_service("plain", SOLO_PORT, local=True, name="solo", app="solo"))
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +137,51 @@ def test_a_cluster_ip_does_not_answer_other_networks(cluster: LocalCluster) -> N
         result = curl(cluster, namespace, f"http://{blue}:80/hostname")
         assert result.returncode != 0, (namespace, result.stdout)
         assert not result.stdout.startswith("blue")
+
+
+def node_ips(cluster: LocalCluster) -> dict[str, str]:
+    nodes = json.loads(kubectl(cluster, "get", "nodes", "-o", "json").stdout)["items"]
+    return {n["metadata"]["name"]: next(a["address"] for a in n["status"]["addresses"]
+                                        if a["type"] == "InternalIP") for n in nodes}
+
+
+def from_outside(cluster: LocalCluster, url: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["ip", "netns", "exec", cluster.dataplane.external_netns, "curl",
+                           "-sS", "--max-time", "3", url], capture_output=True, text=True)
+
+
+def outside_answers(cluster: LocalCluster, ip: str, port: int, tries: int = 10) -> set[str]:
+    found = set()
+    for _ in range(tries):
+        result = from_outside(cluster, f"http://{ip}:{port}/hostname")
+        if result.returncode == 0:
+            found.add(result.stdout)
+    return found
+
+
+def test_a_node_port_answers_from_outside_on_every_node(cluster: LocalCluster) -> None:
+    for node, ip in node_ips(cluster).items():
+        wait_until(lambda ip=ip: outside_answers(cluster, ip, NODE_PORTS["blue"], 1),  # type: ignore[misc]
+                   timeout=60, what=f"blue's NodePort on {node}")
+        assert outside_answers(cluster, ip, NODE_PORTS["blue"]) == {"blue-1", "blue-2"}, node
+
+
+def test_an_etp_local_node_port_keeps_the_client_ip_and_answers_where_a_backend_is(
+        cluster: LocalCluster) -> None:
+    ips = node_ips(cluster)
+    for node, ip in ips.items():  # teal (Layer2) has a backend on each node
+        url = f"http://{ip}:{NODE_PORTS['teal']}/clientip"
+        wait_until(lambda url=url: from_outside(cluster, url).returncode == 0,  # type: ignore[misc]
+                   timeout=60, what=f"teal's NodePort on {node}")
+        assert from_outside(cluster, url).stdout.split(":")[0] == EXTERNAL_HOST_IP
+        assert outside_answers(cluster, ip, NODE_PORTS["teal"]) == \
+            {"teal-1" if node == "ovn-worker" else "teal-2"}
+    # plain/solo (default network): its one backend is on ovn-worker
+    url = f"http://{ips['ovn-worker']}:{SOLO_PORT}/clientip"
+    wait_until(lambda: from_outside(cluster, url).returncode == 0, timeout=60,
+               what="solo's NodePort on ovn-worker")
+    assert from_outside(cluster, url).stdout.split(":")[0] == EXTERNAL_HOST_IP
+    assert from_outside(cluster, f"http://{ips['ovn-worker2']}:{SOLO_PORT}/").returncode != 0
 
 
 def test_a_deleted_backend_stops_getting_traffic(cluster: LocalCluster) -> None:

@@ -9,6 +9,7 @@ from ovnk_core.node.gateway import (
     build_gateway_flows,
     build_host_table,
     patch_port_name,
+    service_node_ports,
 )
 from ovnk_core.node.nft import build_table_script
 
@@ -68,3 +69,39 @@ def test_default_router_egress_is_committed_and_its_replies_steered_back() -> No
     # geneve to the node IP outranks the conntrack steering
     assert "table=0,priority=100,in_port=1,udp,nw_dst=172.18.0.2,tp_dst=6081 " \
            "actions=LOCAL" in flows
+
+
+def test_node_ports_go_to_their_networks_router_and_its_replies_to_the_uplink() -> None:
+    patches = {"patch-breth0_ovn-worker-to-br-int": 2,
+               "patch-breth0_blue_blue.network_ovn-worker-to-br-int": 5}
+    node_ports = {"blue_blue-network": [("tcp", 30080), ("udp", 30080)],
+                  "default": [("tcp", 30090)],
+                  "green_green-network": [("tcp", 30100)]}  # not patched in yet
+    flows = build_gateway_flows("172.18.0.2", "0a:58:ac:12:00:02", 1, patches, [
+        GatewayNetwork("blue_blue-network", "169.254.0.11"),
+        GatewayNetwork("green_green-network", "169.254.0.13")],
+        "breth0", "ovn-worker", MASQ, node_ports)
+    assert "table=0,priority=105,in_port=1,tcp,nw_dst=172.18.0.2,tp_dst=30080 " \
+           "actions=output:5" in flows
+    assert "table=0,priority=105,in_port=1,udp,nw_dst=172.18.0.2,tp_dst=30080 " \
+           "actions=output:5" in flows
+    assert "table=0,priority=105,in_port=1,tcp,nw_dst=172.18.0.2,tp_dst=30090 " \
+           "actions=output:2" in flows
+    assert "table=0,priority=100,in_port=5,ip,nw_src=172.18.0.2 actions=output:1" in flows
+    assert not [f for f in flows if "30100" in f]
+
+
+def test_node_ports_of_services_by_network() -> None:
+    def service(ns: str, name: str, kind: str, ports: list[dict[str, object]]) -> dict:
+        return {"metadata": {"namespace": ns, "name": name},
+                "spec": {"type": kind, "clusterIP": "10.96.0.10", "ports": ports}}
+    services = [
+        service("blue", "web", "NodePort", [{"port": 80, "nodePort": 30080},
+                                            {"port": 53, "protocol": "UDP",
+                                             "nodePort": 30053}]),
+        service("plain", "lb", "LoadBalancer", [{"port": 80, "nodePort": 30090}]),
+        service("plain", "internal", "ClusterIP", [{"port": 80, "nodePort": 30091}]),
+    ]
+    assert service_node_ports(services, {"blue": "blue_blue-network"}) == {
+        "blue_blue-network": [("tcp", 30080), ("udp", 30053)],
+        "default": [("tcp", 30090)]}
