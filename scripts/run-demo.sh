@@ -176,7 +176,7 @@ echo
 echo "== its OVN load balancer: in blue's clusterLBGroup, over the blue addresses"
 cluster_ip=$($KUBECTL get service -n blue web -o jsonpath='{.spec.clusterIP}')
 for _ in $(seq 1 50); do
-  lb=$(ovn-nbctl --db="unix:$PWD/$DIR/ovn/nb.sock" --bare --columns=vips find Load_Balancer \
+  lb=$(ovn-nbctl --db="unix:$(cd "$DIR" && pwd)/ovn/nb.sock" --bare --columns=vips find Load_Balancer \
     'name="blue_blue.network_Service_blue/web_TCP_cluster"' 2>/dev/null || true)
   case "$lb" in *,*) break;; esac
   sleep 0.2
