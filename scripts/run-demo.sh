@@ -16,6 +16,9 @@ $BIN/ovnk plugins --check --enable-multi-network --enable-network-segmentation \
 echo
 echo "== ovnk local up --dir $DIR"
 $BIN/ovnk local down --dir "$DIR" >/dev/null 2>&1 || true
+# a fresh cluster each time (the stored objects of a last run would collide); only an
+# ovnk local directory is removed
+if [ -e "$DIR/cluster.json" ]; then rm -rf "$DIR"; fi
 $BIN/ovnk local up --dir "$DIR" --nodes 2 --enable-persistent-ips
 $BIN/ovnk local status --dir "$DIR"
 echo
