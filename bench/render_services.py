@@ -4,8 +4,9 @@ The networks and nodes are rendered first (with their load balancer groups, held
 switches and gateway routers, as the zone controller does); the measured part is the
 services.  For each repetition, on fresh standalone NB servers:
 
-* **ovnk**: a child process converges each service's owner the way the services controller
-  does (one transaction per service: its load balancers, linked into the network's
+* **ovnk**: a child process connects (reading the networks' rows, not timed, as the floor
+  reads nothing) and converges each service's owner the way the services controller does
+  (one transaction per service: its load balancers, linked into the network's
   ``clusterLBGroup`` or onto the nodes), reporting the time and its peak RSS;
 * **floor**: the same load balancers written by one ``ovn-nbctl`` transaction per network;
 * **restart**: a fresh child converges every service again and must write nothing;
@@ -116,10 +117,19 @@ def service_object(workload: Workload, number: int, generation: int = 0
     return service, [slice_], index
 
 
-def service_rows(workload: Workload, number: int, states: dict[int, NetworkState],
-                 generation: int = 0) -> tuple[Owner, list[DesiredRow]]:
+ServiceInput = tuple[dict[str, Any], list[dict[str, Any]], int]
+
+
+def service_inputs(workload: Workload, generation: int = 0) -> list[ServiceInput]:
+    """Every service with its slices and network: what the informers would hold."""
+    return [service_object(workload, number, generation)
+            for number in range(workload.services)]
+
+
+def service_rows(workload: Workload, source: ServiceInput, states: dict[int, NetworkState],
+                 nodes: list[NodeState]) -> tuple[Owner, list[DesiredRow]]:
     """What the services controller writes for one service (its pure part)."""
-    service, slices, index = service_object(workload, number, generation)
+    service, slices, index = source
     state = states[index]
     netinfo = state.netinfo
     spec = parse_service(service)
@@ -130,7 +140,7 @@ def service_rows(workload: Workload, number: int, states: dict[int, NetworkState
     balancers = cluster_load_balancers(spec, configs.cluster, netinfo.name, options)
     attachments: dict[str, ServiceAttachment] = {}
     if configs.per_node:
-        for node in nodes_of(workload):
+        for node in nodes:
             attachment = TOPOLOGY.service_attachment(state, node)
             if attachment is None:
                 continue
@@ -157,14 +167,16 @@ def ovnk_phase(remote: str, workload: Workload, queue: Any) -> None:
     """Child process: every service in its own transaction, as the services controller."""
     from ovnk_core.ovn.writer import NbWriter
 
-    states = states_of(workload)
+    states, nodes, inputs = states_of(workload), nodes_of(workload), service_inputs(workload)
+    connect = time.perf_counter()
+    nb = NbWriter([remote], timeout=3600).start()  # reads the networks' rows: not timed
     start = time.perf_counter()
-    nb = NbWriter([remote], timeout=3600).start()
-    for number in range(workload.services):
-        owner, rows = service_rows(workload, number, states)
+    for source in inputs:
+        owner, rows = service_rows(workload, source, states, nodes)
         apply_many(nb, {owner: rows})
     done = time.perf_counter()
-    queue.put({"seconds": done - start, "transactions": nb.transactions,
+    queue.put({"seconds": done - start, "connect_seconds": start - connect,
+               "transactions": nb.transactions,
                "peak_rss_mb": _peak_rss_mb(), "owned_rows": nb.owned_row_count()})
     nb.stop()
 
@@ -173,13 +185,14 @@ def churn_phase(remote: str, workload: Workload, changes: int, queue: Any) -> No
     """Child process: replace one endpoint of ``changes`` services, timing each write."""
     from ovnk_core.ovn.writer import NbWriter
 
-    states = states_of(workload)
+    states, nodes = states_of(workload), nodes_of(workload)
+    inputs = service_inputs(workload, generation=1)[:changes]
     nb = NbWriter([remote], timeout=3600).start()
     latencies = []
     writes = 0
-    for number in range(min(changes, workload.services)):
+    for source in inputs:
         start = time.perf_counter()
-        owner, rows = service_rows(workload, number, states, generation=1)
+        owner, rows = service_rows(workload, source, states, nodes)
         result = apply_many(nb, {owner: rows})
         latencies.append(time.perf_counter() - start)
         writes += int(result.changed)
@@ -190,10 +203,10 @@ def churn_phase(remote: str, workload: Workload, changes: int, queue: Any) -> No
 def delete_phase(remote: str, workload: Workload, queue: Any) -> None:
     from ovnk_core.ovn.writer import NbWriter
 
-    states = states_of(workload)
+    states, nodes = states_of(workload), nodes_of(workload)
     with NbWriter([remote], timeout=3600).start() as nb:
-        for number in range(workload.services):
-            owner, _rows = service_rows(workload, number, states)
+        for source in service_inputs(workload):
+            owner, _rows = service_rows(workload, source, states, nodes)
             apply_many(nb, {owner: []})
         for index in range(workload.networks):
             step = network_rows(workload, index)
@@ -210,11 +223,11 @@ def delete_phase(remote: str, workload: Workload, queue: Any) -> None:
 def floor_phase(remote: str, workload: Workload) -> float:
     """The networks first (not timed), then every network's load balancers in one
     ``ovn-nbctl`` transaction, each added to its group, switch or router by name."""
-    states = states_of(workload)
+    states, nodes = states_of(workload), nodes_of(workload)
     batches: dict[int, list[DesiredRow]] = {i: [] for i in range(workload.networks)}
-    for number in range(workload.services):
-        _owner, rows = service_rows(workload, number, states)
-        batches[number % workload.networks] += rows
+    for source in service_inputs(workload):
+        _owner, rows = service_rows(workload, source, states, nodes)
+        batches[source[2]] += rows
     names: dict[tuple[str, str], str] = {}
     for index in range(workload.networks):
         rows = [row for owner_rows in network_rows(workload, index).values()
