@@ -5,9 +5,11 @@ switches and gateway routers, as the zone controller does); the measured part is
 services.  For each repetition, on fresh standalone NB servers:
 
 * **ovnk**: a child process connects (reading the networks' rows, not timed, as the floor
-  reads nothing) and converges each service's owner the way the services controller does
-  (one transaction per service: its load balancers, linked into the network's
-  ``clusterLBGroup`` or onto the nodes), reporting the time and its peak RSS;
+  reads nothing) and converges each service's owner the way the services controller does:
+  its workers each build a service's load balancers (linked into the network's
+  ``clusterLBGroup`` or onto the nodes) and write them through one ``GroupCommit``, so the
+  services of workers waiting on a transaction go out together in the next; it reports the
+  time and its peak RSS;
 * **floor**: the same load balancers written by one ``ovn-nbctl`` transaction per network;
 * **restart**: a fresh child converges every service again and must write nothing;
 * **churn**: one endpoint of each of C services replaced, one transaction each, timed per
@@ -30,6 +32,7 @@ import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,13 +46,14 @@ from render_topology import _peak_rss_mb, environment, in_child, network_state, 
 from results_file import write_results
 
 from ovnk_core.ovn.declarative import DesiredRow, apply_many
+from ovnk_core.ovn.group_commit import GroupCommit
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
 from ovnk_core.render_state import NetworkState, NodeState
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.topology import ServiceAttachment
 from ovnk_core.zone.owners import network_owner, node_owner, service_owner
-from ovnk_core.zone.services.controller import node_ips
+from ovnk_core.zone.services.controller import WORKERS, node_ips
 from ovnk_core.zone.services.desired import group_rows, load_balancer_rows, with_groups
 from ovnk_core.zone.services.lb_config import (
     NodeAddresses,
@@ -170,10 +174,15 @@ def ovnk_phase(remote: str, workload: Workload, queue: Any) -> None:
     states, nodes, inputs = states_of(workload), nodes_of(workload), service_inputs(workload)
     connect = time.perf_counter()
     nb = NbWriter([remote], timeout=3600).start()  # reads the networks' rows: not timed
-    start = time.perf_counter()
-    for source in inputs:
+    commit = GroupCommit(nb)
+
+    def converge(source: ServiceInput) -> None:
         owner, rows = service_rows(workload, source, states, nodes)
-        apply_many(nb, {owner: rows})
+        commit.apply({owner: rows})
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(WORKERS) as pool:  # as many as the controller's workers
+        list(pool.map(converge, inputs))
     done = time.perf_counter()
     queue.put({"seconds": done - start, "connect_seconds": start - connect,
                "transactions": nb.transactions,

@@ -41,7 +41,8 @@ from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import ENDPOINTSLICES, NAMESPACES, SERVICES, split_key
 from ovnk_core.networks.addressing import HOST_MASQUERADE_OFFSET, OVN_SERVICE_HAIRPIN_OFFSET
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
-from ovnk_core.ovn.declarative import DesiredRow, MissingReference, apply_many
+from ovnk_core.ovn.declarative import DesiredRow, MissingReference
+from ovnk_core.ovn.group_commit import GroupCommit
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.render_state import NetworkState, NodeState
@@ -63,6 +64,7 @@ log = logging.getLogger(__name__)
 
 CONTROLLER_NAME = "ovn-lb-controller"
 INVALID_SERVICE_REASON = "InvalidService"
+WORKERS = 4  # services reconciled at once (their writes share transactions: GroupCommit)
 
 
 def slice_index_keys(slice_: JSON) -> list[str]:
@@ -95,9 +97,12 @@ class ServicesController:
     """
 
     def __init__(self, informers: InformerFactory, zone: ZoneView, nb: NbWriter,
-                 recorder: EventRecorder | None = None, workers: int = 2) -> None:
+                 recorder: EventRecorder | None = None, workers: int = WORKERS) -> None:
         self.zone = zone
         self.nb = nb
+        # the workers' services go out together while a transaction is in flight: one round
+        # trip per service would cost more than computing its rows
+        self.commit = GroupCommit(nb)
         self.recorder = recorder
         self.services = informers.get(SERVICES, indexers={"namespace": _namespace_of})
         self.slices = informers.get(ENDPOINTSLICES, indexers={"service": slice_index_keys})
@@ -186,7 +191,7 @@ class ServicesController:
         if not desired:
             return
         try:
-            apply_many(self.nb, desired)
+            self.commit.apply(desired)
         except MissingReference as exc:  # the network's groups or a node's router
             raise NotReady(f"service {key}: {exc}") from None
 
