@@ -256,7 +256,7 @@ def test_service_in_a_udn_namespace_gets_a_mirrored_endpoint_slice(cluster: Loca
 
     def expected() -> dict[str, list[str]]:
         default, udn = [], []
-        for item in get_json(cluster, "pods", "-n", "blue", "-l", "network=blue")["items"]:
+        for item in get_json(cluster, "pods", "-n", "blue", "-l", "app=web-backend")["items"]:
             networks = json.loads(item["metadata"]["annotations"][POD_NETWORKS])
             if not item["status"].get("podIP") or item["metadata"].get("deletionTimestamp"):
                 continue
@@ -285,11 +285,11 @@ def test_service_in_a_udn_namespace_gets_a_mirrored_endpoint_slice(cluster: Loca
     assert "IPv4" in listing and len(listing.strip().splitlines()) == 3
 
     # scale up and down: both slices follow, still exactly one mirror
-    for name in ("web-a", "web-b"):
-        kubectl(cluster, "run", name, "-n", "blue", "--labels=network=blue",
+    for name in ("extra-a", "extra-b"):
+        kubectl(cluster, "run", name, "-n", "blue", "--labels=app=web-backend",
                 "--image=agnhost")
     wait_until(lambda: exact(4), timeout=30, what="four endpoints in both slices")
-    kubectl(cluster, "delete", "pod", "web-a", "blue1", "-n", "blue", "--wait=false")
+    kubectl(cluster, "delete", "pod", "extra-a", "web-a", "-n", "blue", "--wait=false")
     wait_until(lambda: exact(2), timeout=30, what="two endpoints in both slices")
     assert len(get_json(cluster, "endpointslices", "-n", "blue", "-l",
                         "endpointslice.kubernetes.io/managed-by="
@@ -299,5 +299,5 @@ def test_service_in_a_udn_namespace_gets_a_mirrored_endpoint_slice(cluster: Loca
     wait_until(lambda: get_json(cluster, "endpointslices", "-n", "blue")["items"] == [],
                timeout=30, what="both slices gone with the service")
     # put blue back as the walkthrough left it
-    kubectl(cluster, "delete", "pod", "web-b", "-n", "blue", "--wait=false")
+    kubectl(cluster, "delete", "pod", "extra-b", "web-b", "-n", "blue", "--wait=false")
     kubectl(cluster, "apply", "-f", str(workshop / "20-pods.yaml"))
