@@ -34,6 +34,7 @@ class Config:
     disabled_features: tuple[str, ...]
     topologies: tuple[str, ...]
     default_network_topology: str
+    udn_allowed_default_services: tuple[str, ...]
     cluster_subnets: tuple[ClusterSubnet, ...]
     service_cidrs: tuple[IPNetwork, ...]
     v4_masquerade_subnet: IPNetwork

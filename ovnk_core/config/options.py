@@ -70,6 +70,10 @@ OPTIONS: tuple[Option, ...] = (
            defaults.DEFAULT_NETWORK_TOPOLOGY,
            "The topology plugin that renders the cluster default network (it must be "
            "installed and enabled)."),
+    Option("udn-allowed-default-services", "udn_allowed_default_services",
+           values.parse_udn_allowed_default_services, "default/kubernetes,kube-system/kube-dns",
+           "Comma-separated <namespace>/<name> of default-network services that pods of "
+           "primary user-defined networks may reach (with --enable-network-segmentation)."),
     # Addressing
     Option("cluster-subnets", "cluster_subnets", values.parse_cluster_subnets,
            "10.244.0.0/16/24", "Default-network pod subnets, CIDR/HOSTPREFIX, comma-separated."),

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ovnk_core.kube.names import name_errors
+
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -163,3 +165,42 @@ def parse_ovsdb_remotes(raw: Any) -> tuple[str, ...]:
                 f"{remote!r} is not an OVSDB remote (unix:PATH, tcp:HOST:PORT or ssl:HOST:PORT)"
             )
     return remotes
+
+
+def parse_udn_allowed_default_services(raw: Any) -> tuple[str, ...]:
+    """``--udn-allowed-default-services``: comma-separated ``<namespace>/<name>`` keys of
+    default-network services that pods of primary user-defined networks may use.
+
+    As upstream, spaces around an entry are ignored, every entry must name a namespace
+    (DNS-1123 label) and a service (DNS-1123 subdomain), and an empty entry (so an empty
+    value) is an error; the messages are upstream's, with the reason where upstream
+    prints ``<nil>``.
+    """
+    entries = list(raw) if isinstance(raw, list | tuple) else str(raw).split(",")
+    keys: list[str] = []
+    for entry in entries:
+        key = str(entry).strip()
+        parts = key.split("/")
+        if len(parts) > 2:
+            problem = f"UDN enabled service {_go_quote(key)} no namespace set: " \
+                      f"unexpected key format: {_go_quote(key)}"
+        elif len(parts) == 1 or not parts[0]:
+            problem = f"UDN enabled service {_go_quote(key)} no namespace set: " \
+                      "expected <namespace>/<name>"
+        elif name_errors(parts[0], "label"):
+            problem = f"UDN enabled service {_go_quote(key)} has an invalid namespace: " \
+                      + "; ".join(name_errors(parts[0], "label"))
+        elif name_errors(parts[1], "subdomain"):
+            problem = f"UDN enabled service {_go_quote(key)} has an invalid name: " \
+                      + "; ".join(name_errors(parts[1], "subdomain"))
+        else:
+            if key not in keys:
+                keys.append(key)
+            continue
+        raise ValueError(f"UDN allowed services field is invalid: {problem}")
+    return tuple(keys)
+
+
+def _go_quote(text: str) -> str:
+    """``%q`` of a plain string, as Go prints it."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

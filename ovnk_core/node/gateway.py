@@ -16,7 +16,18 @@ the node agent owns the bridge's flows, as upstream's gateway code does:
   network's gateway router (the replies coming back); the rest to the uplink;
 * the default network's gateway router SNATs to the node IP itself: its
   connections are committed to conntrack on the way out, so their replies
-  (addressed to the node IP) go back to it and everything else to the host.
+  (addressed to the node IP) go back to it and everything else to the host;
+* default services that user-defined networks may use
+  (``--udn-allowed-default-services``): a UDN pod's packet to such a ClusterIP
+  leaves its network's gateway router like egress (SNATed to the network's
+  masquerade IP), the host routes the service CIDR via the masquerade next hop
+  (``.4``) back onto the bridge, and the bridge sends that ClusterIP to the default
+  network's gateway router, whose load balancer answers; the replies (to the
+  masquerade subnet) go back to the host and on to the UDN's router.  Every other
+  address of the service CIDR from the host is dropped: a UDN pod cannot reach
+  the default network's other services, nor another UDN's.  The bridge answers
+  the routers' ARP for ``.4`` with a MAC of its own, so that their packets to it
+  leave the router (the bridge MAC is the routers' own).
 
 The pod's address never leaves the node: the external host sees the node IP.
 ``build_gateway_flows`` is pure; ``ensure_*`` apply, idempotently.
@@ -39,7 +50,12 @@ from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import SERVICES
-from ovnk_core.networks.addressing import masquerade_ips
+from ovnk_core.networks.addressing import (
+    HOST_MASQUERADE_OFFSET,
+    MASQUERADE_NEXT_HOP_OFFSET,
+    mac_from_ip,
+    masquerade_ips,
+)
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, network_prefix
 from ovnk_core.node import netlink, nft
 from ovnk_core.node.netns import run_in_netns
@@ -75,6 +91,42 @@ class GatewayNetwork:
 NodePort = tuple[str, int]  # (tcp|udp|sctp, port)
 
 
+@dataclass(frozen=True)
+class DefaultServiceSteering:
+    """What the bridge needs to carry allowed default services for UDN pods.
+
+    :param service_cidrs: the cluster's IPv4 service CIDRs (everything else in them,
+        from the host, is dropped).
+    :param cluster_ips: IPv4 ClusterIPs of the default-network services named in
+        ``--udn-allowed-default-services`` that exist.
+    """
+
+    service_cidrs: tuple[str, ...]
+    cluster_ips: tuple[str, ...]
+
+
+def masquerade_next_hop(masquerade_subnet: str) -> str:
+    """The masquerade next hop (``.4``): the host's route to services and the gateway
+    routers' route to the masquerade subnet go through it."""
+    network = ipaddress.ip_network(masquerade_subnet)
+    return str(network.network_address + MASQUERADE_NEXT_HOP_OFFSET)
+
+
+def host_masquerade_ip(masquerade_subnet: str) -> str:
+    """The host's masquerade IP (``.2``): the source of the host's own service traffic."""
+    network = ipaddress.ip_network(masquerade_subnet)
+    return str(network.network_address + HOST_MASQUERADE_OFFSET)
+
+
+def _arp_responder(port: int, ip: str, mac: str) -> str:
+    """Answer an ARP request for ``ip`` from ``port`` with ``mac``, back out ``port``."""
+    return (f"table=0,priority=110,in_port={port},arp,arp_op=1,arp_tpa={ip} actions="
+            f"move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],mod_dl_src:{mac},"
+            "load:0x2->NXM_OF_ARP_OP[],move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],"
+            f"set_field:{mac}->arp_sha,move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],"
+            f"set_field:{ip}->arp_spa,IN_PORT")
+
+
 def patch_port_name(bridge: str, network: str, node: str) -> str:
     """The patch port ovn-controller creates on ``bridge`` for a network's port onto the
     physical network, ``<bridge>_<prefix><node>`` (the gateway router's external switch)."""
@@ -84,7 +136,8 @@ def patch_port_name(bridge: str, network: str, node: str) -> str:
 def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
                         patches: Mapping[str, int], networks: list[GatewayNetwork],
                         bridge: str, node: str, masquerade_subnet: str,
-                        node_ports: Mapping[str, Iterable[NodePort]] | None = None
+                        node_ports: Mapping[str, Iterable[NodePort]] | None = None,
+                        default_services: DefaultServiceSteering | None = None
                         ) -> list[str]:
     """The bridge's whole flow table (``ovs-ofctl`` syntax), from its ports and networks.
 
@@ -99,6 +152,8 @@ def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
 
     :param patches: ofport of every patch port on the bridge, by port name.
     :param node_ports: network name (``default`` included) → its services' NodePorts.
+    :param default_services: the service CIDRs and the allowed default services'
+        ClusterIPs (none: the host's service traffic is not steered).
     """
     masq = masquerade_subnet
     flows = [
@@ -113,10 +168,23 @@ def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
         "table=0,priority=50,in_port=LOCAL actions=" + str(uplink),
         "table=0,priority=0 actions=drop",
     ]
+    next_hop = masquerade_next_hop(masq)
     for port in sorted(patches.values()):
         flows += [f"table=0,priority=95,in_port={port},arp,arp_spa={masq} actions=LOCAL",
-                  f"table=0,priority=90,in_port={port},arp actions={uplink},LOCAL"]
+                  f"table=0,priority=90,in_port={port},arp actions={uplink},LOCAL",
+                  _arp_responder(port, next_hop, mac_from_ip(next_hop))]
     default_patch = patches.get(patch_port_name(bridge, DEFAULT_NETWORK_NAME, node))
+    if default_services is not None:
+        for cidr in default_services.service_cidrs:
+            # never onto the uplink: not the default network's, not another UDN's
+            flows.append(f"table=0,priority=105,in_port=LOCAL,ip,nw_dst={cidr} actions=drop")
+        if default_patch is not None:
+            for ip in sorted(set(default_services.cluster_ips)):
+                flows.append(f"table=0,priority=110,in_port=LOCAL,ip,nw_dst={ip} "
+                             f"actions=output:{default_patch}")
+            # the default router's replies to the host and to the UDNs' masquerade IPs
+            flows.append(f"table=0,priority=110,in_port={default_patch},ip,nw_dst={masq} "
+                         f"actions=mod_dl_dst:{bridge_mac},LOCAL")
     if default_patch is not None:
         # The default network's router SNATs pod egress to the node IP itself: its
         # connections are committed to conntrack (marked) on the way out, and their
@@ -193,28 +261,66 @@ def ensure_gateway_flows(ofctl_target: str, flows: list[str]) -> None:
         raise GatewayError(f"ovs-ofctl replace-flows {ofctl_target}: {result.stderr.strip()}")
 
 
-def build_host_table(masquerade_subnet: str, bridge: str) -> nft.NftTable:
-    """nftables of the host: masquerade UDN egress (masquerade source) to the node IP."""
+def build_host_table(masquerade_subnet: str, bridge: str,
+                     service_cidrs: Iterable[str] = ()) -> nft.NftTable:
+    """nftables of the host: masquerade UDN egress (masquerade source) to the node IP.
+
+    Traffic to the service CIDRs keeps its masquerade source: it goes to a gateway
+    router on this node, which answers to that source.
+    """
+    kept = ", ".join([masquerade_subnet, *service_cidrs])
     return nft.NftTable("ip", GATEWAY_TABLE, chains=(
         nft.NftChain("postrouting", "nat", "postrouting", "srcnat"),), rules=(
         nft.NftRule("postrouting", f'ip saddr {masquerade_subnet} ip daddr != '
-                                   f'{masquerade_subnet} oifname "{bridge}" masquerade',
+                                   f'{{ {kept} }} oifname "{bridge}" masquerade',
                     comment="UDN egress: network masquerade IP to node IP"),))
 
 
-def ensure_host_gateway(netns: str | None, masquerade_subnet: str, bridge: str) -> None:
-    """Forwarding on, the masquerade subnet on the bridge, and the masquerade rule."""
+def ensure_host_gateway(netns: str | None, masquerade_subnet: str, bridge: str,
+                        service_cidrs: Iterable[str] = (), bridge_mac: str | None = None,
+                        mtu: int | None = None) -> None:
+    """Forwarding on, the masquerade subnet on the bridge, the masquerade rule, and
+    (``service_cidrs`` with ``bridge_mac``) the service CIDRs via the masquerade next hop,
+    from the host's masquerade IP."""
     network = ipaddress.ip_network(masquerade_subnet)
+    cidrs = [str(c) for c in service_cidrs]
 
     def sysctls() -> None:
+        # the host hands service traffic from a gateway router back onto the same bridge:
+        # no ICMP redirects for that
         for path, value in (("/proc/sys/net/ipv4/ip_forward", "1"),
                             ("/proc/sys/net/ipv4/conf/all/rp_filter", "0"),
-                            (f"/proc/sys/net/ipv4/conf/{bridge}/rp_filter", "0")):
+                            (f"/proc/sys/net/ipv4/conf/{bridge}/rp_filter", "0"),
+                            ("/proc/sys/net/ipv4/conf/all/send_redirects", "0"),
+                            (f"/proc/sys/net/ipv4/conf/{bridge}/send_redirects", "0")):
             with open(path, "w") as handle:
                 handle.write(value)
     run_in_netns(netns, sysctls)
     netlink.ensure_route(str(network), oif=bridge, netns=netns)
-    nft.apply_table(build_host_table(str(network), bridge), netns=netns)
+    if cidrs and bridge_mac:
+        host_ip = host_masquerade_ip(str(network))
+        next_hop = masquerade_next_hop(str(network))
+        netlink.ensure_address(bridge, f"{host_ip}/32", netns=netns)
+        netlink.ensure_neighbor(next_hop, bridge_mac, bridge, netns=netns)
+        for cidr in cidrs:
+            netlink.ensure_route(cidr, gateway=next_hop, oif=bridge, netns=netns, onlink=True,
+                                 prefsrc=host_ip, mtu=mtu)
+    nft.apply_table(build_host_table(str(network), bridge, cidrs), netns=netns)
+
+
+def allowed_default_cluster_ips(services: Callable[[str], JSON | None],
+                                allowed: Iterable[str], network_of_namespace: Mapping[str, str]
+                                ) -> tuple[str, ...]:
+    """IPv4 ClusterIPs of the ``allowed`` (``<ns>/<name>``) services that exist on the
+    default network (a namespace of a primary UDN has no default services)."""
+    found: list[str] = []
+    for key in allowed:
+        service = services(key)
+        spec = parse_service(service) if service is not None else None
+        if spec is None or spec.namespace in network_of_namespace:
+            continue
+        found += [ip for ip in spec.cluster_ips if ipaddress.ip_address(ip).version == 4]
+    return tuple(sorted(set(found)))
 
 
 class NodeGateway:
@@ -229,9 +335,16 @@ class NodeGateway:
     def __init__(self, informers: InformerFactory, node: str, vsctl: Vsctl, ovs_rundir: Path,
                  node_netns: str | None, masquerade_subnet: str, physical_network: str,
                  uplink: str = "eth0", resync: float = 2.0,
-                 topologies: Mapping[str, Topology] | None = None) -> None:
+                 topologies: Mapping[str, Topology] | None = None,
+                 service_cidrs: Iterable[str] = (), allowed_default_services: Iterable[str] = (),
+                 mtu: int | None = None) -> None:
         """:param topologies: the enabled topology plugins (they say which networks need a
-            gateway); none: only the default network is served."""
+            gateway); none: only the default network is served.
+        :param service_cidrs: the cluster's service CIDRs (IPv4 ones are routed from the
+            host through the bridge); none: the host's service traffic is left alone.
+        :param allowed_default_services: ``<ns>/<name>`` of the default services UDN pods
+            may reach (``--udn-allowed-default-services``).
+        :param mtu: MTU of the host's service route (the default network's)."""
         self.topologies: Mapping[str, Topology] = topologies or {}
         self.node = node
         self.vsctl = vsctl
@@ -241,6 +354,10 @@ class NodeGateway:
         self.physical_network = physical_network
         self.uplink = uplink
         self.resync = resync
+        self.service_cidrs = tuple(str(c) for c in service_cidrs
+                                   if ipaddress.ip_network(str(c)).version == 4)
+        self.allowed_default_services = tuple(allowed_default_services)
+        self.mtu = mtu
         self.controller = Controller(f"node-gateway-{node}", self.reconcile)
         self.nodes, self.nads = watch_node_and_networks(informers, node, self.controller,
                                                         GATEWAY_KEY)
@@ -279,7 +396,8 @@ class NodeGateway:
                       "other-config:hwaddr").strip('"') != gateway.mac:
             self.vsctl("set", "bridge", bridge, f'other-config:hwaddr="{gateway.mac}"')
         if not self._host_ready:
-            ensure_host_gateway(self.node_netns, str(self.masquerade_subnet), bridge)
+            ensure_host_gateway(self.node_netns, str(self.masquerade_subnet), bridge,
+                                self.service_cidrs, gateway.mac, self.mtu)
             self._host_ready = True
         ports = bridge_ports(self.vsctl, bridge)
         if self.uplink not in ports:
@@ -289,9 +407,13 @@ class NodeGateway:
         namespaces = primary_namespaces(
             self.nads.peek_all(), primary_networks(self.nads.peek_all(), self.topologies))
         node_ports = service_node_ports(self.services.peek_all(), namespaces)
+        steering = None
+        if self.service_cidrs:
+            steering = DefaultServiceSteering(self.service_cidrs, allowed_default_cluster_ips(
+                self.services.peek, self.allowed_default_services, namespaces))
         flows = build_gateway_flows(node_ip, gateway.mac, ports[self.uplink], patches,
                                     networks, bridge, self.node, str(self.masquerade_subnet),
-                                    node_ports)
+                                    node_ports, steering)
         for network in networks:
             if network.masquerade_ip not in self._neighbors:
                 # the routers' external ports use the node's MAC: no ARP needed (upstream

@@ -167,7 +167,8 @@ def list_addresses(ifname: str, netns: str | None = None) -> list[str]:
         result = []
         for addr in ipr.get_addr(index=index):
             text = f"{addr.get_attr('IFA_ADDRESS')}/{addr['prefixlen']}"
-            if not ipaddress.ip_interface(text).ip.is_link_local:
+            ip = ipaddress.ip_interface(text).ip
+            if not (ip.version == 6 and ip.is_link_local):
                 result.append(text)
         return sorted(result)
     return _with_ipr(netns, read)
@@ -263,18 +264,25 @@ RTNH_F_ONLINK = 4
 
 def ensure_route(dst: str, gateway: str | None = None, oif: str | None = None,
                  table: int = 254, metric: int | None = None, netns: str | None = None,
-                 onlink: bool = False) -> None:
+                 onlink: bool = False, prefsrc: str | None = None,
+                 mtu: int | None = None) -> None:
     """Make the route to ``dst`` in ``table`` (254 = main) exactly this one.
 
     Routes to the same destination with another metric are distinct to the
     kernel; they are removed so only the described route remains.  ``onlink``
     takes the gateway as directly reachable on ``oif`` (needed in a table of its own,
     where the kernel cannot check the gateway against the main table's routes).
+    ``prefsrc`` is the source address the host's own packets take, ``mtu`` the route's
+    MTU metric.
     """
     def replace(ipr: IPRoute) -> None:
         args = _route_args(ipr, dst, gateway, oif, table, metric)
         if onlink:
             args["flags"] = RTNH_F_ONLINK
+        if prefsrc:
+            args["prefsrc"] = prefsrc
+        if mtu:
+            args["metrics"] = {"mtu": mtu}
         network = ipaddress.ip_network(dst)
         family = 2 if network.version == 4 else 10
         for route in ipr.route("dump", family=family, table=table):

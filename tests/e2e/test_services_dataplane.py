@@ -3,7 +3,8 @@
 One cluster for the module (2 nodes, real dataplane): ``blue`` and ``green`` are primary
 Layer3 UDNs with the same pod CIDR, ``teal`` a primary Layer2 UDN, each with a ``web``
 service of two netexec backends (one per node) and a client; ``plain`` is on the default
-network with its own service.
+network with its own service.  ``kube-system/kube-dns`` is a default-network service that
+``--udn-allowed-default-services`` (upstream's default value) lets UDN pods use.
 """
 
 from __future__ import annotations
@@ -80,6 +81,10 @@ def populate(local: LocalCluster) -> None:
               web_service(ns, NODE_PORTS.get(ns, 0), local=ns == "teal"))
     apply(local, netexec("plain", "solo", "ovn-worker", app="solo"),
           web_service("plain", SOLO_PORT, local=True, name="solo", app="solo"))
+    # an allowed default service (in upstream's default --udn-allowed-default-services)
+    apply(local, netexec("kube-system", "dns-1", "ovn-worker", app="dns"),
+          netexec("kube-system", "dns-2", "ovn-worker2", app="dns"),
+          web_service("kube-system", name="kube-dns", app="dns"))
 
 
 @pytest.fixture(scope="module")
@@ -89,15 +94,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     local.up(nodes=2, timeout=90, dataplane=True)
     try:
         populate(local)
-        for ns in NAMESPACES:
+        for ns in (*NAMESPACES, "kube-system"):
             wait_pods_ready(local, ns)
         yield local
     finally:
         local.down()
 
 
-def cluster_ip(cluster: LocalCluster, namespace: str) -> str:
-    service = json.loads(kubectl(cluster, "get", "service", "-n", namespace, "web",
+def cluster_ip(cluster: LocalCluster, namespace: str, name: str = "web") -> str:
+    service = json.loads(kubectl(cluster, "get", "service", "-n", namespace, name,
                                  "-o", "json").stdout)
     return str(service["spec"]["clusterIP"])
 
@@ -137,6 +142,20 @@ def test_a_cluster_ip_does_not_answer_other_networks(cluster: LocalCluster) -> N
         result = curl(cluster, namespace, f"http://{blue}:80/hostname")
         assert result.returncode != 0, (namespace, result.stdout)
         assert not result.stdout.startswith("blue")
+
+
+def test_an_allowed_default_service_answers_udn_pods_and_no_other_default_service_does(
+        cluster: LocalCluster) -> None:
+    dns = cluster_ip(cluster, "kube-system", "kube-dns")
+    for namespace in ("blue", "teal", "plain"):  # Layer3 UDN, Layer2 UDN, default network
+        wait_until(lambda ns=namespace: answers(cluster, ns, dns, tries=1),  # type: ignore[misc]
+                   timeout=60, what=f"kube-system/kube-dns answering a {namespace} pod")
+        assert answers(cluster, namespace, dns) == {"dns-1", "dns-2"}, namespace
+    # a default service not in the list, and another UDN's service: no answer
+    for target in (cluster_ip(cluster, "plain"), cluster_ip(cluster, "green")):
+        for namespace in ("blue", "teal"):
+            result = curl(cluster, namespace, f"http://{target}:80/hostname")
+            assert result.returncode != 0, (namespace, target, result.stdout)
 
 
 def node_ips(cluster: LocalCluster) -> dict[str, str]:

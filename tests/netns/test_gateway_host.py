@@ -35,3 +35,30 @@ def test_host_gateway_forwards_masquerades_and_pins_router_neighbours(netns: str
                                            capture_output=True, text=True, check=True).stdout)
     [entry] = [n for n in neighbours if n["dst"] == "169.254.0.11"]
     assert entry["lladdr"] == "0a:58:ac:12:00:02" and "PERMANENT" in entry["state"]
+
+
+def test_host_routes_the_service_cidr_via_the_masquerade_next_hop(netns: str) -> None:
+    subprocess.run(["ip", "-n", netns, "link", "add", "breth0", "type", "veth", "peer", "name",
+                    "uplink"], check=True)
+    netlink.set_link("breth0", netns=netns, up=True)
+    for _ in range(2):  # idempotent
+        ensure_host_gateway(netns, MASQ, "breth0", ["10.96.0.0/16"], "0a:58:ac:12:00:02",
+                            mtu=1400)
+    routes = json.loads(subprocess.run(["ip", "-n", netns, "-j", "-d", "route", "show",
+                                        "10.96.0.0/16"], capture_output=True, text=True,
+                                       check=True).stdout)
+    [route] = routes
+    assert (route["gateway"], route["dev"], route["prefsrc"]) == ("169.254.0.4", "breth0",
+                                                                 "169.254.0.2")
+    assert "onlink" in route["flags"] and route["metrics"] == [{"mtu": 1400}]
+    assert netlink.list_addresses("breth0", netns) == ["169.254.0.2/32"]
+    neighbours = json.loads(subprocess.run(["ip", "-n", netns, "-j", "neigh"],
+                                           capture_output=True, text=True, check=True).stdout)
+    [entry] = [n for n in neighbours if n["dst"] == "169.254.0.4"]
+    assert entry["lladdr"] == "0a:58:ac:12:00:02" and "PERMANENT" in entry["state"]
+    redirects = subprocess.run(["ip", "netns", "exec", netns, "cat",
+                                "/proc/sys/net/ipv4/conf/breth0/send_redirects"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    assert redirects == "0"
+    rules = json.dumps(nft.list_table("ip", GATEWAY_TABLE, netns=netns))
+    assert "10.96.0.0" in rules  # kept out of the masquerade

@@ -56,6 +56,7 @@ def test_defaults_match_upstream() -> None:
         disabled_features=(),
         topologies=(),
         default_network_topology="layer3",
+        udn_allowed_default_services=("default/kubernetes", "kube-system/kube-dns"),
         cluster_subnets=(ClusterSubnet(ip_network("10.244.0.0/16"), 24),),
         service_cidrs=(ip_network("10.96.0.0/16"),),
         v4_masquerade_subnet=ip_network("169.254.169.0/29"),
@@ -719,3 +720,43 @@ def test_udn_deletion_grace_period_from_env(raw: str, seconds: float) -> None:
     config = load(env={"OVNK_UDN_DELETION_GRACE_PERIOD": raw})
     assert config.udn_deletion_grace_period == seconds
     assert config.sources["udn_deletion_grace_period"] == "env"
+
+
+# ------------------------------------------------------------ allowed default services
+
+@pytest.mark.parametrize("raw,expected", [
+    ("default/kubernetes,kube-system/kube-dns", ("default/kubernetes", "kube-system/kube-dns")),
+    (" ns/svc, ns1/svc1", ("ns/svc", "ns1/svc1")),
+    ("ns/svc.with.dots", ("ns/svc.with.dots",)),
+    (["a/b", "a/b"], ("a/b",)),
+])
+def test_udn_allowed_default_services_accepts(raw: Any, expected: tuple[str, ...]) -> None:
+    assert V.parse_udn_allowed_default_services(raw) == expected
+
+
+@pytest.mark.parametrize("raw,message", [
+    ("namespace/invalid.name,test", 'UDN enabled service "test" no namespace set'),
+    ("", 'UDN enabled service "" no namespace set'),
+    ("a/b,", 'UDN enabled service "" no namespace set'),
+    ("/svc", 'UDN enabled service "/svc" no namespace set'),
+    ("a/b/c", 'UDN enabled service "a/b/c" no namespace set: unexpected key format: "a/b/c"'),
+    ("Bad_NS/svc", 'UDN enabled service "Bad_NS/svc" has an invalid namespace: a lowercase '
+                   "RFC 1123 label"),
+    ("ns/Bad_Name", 'UDN enabled service "ns/Bad_Name" has an invalid name: a lowercase '
+                    "RFC 1123 subdomain"),
+    ("ns/", 'UDN enabled service "ns/" has an invalid name'),
+])
+def test_udn_allowed_default_services_rejects_with_upstream_messages(raw: str, message: str
+                                                                     ) -> None:
+    with pytest.raises(ValueError) as info:
+        V.parse_udn_allowed_default_services(raw)
+    assert str(info.value).startswith("UDN allowed services field is invalid: " + message)
+
+
+def test_udn_allowed_default_services_error_names_the_flag(tmp_path: Path) -> None:
+    path = write(tmp_path, 'udn_allowed_default_services = "default/kubernetes,dns"\n')
+    message = config_error(config_file=path)
+    assert "invalid value for --udn-allowed-default-services: UDN allowed services field is " \
+           'invalid: UDN enabled service "dns" no namespace set' in message
+    assert load({"udn_allowed_default_services": "ns/a"}).udn_allowed_default_services == \
+        ("ns/a",)

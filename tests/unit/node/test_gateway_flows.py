@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from ovnk_core.node.gateway import (
+    DefaultServiceSteering,
     GatewayNetwork,
+    allowed_default_cluster_ips,
     build_gateway_flows,
     build_host_table,
     patch_port_name,
@@ -53,7 +55,11 @@ def test_flows_send_node_traffic_to_the_host_and_masquerade_traffic_to_its_route
 def test_host_table_masquerades_only_masquerade_sources_leaving_the_bridge() -> None:
     script = build_table_script(build_host_table(MASQ, "breth0"))
     assert "type nat hook postrouting priority srcnat" in script
-    assert (f'ip saddr {MASQ} ip daddr != {MASQ} oifname "breth0" masquerade') in script
+    assert (f'ip saddr {MASQ} ip daddr != {{ {MASQ} }} oifname "breth0" masquerade') in script
+    # service traffic keeps its masquerade source: the default router answers it there
+    script = build_table_script(build_host_table(MASQ, "breth0", ["10.96.0.0/16"]))
+    assert (f'ip saddr {MASQ} ip daddr != {{ {MASQ}, 10.96.0.0/16 }} oifname "breth0" '
+            "masquerade") in script
 
 
 def test_default_router_egress_is_committed_and_its_replies_steered_back() -> None:
@@ -105,3 +111,56 @@ def test_node_ports_of_services_by_network() -> None:
     assert service_node_ports(services, {"blue": "blue_blue-network"}) == {
         "blue_blue-network": [("tcp", 30080), ("udp", 30053)],
         "default": [("tcp", 30090)]}
+
+
+DEFAULT_PATCH = "patch-breth0_ovn-worker-to-br-int"
+BLUE_PATCH = "patch-breth0_blue_net_ovn-worker-to-br-int"
+
+
+def test_allowed_default_services_go_to_the_default_router_and_the_rest_is_dropped() -> None:
+    steering = DefaultServiceSteering(("10.96.0.0/16",), ("10.96.0.10", "10.96.0.1"))
+    flows = build_gateway_flows("172.18.0.2", "0a:58:ac:12:00:02", 1,
+                                {DEFAULT_PATCH: 2, BLUE_PATCH: 5},
+                                [GatewayNetwork("blue_net", "169.254.0.11")], "breth0",
+                                "ovn-worker", MASQ, default_services=steering)
+    for ip in ("10.96.0.1", "10.96.0.10"):
+        assert f"table=0,priority=110,in_port=LOCAL,ip,nw_dst={ip} actions=output:2" in flows
+    assert "table=0,priority=105,in_port=LOCAL,ip,nw_dst=10.96.0.0/16 actions=drop" in flows
+    assert f"table=0,priority=110,in_port=2,ip,nw_dst={MASQ} " \
+           "actions=mod_dl_dst:0a:58:ac:12:00:02,LOCAL" in flows
+    # every router's ARP for the next hop .4 is answered with a MAC that is not its own
+    for port in (2, 5):
+        [responder] = [f for f in flows if f.startswith(f"table=0,priority=110,in_port={port},arp")]
+        assert "arp_tpa=169.254.0.4" in responder and "arp_op=1" in responder
+        assert "mod_dl_src:0a:58:a9:fe:00:04" in responder and responder.endswith("IN_PORT")
+    # without steering the service CIDR is not touched
+    plain = build_gateway_flows("172.18.0.2", "0a:58:ac:12:00:02", 1, {DEFAULT_PATCH: 2}, [],
+                                "breth0", "ovn-worker", MASQ)
+    assert not [f for f in plain if "10.96." in f]
+
+
+def test_allowed_default_services_without_the_default_router_are_still_not_leaked() -> None:
+    steering = DefaultServiceSteering(("10.96.0.0/16",), ("10.96.0.10",))
+    flows = build_gateway_flows("172.18.0.2", "0a:58:ac:12:00:02", 1, {BLUE_PATCH: 5},
+                                [GatewayNetwork("blue_net", "169.254.0.11")], "breth0",
+                                "ovn-worker", MASQ, default_services=steering)
+    assert "table=0,priority=105,in_port=LOCAL,ip,nw_dst=10.96.0.0/16 actions=drop" in flows
+    assert not [f for f in flows if "10.96.0.10" in f]
+
+
+def service(namespace: str, name: str, *cluster_ips: str) -> dict[str, object]:
+    return {"metadata": {"namespace": namespace, "name": name},
+            "spec": {"clusterIP": cluster_ips[0] if cluster_ips else "None",
+                     "clusterIPs": list(cluster_ips) or ["None"],
+                     "ports": [{"port": 53, "protocol": "UDP"}]}}
+
+
+def test_allowed_default_cluster_ips_only_names_existing_default_services() -> None:
+    services = {"kube-system/kube-dns": service("kube-system", "kube-dns", "10.96.0.10",
+                                                "fd00:10:96::a"),
+                "blue/kube-dns": service("blue", "kube-dns", "10.96.0.99"),
+                "default/headless": service("default", "headless")}
+    found = allowed_default_cluster_ips(
+        services.get, ["kube-system/kube-dns", "default/kubernetes", "blue/kube-dns",
+                       "default/headless"], {"blue": "blue_net"})
+    assert found == ("10.96.0.10",)  # v4 only; missing, UDN-namespace and headless left out
