@@ -89,6 +89,7 @@ class GatewayNetwork:
 
 
 NodePort = tuple[str, int]  # (tcp|udp|sctp, port)
+ExternalTarget = tuple[str, str, int]  # (tcp|udp|sctp, externalIP or LoadBalancer IP, port)
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,8 @@ def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
                         patches: Mapping[str, int], networks: list[GatewayNetwork],
                         bridge: str, node: str, masquerade_subnet: str,
                         node_ports: Mapping[str, Iterable[NodePort]] | None = None,
-                        default_services: DefaultServiceSteering | None = None
+                        default_services: DefaultServiceSteering | None = None,
+                        external_ips: Mapping[str, Iterable[ExternalTarget]] | None = None
                         ) -> list[str]:
     """The bridge's whole flow table (``ovs-ofctl`` syntax), from its ports and networks.
 
@@ -154,6 +156,10 @@ def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
     :param node_ports: network name (``default`` included) → its services' NodePorts.
     :param default_services: the service CIDRs and the allowed default services'
         ClusterIPs (none: the host's service traffic is not steered).
+    :param external_ips: network → its services' externalIPs and LoadBalancer IPs with
+        their ports: traffic from the uplink to one goes to that network's gateway router,
+        and the router's replies from it back to the uplink (routing those addresses to
+        the node is the network administrator's, or a LoadBalancer provider's, business).
     """
     masq = masquerade_subnet
     flows = [
@@ -224,6 +230,17 @@ def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
         for protocol, port in sorted(set(ports)):
             flows.append(f"table=0,priority=105,in_port={uplink},{protocol},nw_dst={node_ip},"
                          f"tp_dst={port} actions=output:{patch}")
+    for network_name, targets in sorted((external_ips or {}).items()):
+        patch = patches.get(patch_port_name(bridge, network_name, node))
+        if patch is None or network_name not in served:
+            continue
+        wanted = sorted(set(targets))
+        for protocol, ip, port in wanted:
+            flows.append(f"table=0,priority=105,in_port={uplink},{protocol},nw_dst={ip},"
+                         f"tp_dst={port} actions=output:{patch}")
+        for ip in sorted({ip for _protocol, ip, _port in wanted}):
+            flows.append(f"table=0,priority=100,in_port={patch},ip,nw_src={ip} "
+                         f"actions=output:{uplink}")
     return flows
 
 
@@ -239,6 +256,22 @@ def service_node_ports(services: Iterable[JSON], network_of_namespace: Mapping[s
         network = network_of_namespace.get(spec.namespace, DEFAULT_NETWORK_NAME)
         found.setdefault(network, []).extend(
             (port.protocol.lower(), port.node_port) for port in spec.ports if port.node_port)
+    return found
+
+
+def service_external_ips(services: Iterable[JSON], network_of_namespace: Mapping[str, str]
+                         ) -> dict[str, list[ExternalTarget]]:
+    """network → the IPv4 externalIPs and LoadBalancer IPs of its services, with each of
+    the service's ports."""
+    found: dict[str, list[ExternalTarget]] = {}
+    for service in services:
+        spec = parse_service(service)
+        if spec is None or not spec.external_ips:
+            continue
+        network = network_of_namespace.get(spec.namespace, DEFAULT_NETWORK_NAME)
+        found.setdefault(network, []).extend(
+            (port.protocol.lower(), ip, port.port) for port in spec.ports
+            for ip in spec.external_ips if ipaddress.ip_address(ip).version == 4)
     return found
 
 
@@ -413,7 +446,8 @@ class NodeGateway:
                 self.services.peek, self.allowed_default_services, namespaces))
         flows = build_gateway_flows(node_ip, gateway.mac, ports[self.uplink], patches,
                                     networks, bridge, self.node, str(self.masquerade_subnet),
-                                    node_ports, steering)
+                                    node_ports, steering,
+                                    service_external_ips(self.services.peek_all(), namespaces))
         for network in networks:
             if network.masquerade_ip not in self._neighbors:
                 # the routers' external ports use the node's MAC: no ARP needed (upstream

@@ -42,9 +42,11 @@ def netexec(namespace: str, name: str, node: str, app: str = "web") -> dict[str,
 
 
 def web_service(namespace: str, node_port: int = 0, local: bool = False, name: str = "web",
-                app: str = "web") -> dict[str, Any]:
+                app: str = "web", external_ips: tuple[str, ...] = ()) -> dict[str, Any]:
     port: dict[str, Any] = {"name": "http", "port": 80, "targetPort": 8080}
     spec: dict[str, Any] = {"selector": {"app": app}, "ports": [port]}
+    if external_ips:
+        spec["externalIPs"] = list(external_ips)
     if node_port:
         spec["type"] = "NodePort"
         port["nodePort"] = node_port
@@ -58,6 +60,8 @@ def web_service(namespace: str, node_port: int = 0, local: bool = False, name: s
 # plain's "solo" (ETP=Local, its one backend on ovn-worker)
 NODE_PORTS = {"blue": 30080, "teal": 30081}
 SOLO_PORT = 30082
+# externalIPs: blue's web (ETP=Cluster) and plain's solo (ETP=Local)
+EXTERNAL_IPS = {"blue": "192.0.2.80", "solo": "192.0.2.82"}
 
 
 def populate(local: LocalCluster) -> None:
@@ -78,9 +82,11 @@ def populate(local: LocalCluster) -> None:
     for ns in NAMESPACES:
         apply(local, netexec(ns, f"{ns}-1", "ovn-worker"), netexec(ns, f"{ns}-2", "ovn-worker2"),
               netexec(ns, "client", "ovn-worker", app="client"),
-              web_service(ns, NODE_PORTS.get(ns, 0), local=ns == "teal"))
+              web_service(ns, NODE_PORTS.get(ns, 0), local=ns == "teal",
+                          external_ips=(EXTERNAL_IPS["blue"],) if ns == "blue" else ()))
     apply(local, netexec("plain", "solo", "ovn-worker", app="solo"),
-          web_service("plain", SOLO_PORT, local=True, name="solo", app="solo"))
+          web_service("plain", SOLO_PORT, local=True, name="solo", app="solo",
+                      external_ips=(EXTERNAL_IPS["solo"],)))
     # an allowed default service (in upstream's default --udn-allowed-default-services)
     apply(local, netexec("kube-system", "dns-1", "ovn-worker", app="dns"),
           netexec("kube-system", "dns-2", "ovn-worker2", app="dns"),
@@ -212,3 +218,31 @@ def test_a_deleted_backend_stops_getting_traffic(cluster: LocalCluster) -> None:
     # after the slice update: no failed request
     results = [curl(cluster, "green", f"http://{green}:80/hostname") for _ in range(10)]
     assert [r.stdout for r in results] == ["green-1"] * 10
+
+
+def route_from_outside(cluster: LocalCluster, ip: str, via: str) -> None:
+    """The external host's route to an externalIP, through one node (as an administrator
+    or a LoadBalancer provider would announce it)."""
+    subprocess.run(["ip", "-n", cluster.dataplane.external_netns, "route", "replace",
+                    f"{ip}/32", "via", via], check=True)
+
+
+def test_an_external_ip_answers_from_outside_through_every_node(cluster: LocalCluster) -> None:
+    ip = EXTERNAL_IPS["blue"]
+    for node, node_ip in node_ips(cluster).items():
+        route_from_outside(cluster, ip, node_ip)
+        wait_until(lambda: outside_answers(cluster, ip, 80, 1), timeout=60,
+                   what=f"blue's externalIP through {node}")
+        assert outside_answers(cluster, ip, 80) == {"blue-1", "blue-2"}, node
+
+
+def test_an_etp_local_external_ip_keeps_the_client_ip_where_a_backend_is(
+        cluster: LocalCluster) -> None:
+    ip, ips = EXTERNAL_IPS["solo"], node_ips(cluster)
+    route_from_outside(cluster, ip, ips["ovn-worker"])  # solo's one backend is there
+    url = f"http://{ip}:80/clientip"
+    wait_until(lambda: from_outside(cluster, url).returncode == 0, timeout=60,
+               what="solo's externalIP through ovn-worker")
+    assert from_outside(cluster, url).stdout.split(":")[0] == EXTERNAL_HOST_IP
+    route_from_outside(cluster, ip, ips["ovn-worker2"])
+    assert from_outside(cluster, url).returncode != 0

@@ -186,6 +186,17 @@ def test_services_are_balanced_inside_their_network_only(
         "10.96.10.10", blue_b_backend))
     assert trace_to(ovn_stack, "ovn-worker", "plain_p", plain_p, "10.96.10.30",
                     f"{ip_of(plain_q)}:8080") == ("plain_q",)
+    # a default service from a UDN pod (--udn-allowed-default-services): no blue load
+    # balancer has it, so blue's routers send it out of blue's gateway router, SNATed to
+    # blue's masquerade IP; the host hands it back over the bridge to the default gateway
+    # router, whose load balancer has it
+    plain_backend = f"{ip_of(plain_q)}:8080"
+    assert trace_to(ovn_stack, f"{BLUE_P}ovn-worker", "blue.blue.network_blue_a", blue_a,
+                    "10.96.10.30", plain_backend) == ("breth0_blue_blue.network_ovn-worker",)
+    from_host = packet_flow("breth0_ovn-worker", "0a:58:ac:12:00:02", "0a:58:ac:12:00:02",
+                            "169.254.0.11", "10.96.10.30", "tcp", 80)
+    assert trace(ovn_stack.sb.remote, "ext_ovn-worker", from_host, ct="new",
+                 lb_dst=plain_backend).outputs == ("plain_q",)
 
     # endpoint churn: only that service's load balancers change
     before = {name: dict(lb.vips) for name, lb in load_balancers(zone.nb).items()}

@@ -11,6 +11,7 @@ from ovnk_core.node.gateway import (
     build_gateway_flows,
     build_host_table,
     patch_port_name,
+    service_external_ips,
     service_node_ports,
 )
 from ovnk_core.node.nft import build_table_script
@@ -164,3 +165,33 @@ def test_allowed_default_cluster_ips_only_names_existing_default_services() -> N
         services.get, ["kube-system/kube-dns", "default/kubernetes", "blue/kube-dns",
                        "default/headless"], {"blue": "blue_net"})
     assert found == ("10.96.0.10",)  # v4 only; missing, UDN-namespace and headless left out
+
+
+def test_external_ips_go_to_their_network_router_and_its_replies_to_the_uplink() -> None:
+    external = {"blue_net": [("tcp", "192.0.2.80", 80), ("tcp", "192.0.2.80", 80),
+                             ("udp", "192.0.2.80", 53)],
+                "default": [("tcp", "192.0.2.90", 443)],
+                "green_net": [("tcp", "192.0.2.99", 80)]}  # not served on this node
+    flows = build_gateway_flows("172.18.0.2", "0a:58:ac:12:00:02", 1,
+                                {DEFAULT_PATCH: 2, BLUE_PATCH: 5},
+                                [GatewayNetwork("blue_net", "169.254.0.11")], "breth0",
+                                "ovn-worker", MASQ, external_ips=external)
+    steering = [f for f in flows if "192.0.2." in f]
+    assert sorted(steering) == sorted([
+        "table=0,priority=105,in_port=1,tcp,nw_dst=192.0.2.80,tp_dst=80 actions=output:5",
+        "table=0,priority=105,in_port=1,udp,nw_dst=192.0.2.80,tp_dst=53 actions=output:5",
+        "table=0,priority=100,in_port=5,ip,nw_src=192.0.2.80 actions=output:1",
+        "table=0,priority=105,in_port=1,tcp,nw_dst=192.0.2.90,tp_dst=443 actions=output:2",
+        "table=0,priority=100,in_port=2,ip,nw_src=192.0.2.90 actions=output:1"])
+
+
+def test_service_external_ips_by_network() -> None:
+    services = [
+        {"metadata": {"namespace": "blue", "name": "web"},
+         "spec": {"clusterIP": "10.96.0.2", "externalIPs": ["192.0.2.80", "2001:db8::1"],
+                  "ports": [{"port": 80, "protocol": "TCP"}]},
+         "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.81"}]}}},
+        {"metadata": {"namespace": "plain", "name": "web"},
+         "spec": {"clusterIP": "10.96.0.3", "ports": [{"port": 80}]}}]
+    assert service_external_ips(services, {"blue": "blue_net"}) == {
+        "blue_net": [("tcp", "192.0.2.80", 80), ("tcp", "192.0.2.81", 80)]}
