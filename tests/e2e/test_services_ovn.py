@@ -262,3 +262,43 @@ def test_groups_of_a_network_deleted_while_the_zone_was_down_are_removed(
     second = zone()
     wait_until(lambda: not any(g.name.startswith(BLUE_P)
                                for g in second.nb.row_list("Load_Balancer_Group")), timeout=30)
+
+
+def test_itp_local_on_a_layer2_network_is_the_same_on_its_one_switch_and_reported(
+        client: KubeClient, manager: ClusterManager, plane: ControlPlane,
+        ovn_stack: OvnStack) -> None:
+    client.create(NAMESPACES, {"metadata": {"name": "teal",
+                                            "labels": {PRIMARY_NAMESPACE_LABEL: ""}}})
+    client.create(UDNS, {"metadata": {"name": "teal-network", "namespace": "teal"},
+                         "spec": {"topology": "Layer2", "layer2": {
+                             "role": "Primary", "subnets": ["104.104.0.0/16"]}}})
+    pod(client, "teal", "a", "ovn-worker")
+    pod(client, "teal", "b", "ovn-worker2")
+    a, b = (entry(client, "teal", n, "teal/teal-network") for n in ("a", "b"))
+    client.create(SERVICES, {"metadata": {"name": "web", "namespace": "teal"}, "spec": {
+        "clusterIP": "10.96.10.50", "clusterIPs": ["10.96.10.50"],
+        "internalTrafficPolicy": "Local",
+        "ports": [{"name": "http", "protocol": "TCP", "port": 80, "targetPort": 8080}]}})
+    endpoint_slice(client, "teal", [(ip_of(a), "ovn-worker"), (ip_of(b), "ovn-worker2")],
+                   "teal_teal-network")
+    zone = plane.start_zone(ovn_stack.nb.remote)
+    prefix = "teal_teal.network_Service_teal/web_TCP_node_"
+
+    def switch_lbs() -> dict[str, dict[str, str]]:
+        switch = next((s for s in zone.nb.row_list("Logical_Switch")
+                       if s.name == "teal_teal.network_ovn_layer2_switch"), None)
+        return {lb.name: dict(lb.vips) for lb in (switch.load_balancer if switch else [])
+                if lb.name.startswith(prefix)}
+    wait_until(lambda: len(switch_lbs()) == 2, timeout=30)
+    both = f"{ip_of(a)}:8080,{ip_of(b)}:8080" if ip_of(a) < ip_of(b) else \
+        f"{ip_of(b)}:8080,{ip_of(a)}:8080"
+    # both nodes' load balancers are on the one switch: they must agree
+    # (router and switch rules are then equal: one router+switch load balancer a node)
+    assert switch_lbs() == {f"{prefix}router+switch_{node}": {"10.96.10.50:80": both}
+                            for node in ("ovn-worker", "ovn-worker2")}
+
+    def reported() -> list[dict[str, Any]]:
+        return [e for e in client.list(EVENTS, "teal")["items"]
+                if e.get("reason") == "InternalTrafficPolicyNotApplied"]
+    [event] = wait_until(reported, timeout=30)
+    assert "one switch spans its nodes" in event["message"]

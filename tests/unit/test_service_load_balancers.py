@@ -94,6 +94,22 @@ def test_itp_local_makes_the_cluster_ip_per_node_with_local_switch_endpoints() -
         "10.96.0.10:80": "10.128.1.5:8080,10.128.2.5:8080"}
 
 
+def test_itp_local_on_a_switch_shared_by_nodes_gives_every_node_the_same_switch_rules() -> None:
+    spec = parse_service(svc(internalTrafficPolicy="Local"))
+    assert spec is not None
+    configs = build_configs(spec, [slice_(("10.128.1.5", "w1", READY),
+                                          ("10.128.2.5", "w2", READY))], SUBNETS)
+    rules = {}
+    for node in (WORKER, NodeAddresses("w2", ("172.18.0.3",), ("169.254.0.2",))):
+        found = node_load_balancers(spec, configs.per_node, "default", node, OPTIONS,
+                                    shared_switch=True)
+        switch_lbs = [lb for lb in found if lb.on_switch]
+        # the ClusterIP rule is the same on both nodes (every endpoint), NodePorts their own
+        rules[node.name] = {vip: targets for lb in switch_lbs for vip, targets in lb.vips.items()
+                            if vip.startswith("10.96.")}
+    assert rules["w1"] == rules["w2"] == {"10.96.0.10:80": "10.128.1.5:8080,10.128.2.5:8080"}
+
+
 def test_a_host_network_endpoint_on_the_node_is_reached_through_the_masquerade_ip() -> None:
     found = balancers(svc(), slice_(("172.18.0.2", "w1", READY), ("172.18.0.3", "w2", READY)))
     assert found["Service_ns/web_TCP_node_router_w1"] == {

@@ -41,7 +41,7 @@ from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import ENDPOINTSLICES, NAMESPACES, SERVICES, split_key
 from ovnk_core.networks.addressing import HOST_MASQUERADE_OFFSET, OVN_SERVICE_HAIRPIN_OFFSET
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
-from ovnk_core.ovn.declarative import DesiredRow, MissingReference
+from ovnk_core.ovn.declarative import DesiredRow, MissingReference, Ref
 from ovnk_core.ovn.group_commit import GroupCommit
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.writer import NbWriter
@@ -64,6 +64,7 @@ log = logging.getLogger(__name__)
 
 CONTROLLER_NAME = "ovn-lb-controller"
 INVALID_SERVICE_REASON = "InvalidService"
+INTERNAL_POLICY_NOT_APPLIED_REASON = "InternalTrafficPolicyNotApplied"
 WORKERS = 4  # services reconciled at once (their writes share transactions: GroupCommit)
 
 
@@ -109,6 +110,7 @@ class ServicesController:
         self.namespaces = informers.get(NAMESPACES)
         self._lock = threading.Lock()
         self._reported: dict[str, str] = {}
+        self._noticed: dict[str, str] = {}
         self.controller = Controller(CONTROLLER_NAME, self.reconcile, workers=workers,
                                      initial_sync=self.sync)
         self.controller.watch(self.services, primary=True)
@@ -168,7 +170,11 @@ class ServicesController:
             return  # not a namespaced key: nothing of ours
         service = self.services.peek(key)
         state = None
-        if service is not None:
+        if service is None:
+            with self._lock:  # a service created again under this name is reported again
+                self._reported.pop(key, None)
+                self._noticed.pop(key, None)
+        else:
             network = self.network_of_namespace(namespace)
             state = self.zone.rendered_network(network) if network is not None else None
             if state is None:
@@ -209,15 +215,39 @@ class ServicesController:
         if configs.per_node:
             host_masquerade = tuple(str(s.network_address + HOST_MASQUERADE_OFFSET)
                                     for s in masquerade)
-            for node in self.zone.node_states(netinfo.name):
+            nodes = self.zone.node_states(netinfo.name)
+            for node in nodes:
                 attachment = topology.service_attachment(state, node)
+                if attachment is not None:
+                    attachments[node.name] = attachment
+            shared = shared_switches(attachments.values())
+            for node in nodes:
+                attachment = attachments.get(node.name)
                 if attachment is None:
                     continue
-                attachments[node.name] = attachment
                 addresses = NodeAddresses(node.name, node_ips(node, families), host_masquerade)
-                balancers += node_load_balancers(spec, configs.per_node, netinfo.name,
-                                                 addresses, options)
+                balancers += node_load_balancers(
+                    spec, configs.per_node, netinfo.name, addresses, options,
+                    shared_switch=any(ref in shared for ref in attachment.switches))
+            if shared and any(config.internal_local for config in configs.per_node):
+                self._notice(spec.key, INTERNAL_POLICY_NOT_APPLIED_REASON,
+                             f"service {spec.key}: internalTrafficPolicy Local is not applied "
+                             f"in network {netinfo.name}: one switch spans its nodes, so its "
+                             "pods reach every endpoint (traffic from outside still follows "
+                             "externalTrafficPolicy)")
         return load_balancer_rows(netinfo, owner, balancers, attachments)
+
+    def _notice(self, key: str, reason: str, text: str) -> None:
+        """A Warning about a service that is balanced, but not quite as it asks (once per
+        distinct text)."""
+        with self._lock:
+            if self._noticed.get(key) == text:
+                return
+            self._noticed[key] = text
+        log.warning("%s", text)
+        service = self.services.peek(key)
+        if self.recorder is not None and service is not None:
+            self.recorder.event(service, WARNING, reason, text)
 
     def _report(self, service: JSON, key: str, spec: ServiceSpec) -> None:
         message = "; ".join(spec.problems)
@@ -238,6 +268,17 @@ class ServicesController:
 
     def stop(self) -> None:
         self.controller.stop()
+
+
+def shared_switches(attachments: Iterable[ServiceAttachment]) -> set[Ref]:
+    """Switches that more than one node's attachment names (a Layer2 network's one switch
+    in a single zone): per-node load balancers there must agree with each other."""
+    seen: set[Ref] = set()
+    shared: set[Ref] = set()
+    for attachment in attachments:
+        for ref in set(attachment.switches):
+            (shared if ref in seen else seen).add(ref)
+    return shared
 
 
 def node_ips(node: NodeState, families: Iterable[int]) -> tuple[str, ...]:

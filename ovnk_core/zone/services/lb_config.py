@@ -266,9 +266,14 @@ def cluster_load_balancers(spec: ServiceSpec, configs: Sequence[LbConfig], netwo
 
 
 def node_load_balancers(spec: ServiceSpec, configs: Sequence[LbConfig], network: str,
-                        node: NodeAddresses, options: Mapping[str, str]
-                        ) -> list[LoadBalancer]:
-    """The per-node load balancers of one node."""
+                        node: NodeAddresses, options: Mapping[str, str],
+                        shared_switch: bool = False) -> list[LoadBalancer]:
+    """The per-node load balancers of one node.
+
+    ``shared_switch``: the node's pods are on a switch other nodes' pods are on too (and
+    so their per-node load balancers): its switch rules cannot differ per node, so
+    ``internalTrafficPolicy: Local`` gives way to every endpoint there.
+    """
     router, switch, local_router = _Rules(), _Rules(), _Rules()
     # the router reaches a host-networked endpoint on its own node through the host
     # masquerade IP (the node IP is the router's own address)
@@ -279,7 +284,7 @@ def node_load_balancers(spec: ServiceSpec, configs: Sequence[LbConfig], network:
         local = eligible((e for e in config.endpoints if e.node == node.name),
                          spec.publish_not_ready)
         router_eps = local if config.external_local else cluster
-        switch_eps = local if config.internal_local else cluster
+        switch_eps = local if config.internal_local and not shared_switch else cluster
         vips = node.ips if config.node_port else config.vips
         for vip in vips:
             version = 6 if ":" in vip else 4
