@@ -163,9 +163,13 @@ class EndpointSliceController:
         service = self.services.get(key)
         existing = sorted(self.slices.by_index("service", key),
                           key=lambda s: s["metadata"]["name"])
-        if service is None or not (service.get("spec") or {}).get("selector"):
+        if service is None:
             for stale in existing:
                 self._delete(stale)
+            return
+        if not (service.get("spec") or {}).get("selector"):
+            # as upstream: a service without a selector gets its slices out of band (written
+            # through the API by whoever manages it), whatever their labels say
             return
         desired = build_slices(service, self.pods.peek_by_index("namespace", str(namespace)))
         owner = {"apiVersion": "v1", "kind": "Service", "name": name,
