@@ -132,6 +132,7 @@ class Echo:
     def __init__(self, client: KubeClient, nb_socket: Path) -> None:
         self.client = client
         self.connection = OvsdbConnection(f"unix:{nb_socket}")
+        self.lock = threading.Lock()  # one request at a time on the connection
         self.copies: dict[str, JSON] = {}
         self.informers = InformerFactory(client)
         informer = self.informers.get(ENDPOINTSLICES, ECHO_NS)
@@ -153,7 +154,8 @@ class Echo:
             managed_by=f"{ECHO_LB}-source" if two_hops else ECHO_LB))
 
     def _transact(self, ops: list[dict[str, Any]]) -> None:
-        results = self.connection.transact("OVN_Northbound", ops)
+        with self.lock:
+            results = self.connection.transact("OVN_Northbound", ops)
         errors = [r for r in results if isinstance(r, dict) and "error" in r]
         if errors:
             raise RuntimeError(f"echo transaction failed: {errors}")
