@@ -190,6 +190,12 @@ def test_services_are_balanced_inside_their_network_only(
     # balancer has it, so blue's routers send it out of blue's gateway router, SNATed to
     # blue's masquerade IP; the host hands it back over the bridge to the default gateway
     # router, whose load balancer has it
+    # a NodePort from outside: in through blue's gateway router on the node
+    from_outside = packet_flow("breth0_blue_blue.network_ovn-worker", "0a:58:ac:12:ff:fe",
+                               "0a:58:ac:12:00:02", "172.18.255.254", "172.18.0.2", "tcp",
+                               30080)
+    assert trace(ovn_stack.sb.remote, f"ext_{BLUE_P}ovn-worker", from_outside, ct="new",
+                 lb_dst=blue_b_backend).outputs == ("blue.blue.network_blue_b",)
     plain_backend = f"{ip_of(plain_q)}:8080"
     assert trace_to(ovn_stack, f"{BLUE_P}ovn-worker", "blue.blue.network_blue_a", blue_a,
                     "10.96.10.30", plain_backend) == ("breth0_blue_blue.network_ovn-worker",)
