@@ -44,6 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nb_monitor import monitor_lines
 from ovnk_local.cluster import LocalCluster
 from results_file import write_results
 
@@ -131,25 +132,12 @@ NETWORK = re.compile(r'""k8s\.ovn\.org/network"",""([^"]+)""')
 
 
 def watch_ports(nb_socket: Path, seen: Seen, stop: threading.Event) -> None:
-    """Mark pods whose primary-UDN port appears in NB, from ``ovsdb-client monitor`` in its
-    own process (an in-process IDL would compete with the watchers for this process's CPU
-    and delay what they observe)."""
-    monitor = subprocess.Popen(
-        ["ovsdb-client", "monitor", f"unix:{nb_socket}", "OVN_Northbound",
-         "Logical_Switch_Port", "external_ids", "-f", "csv", "-d", "json", "--no-headings"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert monitor.stdout is not None
-    def end_when_stopped() -> None:
-        stop.wait()
-        monitor.terminate()
-
-    threading.Thread(target=end_when_stopped, daemon=True).start()
-    for line in monitor.stdout:
+    """Mark pods whose primary-UDN port appears in NB (``nb_monitor``)."""
+    for line in monitor_lines(nb_socket, "Logical_Switch_Port", "external_ids", stop):
         owner, network = OWNER.search(line), NETWORK.search(line)
         # the pod's port on its primary UDN (owner scope pod:<ns>/<name>)
         if owner and network and network.group(1) != "default" and ",insert," in line:
             seen.mark(seen.ported, owner.group(1))
-    monitor.wait()
 
 
 def echo(client: KubeClient, seen: Seen, stop: threading.Event) -> None:

@@ -35,7 +35,6 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import threading
@@ -47,6 +46,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from nb_monitor import monitor_lines
 from ovnk_local.cluster import LocalCluster
 from results_file import write_results
 
@@ -101,21 +101,9 @@ class Arrivals:
 
 
 def monitor(nb_socket: Path, arrivals: Arrivals, stop: threading.Event) -> None:
-    """Feed ``arrivals`` from an ``ovsdb-client monitor`` of the load balancers (its own
-    process: an in-process IDL would compete with the echo for this process's CPU)."""
-    process = subprocess.Popen(
-        ["ovsdb-client", "monitor", f"unix:{nb_socket}", "OVN_Northbound", "Load_Balancer",
-         "name,vips", "-f", "csv", "-d", "json", "--no-headings"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert process.stdout is not None
-
-    def end_when_stopped() -> None:
-        stop.wait()
-        process.terminate()
-    threading.Thread(target=end_when_stopped, daemon=True).start()
-    for text in process.stdout:
+    """Feed ``arrivals`` from a monitor of the load balancers."""
+    for text in monitor_lines(nb_socket, "Load_Balancer", "name,vips", stop):
         arrivals.line(text)
-    process.wait()
 
 
 class Echo:

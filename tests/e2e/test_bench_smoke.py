@@ -92,3 +92,18 @@ def test_services_benchmark_runs_and_checks_itself(tmp_path: Path) -> None:
     median = json.loads(result.read_text())["median"]
     assert median["ovnk_seconds"] > 0 and median["floor_seconds"] > 0
     assert median["churn_p50_ms"] > 0
+
+
+def test_service_lag_benchmark_runs(tmp_path: Path) -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        import service_lag
+    finally:
+        sys.path.remove(str(BENCH))
+    # it fails by itself when a change does not reach its load balancer
+    assert service_lag.main(["--endpoints", "2", "--changes", "3", "--background", "2",
+                             "--results", str(tmp_path)]) == 0
+    [result] = tmp_path.glob("service_lag-*.json")
+    [row] = json.loads(result.read_text())["summaries"]
+    for path in ("echo", "echo2", "default", "udn"):
+        assert math.isfinite(row[f"{path}_p50_ms"]) and row[f"{path}_p50_ms"] > 0, path
