@@ -275,6 +275,25 @@ def service_external_ips(services: Iterable[JSON], network_of_namespace: Mapping
     return found
 
 
+def parse_bridge_mappings(raw: str) -> dict[str, str]:
+    """``ovn-bridge-mappings`` (``physnet:bridge,physnet2:bridge2``) as physical network →
+    bridge; malformed entries are left out."""
+    found: dict[str, str] = {}
+    for entry in raw.split(","):
+        network, sep, bridge = entry.strip().partition(":")
+        if sep and network and bridge:
+            found[network] = bridge
+    return found
+
+
+def with_bridge_mapping(raw: str, physical_network: str, bridge: str) -> str:
+    """``raw`` with ``physical_network`` mapped to ``bridge``: the administrator's other
+    mappings (localnet networks' physical networks, say) are kept, in their order."""
+    mappings = parse_bridge_mappings(raw)
+    mappings[physical_network] = bridge
+    return ",".join(f"{network}:{name}" for network, name in mappings.items())
+
+
 def bridge_ports(vsctl: Vsctl, bridge: str) -> dict[str, int]:
     """ofport of every interface on ``bridge``, by name."""
     names = vsctl("list-ports", bridge).split()
@@ -459,12 +478,13 @@ class NodeGateway:
             ensure_gateway_flows(f"unix:{self.ovs_rundir / bridge}.mgmt", flows)
             self._applied = flows
             log.info("gateway %s: %d flows (%d patch ports)", bridge, len(flows), len(patches))
-        mapping = f"{self.physical_network}:{bridge}"
         current = self.vsctl("--if-exists", "get", "open_vswitch", ".",
                              "external_ids:ovn-bridge-mappings").strip('"')
-        if current != mapping:
-            self.vsctl("set", "open_vswitch", ".", f'external_ids:ovn-bridge-mappings="{mapping}"')
-            log.info("gateway: ovn-bridge-mappings=%s", mapping)
+        mappings = with_bridge_mapping(current, self.physical_network, bridge)
+        if current != mappings:
+            self.vsctl("set", "open_vswitch", ".",
+                       f'external_ids:ovn-bridge-mappings="{mappings}"')
+            log.info("gateway: ovn-bridge-mappings=%s", mappings)
         self.controller.reconcile_after(GATEWAY_KEY, self.resync)
 
     def start(self) -> None:

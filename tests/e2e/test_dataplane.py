@@ -194,51 +194,6 @@ def test_ovnk_tools_find_the_cluster_from_its_kubeconfig_and_exec_keeps_options(
     assert f"{primary_ip(blue)}/" in shown.stdout
 
 
-def test_a_network_no_plugin_renders_is_said_so_and_its_pods_fail_their_sandbox(
-        cluster: LocalCluster) -> None:
-    for manifest in (
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "phys", "labels": {
-                "ovnk.test/physical": ""}}},
-            {"apiVersion": "k8s.ovn.org/v1", "kind": "ClusterUserDefinedNetwork",
-             "metadata": {"name": "phys"},
-             "spec": {"namespaceSelector": {"matchLabels": {"ovnk.test/physical": ""}},
-                      "network": {"topology": "Localnet", "localnet": {
-                          "role": "Secondary", "physicalNetworkName": "physnet",
-                          "subnets": ["10.77.0.0/24"]}}}},
-            {"apiVersion": "v1", "kind": "Pod", "metadata": {
-                "name": "web", "namespace": "phys",
-                "annotations": {"k8s.v1.cni.cncf.io/networks": "phys"}},
-             "spec": {"containers": [{"name": "c", "image": "agnhost"}]}}):
-        kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(manifest))
-
-    def warnings(reason: str) -> list[dict[str, Any]]:
-        return [e for e in json.loads(kubectl(cluster, "get", "events", "-A", "-o", "json"))[
-            "items"] if e["reason"] == reason and e["involvedObject"].get("name") in (
-                "phys", "web")]
-    wait_until(lambda: len(warnings("NetworkNotRendered")) == 2 and
-               warnings("FailedCreatePodSandBox"), timeout=60,
-               what="NetworkNotRendered on the CUDN and NAD, FailedCreatePodSandBox on the pod")
-    problem = ('no enabled plugin renders topology "localnet" into OVN: the localnet plugin '
-               "only parses and allocates its networks (plugins that render into OVN: layer2, "
-               "layer3)")
-    assert {(e["involvedObject"]["kind"], e["message"]) for e in warnings(
-        "NetworkNotRendered")} == {
-        (kind, f"network cluster_udn_phys is not rendered: {problem}; its pods get no network")
-        for kind in ("ClusterUserDefinedNetwork", "NetworkAttachmentDefinition")}
-    [sandbox] = warnings("FailedCreatePodSandBox")
-    assert sandbox["message"] == (
-        "Failed to create pod sandbox: failed to set up the pod network: pod phys/web: network "
-        f"cluster_udn_phys (NAD phys/phys) is not rendered: {problem}; its interface net1 would "
-        "never be bound")
-    cudn = json.loads(kubectl(cluster, "get", "clusteruserdefinednetwork", "phys", "-o",
-                              "json"))
-    assert [c["status"] for c in cudn["status"]["conditions"]
-            if c["type"] == "NetworkCreated"] == ["True"]
-    pod = json.loads(kubectl(cluster, "get", "pod", "web", "-n", "phys", "-o", "json"))
-    assert pod["status"].get("phase") != "Running"
-    kubectl(cluster, "delete", "pod", "web", "-n", "phys", "--wait=false")
-
-
 def test_pods_reach_the_external_host_as_their_node(cluster: LocalCluster) -> None:
     """UDN pod → gateway router (SNAT to the network's masquerade IP) → host (masquerade to
     the node IP) → underlay; default-network pod → gateway router (SNAT to the node IP) →

@@ -18,8 +18,9 @@ from __future__ import annotations
 from ovnk_core.allocators.tunnel_keys import network_tunnel_key
 from ovnk_core.networks import port_names
 from ovnk_core.networks.netinfo import NetInfo
-from ovnk_core.ovn.declarative import DesiredRow, Link, Ref
+from ovnk_core.ovn.declarative import DesiredRow, Ref
 from ovnk_core.ovn.ownership import ObjectIDs, Owner
+from ovnk_core.ovn.pod_logical_port import build_pod_logical_port
 from ovnk_core.render_state import NetworkState, PodAttachment
 from ovnk_core.zone.owners import network_owner, pod_owner
 
@@ -66,23 +67,11 @@ def build_switch(network: NetworkState) -> DesiredRow:
                       {"name": switch_name(netinfo), "other_config": other_config})
 
 
-def pod_address(pod: PodAttachment) -> str:
-    """``"<mac> <ip> [<ip6>]"``; the MAC alone on a network without IPAM."""
-    return " ".join([pod.mac, *(str(ip) for ip in pod.addresses)])
-
-
 def build_pod(network: NetworkState, pod: PodAttachment) -> list[DesiredRow]:
     """The pod's port on the network's switch, bound on the pod's node."""
     netinfo = network.netinfo
     owner = pod_owner(netinfo, pod.namespace, pod.name)
-    address = pod_address(pod)
-    options = {"requested-chassis": pod.node, "iface-id-ver": pod.uid}
-    if pod.tunnel_id is not None:
-        options["requested-tnl-key"] = str(pod.tunnel_id)
-    return [DesiredRow(
-        "Logical_Switch_Port", row_ids(netinfo, owner, "Pod", f"{pod.namespace}/{pod.name}"),
-        {"name": port_names.pod_port_name(pod.nad_key, pod.namespace, pod.name),
-         "addresses": [address], "port_security": [address], "options": options},
-        links=(Link(switch_ref(netinfo), "ports"),),
-        extra_external_ids={"pod": "true", "namespace": pod.namespace,
-                            "k8s.ovn.org/nad": pod.nad_key})]
+    return [build_pod_logical_port(
+        row_ids(netinfo, owner, "Pod", f"{pod.namespace}/{pod.name}"),
+        port_names.pod_port_name(pod.nad_key, pod.namespace, pod.name), pod,
+        switch_ref(netinfo), nad_key=pod.nad_key, tunnel_key=pod.tunnel_id)]

@@ -39,6 +39,7 @@ from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.networks.port_names import DEFAULT_NAD_KEY
 from ovnk_core.ovn.declarative import DesiredRow, Link, Ref
 from ovnk_core.ovn.ownership import ObjectIDs, Owner
+from ovnk_core.ovn.pod_logical_port import build_pod_logical_port
 from ovnk_core.ovn.port_types import LSP_TYPE_LOCALNET, LSP_TYPE_ROUTER
 from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
 from ovnk_core.topology import ServiceAttachment
@@ -373,15 +374,7 @@ def build_pod(network: NetworkState, pod: PodAttachment) -> list[DesiredRow]:
     """The pod's logical port on its node's switch."""
     netinfo = network.netinfo
     owner = pod_owner(netinfo, pod.namespace, pod.name)
-    address = " ".join([pod.mac, *(str(ip) for ip in pod.addresses)])
-    extra = {"pod": "true", "namespace": pod.namespace}
-    if not netinfo.is_default:
-        extra["k8s.ovn.org/nad"] = pod.nad_key
-    return [DesiredRow(
-        "Logical_Switch_Port", _ids(netinfo, owner, "Pod", f"{pod.namespace}/{pod.name}",
-                                    False),
-        {"name": pod_port_name(netinfo, pod), "addresses": [address],
-         "port_security": [address],
-         "options": {"requested-chassis": pod.node, "iface-id-ver": pod.uid}},
-        links=(Link(Ref.to("Logical_Switch", switch_ids(netinfo, pod.node)), "ports"),),
-        extra_external_ids=extra)]
+    return [build_pod_logical_port(
+        _ids(netinfo, owner, "Pod", f"{pod.namespace}/{pod.name}", False),
+        pod_port_name(netinfo, pod), pod, Ref.to("Logical_Switch", switch_ids(netinfo, pod.node)),
+        nad_key="" if netinfo.is_default else pod.nad_key)]

@@ -1,4 +1,4 @@
-"""The Localnet topology: netconf rules now, NB rendering in its own issue.
+"""The Localnet topology: its netconf rules, and its Northbound rendering (``desired``).
 
 A Localnet network bridges pods to a physical network named by
 ``physicalNetworkName`` (an OVS bridge mapping on the nodes), optionally on
@@ -17,6 +17,9 @@ from ovnk_core.networks.netconf_fields import (
     read_plain_subnets,
 )
 from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.ovn.declarative import DesiredRow
+from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
+from ovnk_localnet import desired
 from ovnk_localnet.udn_section import LocalnetSection, localnet_default_mtu
 
 
@@ -24,6 +27,19 @@ class LocalnetTopology(Topology):
     name = "localnet"
     udn_section = LocalnetSection()
     supports_primary = False
+    renders = True
+    renders_default_network = False  # secondary only
+
+    def build_network(self, network: NetworkState) -> list[DesiredRow]:
+        return desired.build_network(network)
+
+    def build_node(self, network: NetworkState, node: NodeState) -> list[DesiredRow]:
+        """Nothing per node: the switch spans every node, each leaving through its own
+        bridge mapping."""
+        return []
+
+    def build_pod(self, network: NetworkState, pod: PodAttachment) -> list[DesiredRow]:
+        return desired.build_pod(network, pod)
 
     def default_mtu(self) -> int:
         return localnet_default_mtu(self.config)

@@ -10,9 +10,11 @@ from ovnk_core.node.gateway import (
     allowed_default_cluster_ips,
     build_gateway_flows,
     build_host_table,
+    parse_bridge_mappings,
     patch_port_name,
     service_external_ips,
     service_node_ports,
+    with_bridge_mapping,
 )
 from ovnk_core.node.nft import build_table_script
 
@@ -195,3 +197,12 @@ def test_service_external_ips_by_network() -> None:
          "spec": {"clusterIP": "10.96.0.3", "ports": [{"port": 80}]}}]
     assert service_external_ips(services, {"blue": "blue_net"}) == {
         "blue_net": [("tcp", "192.0.2.80", 80), ("tcp", "192.0.2.81", 80)]}
+
+
+def test_the_gateway_mapping_keeps_the_administrators_other_mappings() -> None:
+    assert with_bridge_mapping("", "physnet", "breth0") == "physnet:breth0"
+    assert with_bridge_mapping("tenant:br-tenant,physnet:old", "physnet", "breth0") == \
+        "tenant:br-tenant,physnet:breth0"
+    assert with_bridge_mapping("physnet:breth0,tenant:br-tenant", "physnet", "breth0") == \
+        "physnet:breth0,tenant:br-tenant"  # unchanged: nothing written
+    assert parse_bridge_mappings("a:b, junk ,:x,c:") == {"a": "b"}

@@ -12,6 +12,7 @@ import pytest
 from ovnk_local.apiserver.server import ServerHandle
 from ovnk_local.kubelet import Kubelet
 from ovnk_local.testing.apiserver_fixtures import with_crds
+from ovnk_localnet.topology import LocalnetTopology
 
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.factory import InformerFactory
@@ -84,7 +85,10 @@ def start_agent(client: KubeClient, tmp_path: Path, topologies: dict[str, Any],
 
 
 @pytest.fixture
-def host() -> PluginHost:
+def host(monkeypatch: pytest.MonkeyPatch) -> PluginHost:
+    """The bundled plugins, the localnet one standing in for a topology plugin that only
+    parses and allocates (rendering switched off)."""
+    monkeypatch.setattr(LocalnetTopology, "renders", False)
     return PluginHost.load(udn_config())
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from ovnk_local.apiserver.server import ServerHandle
 from ovnk_local.testing.apiserver_fixtures import client_for
+from ovnk_localnet.topology import LocalnetTopology
 
 from ovnk_core.config import load_config
 from ovnk_core.kube.client import KubeClient
@@ -285,7 +286,10 @@ def test_networks_of_rendering_topologies_get_no_not_rendered_warning(harness: H
                          namespace) == []
 
 
-def test_a_cudn_no_plugin_renders_warns_on_every_nad(harness: Harness) -> None:
+def test_a_cudn_no_plugin_renders_warns_on_every_nad(harness: Harness,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # the localnet plugin, rendering switched off, stands in for a plugin that only parses
+    monkeypatch.setattr(LocalnetTopology, "renders", False)
     harness.namespace("red", team="red")
     harness.namespace("pink", team="red")
     harness.client.create(CUDNS, {"metadata": {"name": "flat"}, "spec": {

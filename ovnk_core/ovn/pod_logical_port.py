@@ -1,0 +1,43 @@
+"""A pod's logical switch port, as every topology writes it.
+
+Whatever the topology, a pod's attachment is one ``Logical_Switch_Port`` on one switch:
+its MAC and IPs as addresses and port security (the MAC alone on a network without IPAM),
+bound on the pod's node (``requested-chassis``) to the interface of this pod incarnation
+(``iface-id-ver`` = the pod's UID), and upstream's pod external_ids.  The topology decides
+the switch, the port's name and owner ids, and whether the port asks for a tunnel key.
+"""
+
+from __future__ import annotations
+
+from ovnk_core.ovn.declarative import DesiredRow, Link, Ref
+from ovnk_core.ovn.ownership import ObjectIDs
+from ovnk_core.render_state import PodAttachment
+
+NAD_KEY = "k8s.ovn.org/nad"
+
+
+def pod_port_address(pod: PodAttachment) -> str:
+    """``"<mac> <ip> [<ip6>]"``; the MAC alone on a network without IPAM."""
+    return " ".join([pod.mac, *(str(ip) for ip in pod.addresses)])
+
+
+def build_pod_logical_port(ids: ObjectIDs, name: str, pod: PodAttachment, switch: Ref,
+                           nad_key: str = "", tunnel_key: int | None = None) -> DesiredRow:
+    """The pod's port on ``switch``.
+
+    :param nad_key: the NAD the attachment comes from (``k8s.ovn.org/nad``); empty on the
+        default network, which upstream's ports do not mark.
+    :param tunnel_key: the port's requested tunnel key (``requested-tnl-key``), for
+        topologies whose ports keep theirs across zones.
+    """
+    address = pod_port_address(pod)
+    options = {"requested-chassis": pod.node, "iface-id-ver": pod.uid}
+    if tunnel_key is not None:
+        options["requested-tnl-key"] = str(tunnel_key)
+    extra = {"pod": "true", "namespace": pod.namespace}
+    if nad_key:
+        extra[NAD_KEY] = nad_key
+    return DesiredRow("Logical_Switch_Port", ids,
+                      {"name": name, "addresses": [address], "port_security": [address],
+                       "options": options},
+                      links=(Link(switch, "ports"),), extra_external_ids=extra)
