@@ -4,8 +4,9 @@ The node side of CNI.  ``build_pod_interfaces`` turns a pod's
 ``k8s.ovn.org/pod-networks`` annotation into the interfaces the pod must
 have (pure); ``ensure_pod_network`` makes them exist, idempotently: a network
 namespace for the pod, one veth per network (``eth0`` for the default
-network, ``ovn-udn1`` for a primary user-defined network, ``net1``... for
-secondary ones) with the annotation's MAC, addresses, default route via the
+network, ``ovn-udn1`` for a primary user-defined network, for a secondary one
+the name its network selection element asks for, else ``net<N>`` by its position in
+the selections, as Multus names them) with the annotation's MAC, addresses, default route via the
 network's gateway and its explicit routes, and the node end plugged into
 ``br-int`` with ``external_ids:iface-id`` = the logical port's name (and
 ``iface-id-ver`` = the pod's UID, which the logical port requires), so
@@ -27,9 +28,14 @@ from ovnk_core.kube.client import JSON
 from ovnk_core.networks.port_names import DEFAULT_NAD_KEY, pod_port_name
 from ovnk_core.node import netlink
 from ovnk_core.node.netns import NETNS_DIR, run_in_netns
+from ovnk_core.pods.network_selections import (
+    DEFAULT_INTERFACE,
+    PRIMARY_UDN_INTERFACE,
+    NetworkSelectionError,
+    interface_names,
+    pod_selections,
+)
 
-DEFAULT_INTERFACE = "eth0"
-PRIMARY_UDN_INTERFACE = "ovn-udn1"
 POD_KEY_ID = "k8s.ovn.org/pod"
 INTEGRATION_BRIDGE = "br-int"
 
@@ -79,6 +85,10 @@ def build_pod_interfaces(pod: JSON) -> list[PodInterface]:
     except pod_networks.PodAnnotationError as exc:
         raise PodNetworkError(str(exc)) from None
     uid = str(meta.get("uid", ""))
+    try:
+        names = interface_names(pod_selections(pod))
+    except NetworkSelectionError:
+        names = {}  # the allocator refused the selections (and said so): no secondaries
     interfaces = []
     secondary = 0
     for nad_key in sorted(networks, key=lambda k: (k != DEFAULT_NAD_KEY, k)):
@@ -89,7 +99,7 @@ def build_pod_interfaces(pod: JSON) -> list[PodInterface]:
             ifname = PRIMARY_UDN_INTERFACE
         else:
             secondary += 1
-            ifname = f"net{secondary}"
+            ifname = names.get(nad_key, f"net{secondary}")
         interfaces.append(PodInterface(
             nad_key=nad_key, ifname=ifname, host_ifname=host_interface_name(uid, nad_key),
             port_name=pod_port_name(nad_key, str(meta.get("namespace")), str(meta.get("name"))),

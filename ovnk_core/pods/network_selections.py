@@ -28,6 +28,9 @@ IPAM_CLAIM_REFERENCE = "ipam-claim-reference"
 REASON = "ErrorAllocatingPod"  # upstream's cluster-manager pod allocator event reason
 UPSTREAM = "parsePodNetworkAnnotation: "  # Multus' prefix of its own parse errors
 _ITEM = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DEFAULT_INTERFACE = "eth0"  # the pod's default-network interface
+PRIMARY_UDN_INTERFACE = "ovn-udn1"  # its primary user-defined network's
+IFNAMSIZ = 16  # the kernel's limit, the terminating NUL included
 _GO_JSON_TYPES = {bool: "bool", int: "number", float: "number", str: "string", list: "array",
                   dict: "object"}
 
@@ -84,6 +87,10 @@ def _element(index: int, item: Any, namespace: str) -> NetworkSelection:
     if not isinstance(ns, str) or not isinstance(interface, str):
         raise ValueError(f"network selection element {index} ({name}): namespace and "
                          "interface must be strings")
+    if interface and not valid_interface_name(interface):
+        raise ValueError(f"network selection element {index} ({name}): interface "
+                         f"{interface!r} is not a valid interface name (1 to {IFNAMSIZ - 1} "
+                         "characters, none of them '/', ':' or white space, not '.' or '..')")
     claim = item.get(IPAM_CLAIM_REFERENCE) or ""
     if not isinstance(claim, str):
         raise ValueError(f"network selection element {index} ({name}): "
@@ -148,7 +155,26 @@ def pod_selections(pod: dict[str, Any]) -> list[NetworkSelection]:
             raise NetworkSelectionError(f"unexpected error: more than one of the same NAD "
                                         f"{selection.nad_key} specified for pod {pod_key}")
         seen.add(selection.nad_key)
+    names = list(interface_names(selections).values())
+    for ifname in names:
+        if ifname in (DEFAULT_INTERFACE, PRIMARY_UDN_INTERFACE) or names.count(ifname) > 1:
+            raise NetworkSelectionError(f"pod {pod_key}: interface {ifname!r} is asked for "
+                                        "twice (the pod's own interfaces are "
+                                        f"{DEFAULT_INTERFACE} and {PRIMARY_UDN_INTERFACE})")
     return selections
+
+
+def valid_interface_name(name: str) -> bool:
+    """Whether the kernel takes ``name`` as a network interface name (dev_valid_name)."""
+    return (0 < len(name) < IFNAMSIZ and name not in (".", "..")
+            and not any(ch == "/" or ch == ":" or ch.isspace() for ch in name))
+
+
+def interface_names(selections: list[NetworkSelection]) -> dict[str, str]:
+    """NAD key → the pod's interface for it: the element's ``interface``, else ``net<N>``
+    with N its position in the list, from 1 (Multus' naming)."""
+    return {selection.nad_key: selection.interface or f"net{index}"
+            for index, selection in enumerate(selections, start=1)}
 
 
 class MissingNad(OvnkError):

@@ -49,6 +49,19 @@ def test_interfaces_follow_the_annotation_with_upstream_names() -> None:
     assert host_interface_name("u-1", "default") == interfaces[0].host_ifname
 
 
+def test_secondary_interfaces_take_the_names_their_selections_ask_for() -> None:
+    entry = {"ip_addresses": ["192.168.5.3/24"], "mac_address": "0a:58:c0:a8:05:03",
+             "role": "secondary"}
+    annotated = pod({"default": {"ip_addresses": ["10.244.0.3/24"],
+                                 "mac_address": "0a:58:0a:f4:00:03", "role": "primary"},
+                     "blue/a": entry, "blue/b": entry, "blue/c": entry})
+    annotated["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"] = json.dumps(  # type: ignore[index]
+        [{"name": "c"}, {"name": "a", "interface": "phys0"}, {"name": "b"}])
+    names = {i.nad_key: i.ifname for i in build_pod_interfaces(annotated)}
+    # Multus' naming: the element's interface, else net<position>
+    assert names == {"default": "eth0", "blue/c": "net1", "blue/a": "phys0", "blue/b": "net3"}
+
+
 @pytest.mark.parametrize(("networks", "message"), [
     (None, "has no k8s.ovn.org/pod-networks annotation yet"),
     ("{broken", "is not valid JSON"),

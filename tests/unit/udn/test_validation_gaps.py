@@ -256,8 +256,15 @@ PREFIX = "failed to get all NetworkSelectionElements for pod blue/p: "
                       "mismatch @ 'Side'"),
     ("nope", "cannot find a network-attachment-definition (nope) in namespace (blue): "
              'network-attachment-definitions.k8s.cni.cncf.io "nope" not found'),
+    ('[{"name": "side", "interface": "a-very-long-interface"}]',
+     PREFIX + "network selection element 0 (side): interface 'a-very-long-interface' is not a "
+              "valid interface name (1 to 15 characters, none of them '/', ':' or white space, "
+              "not '.' or '..')"),
+    ('[{"name": "side", "interface": "eth0"}]',
+     "pod blue/p: interface 'eth0' is asked for twice (the pod's own interfaces are eth0 and "
+     "ovn-udn1)"),
 ], ids=["bracket", "number", "empty-element", "static-ips", "static-mac", "duplicate",
-        "upper-case", "unknown-nad"])
+        "upper-case", "unknown-nad", "bad-interface", "taken-interface"])
 def test_unusable_network_selections_are_warning_events_on_the_pod(
         client: KubeClient, manager: ClusterManager, selections: str, message: str) -> None:
     namespace(client, "blue")
