@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from ovnk_core.errors import ConfigError, NetworkConfigError, OvnkError, PluginLoadError
 from ovnk_core.hookspecs import hookimpl
-from ovnk_core.topology import PodRouting, ServiceAttachment, Topology
+from ovnk_core.topology import NodeHost, PodRouting, ServiceAttachment, Topology
 
 __all__ = [
     "ConfigError",
     "NetworkConfigError",
+    "NodeHost",
     "OvnkError",
     "PluginLoadError",
     "PodRouting",

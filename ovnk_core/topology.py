@@ -24,9 +24,9 @@ the zone reports that nothing is rendered for them.
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from ovnk_core.config import Config
 from ovnk_core.networks.addressing import IPAddress
@@ -74,6 +74,15 @@ class ServiceAttachment:
 
     switches: tuple[Ref, ...] = ()
     routers: tuple[Ref, ...] = ()
+
+
+class NodeHost(Protocol):
+    """What a node agent can tell a topology about its own host, read when asked."""
+
+    def bridge_mappings(self) -> Mapping[str, str]:
+        """Physical network name → OVS bridge, from ``external_ids:ovn-bridge-mappings``
+        of the node's Open_vSwitch (what ovn-controller uses for localnet ports)."""
+        ...
 
 
 class Topology(abc.ABC):
@@ -156,6 +165,19 @@ class Topology(abc.ABC):
 
         :returns: ``None`` while the node has nothing to attach to (its gateway is not
             published yet, say); the default: never.
+        """
+        return None
+
+    def node_attachment_problem(self, netinfo: NetInfo, host: NodeHost) -> str | None:
+        """Why a pod of this network cannot be attached on this node (``None``: it can).
+
+        **When:** in the node agent, at each CNI ADD of a pod with an interface on a network
+        of this topology, before any of the pod's interfaces is made.  Work here runs on the
+        CNI path: keep it to what ``host`` answers.  A problem refuses the CNI ADD with the
+        text (the kubelet reports it on the pod as ``FailedCreatePodSandBox``) and the agent
+        puts it once on its Node as a Warning event.
+
+        :returns: ``None`` by default: nothing of the host stands in the way.
         """
         return None
 

@@ -10,8 +10,10 @@ kubelet was down), and at startup every pod port or namespace on this node
 whose pod no longer exists is removed.  A pod attached to a network that no
 enabled topology plugin renders into OVN is refused at once, with the reason
 (``networks.rendering``), rather than left waiting for a binding that never
-comes.  With a gateway (``gateway.NodeGateway``) it also owns the
-shared-gateway bridge's flows, host rules and bridge mapping.
+comes; so is one whose topology says this node cannot attach it
+(``Topology.node_attachment_problem``: a physical network the node does not map).
+With a gateway (``gateway.NodeGateway``) it also owns the shared-gateway bridge's
+flows, host rules and bridge mapping.
 """
 
 from __future__ import annotations
@@ -27,13 +29,15 @@ from ovnk_core.errors import NetworkConfigError
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.errors import NotFound
+from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.informer import Informer
-from ovnk_core.kube.resources import NADS, PODS, split_key
+from ovnk_core.kube.resources import NADS, NODES, PODS, split_key
 from ovnk_core.networks.netconf import parse_common
 from ovnk_core.networks.port_names import DEFAULT_NAD_KEY
 from ovnk_core.networks.rendering import rendering_problem
 from ovnk_core.node import pod_network
+from ovnk_core.node.bridge_mappings import OvsHost
 from ovnk_core.node.cni_server import CniNotReady, CniRequest, CniRequestError, CniServer
 from ovnk_core.node.gateway import NodeGateway
 from ovnk_core.node.management_port import ManagementPorts
@@ -41,6 +45,7 @@ from ovnk_core.node.netns import NETNS_DIR
 from ovnk_core.topology import Topology
 
 log = logging.getLogger(__name__)
+UNATTACHABLE_REASON = "NetworkNotAttachable"
 
 
 def pod_is_gone(pod: JSON | None, node: str) -> bool:
@@ -60,9 +65,13 @@ class NodeAgent:
                  gateway: NodeGateway | None = None,
                  management_ports: ManagementPorts | None = None,
                  informers: InformerFactory | None = None,
-                 topologies: Mapping[str, Topology] | None = None) -> None:
+                 topologies: Mapping[str, Topology] | None = None,
+                 recorder: EventRecorder | None = None) -> None:
         """:param topologies: the enabled topology plugins; with ``informers``, pods of a
-            network none of them renders are refused at CNI ADD."""
+            network none of them renders, or one its topology cannot attach on this node
+            (``Topology.node_attachment_problem``), are refused at CNI ADD.
+        :param recorder: puts the reason a network cannot be attached here on the Node,
+            once per network and reason."""
         self.client = client
         self.node = node
         self.node_netns = node_netns
@@ -80,6 +89,9 @@ class NodeAgent:
         self.controller.watch(self.pods, primary=True)
         self.cni = CniServer(cni_socket, self.cni_add, self.cni_del)
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+        self.recorder = recorder
+        self.host = OvsHost(vsctl)
+        self._reported: set[tuple[str, str]] = set()  # (network, problem) on the Node
 
     def pod_netns(self, key: str) -> str:
         namespace, name = split_key(key)
@@ -109,7 +121,7 @@ class NodeAgent:
             raise CniNotReady(str(exc)) from None
         except pod_network.PodNetworkError as exc:
             raise CniRequestError(f"pod {request.key}: {exc}") from None
-        self._refuse_unrendered(request.key, interfaces)
+        self._refuse_unattachable(request.key, interfaces)
         with self._locks[request.key]:
             pod_network.ensure_pod_network(self.pod_netns(request.key), self.node_netns,
                                            interfaces,
@@ -126,26 +138,48 @@ class NodeAgent:
                 "interfaces": [{"name": i.ifname, "mac": i.mac, "ips": list(i.addresses),
                                 "network": i.nad_key} for i in interfaces]}
 
-    def _refuse_unrendered(self, key: str, interfaces: list[pod_network.PodInterface]) -> None:
+    def _refuse_unattachable(self, key: str, interfaces: list[pod_network.PodInterface]
+                             ) -> None:
         """:raises CniRequestError: a network of the pod is one no enabled plugin renders
-            (its port would never be bound)."""
+            (its port would never be bound), or one its topology cannot attach on this node
+            (a Localnet network whose physical network this node does not map, say)."""
         if self.nads is None or self.topologies is None:
             return
         for interface in interfaces:
             nad = None if interface.nad_key == DEFAULT_NAD_KEY else \
-                self.nads.get(interface.nad_key)
+                self.nads.peek(interface.nad_key)
             if nad is None:
                 continue
             try:
                 conf = parse_common((nad.get("spec") or {}).get("config") or "")
             except NetworkConfigError:
                 continue  # reported on the NAD by the cluster manager
+            where = f"pod {key}: network {conf.name} (NAD {interface.nad_key})"
             problem = rendering_problem(self.topologies, conf.topology)
             if problem is not None:
-                raise CniRequestError(
-                    f"pod {key}: network {conf.name} (NAD {interface.nad_key}) is not "
-                    f"rendered: {problem}; its interface {interface.ifname} would never be "
-                    "bound")
+                raise CniRequestError(f"{where} is not rendered: {problem}; its interface "
+                                      f"{interface.ifname} would never be bound")
+            topology = self.topologies[conf.topology]
+            try:
+                netinfo = topology.parse_netconf(conf)
+            except NetworkConfigError:
+                continue  # reported on the NAD by the cluster manager
+            problem = topology.node_attachment_problem(netinfo, self.host)
+            if problem is not None:
+                self._report_unattachable(conf.name, problem)
+                raise CniRequestError(f"{where} cannot be attached on node {self.node}: "
+                                      f"{problem}")
+
+    def _report_unattachable(self, network: str, problem: str) -> None:
+        if self.recorder is None or (network, problem) in self._reported:
+            return
+        self._reported.add((network, problem))
+        try:
+            node = self.client.get(NODES, self.node)
+        except NotFound:
+            node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.node}}
+        self.recorder.event(node, WARNING, UNATTACHABLE_REASON,
+                            f"network {network} cannot be attached on this node: {problem}")
 
     def cni_del(self, request: CniRequest) -> dict[str, Any]:
         self.teardown(request.key)

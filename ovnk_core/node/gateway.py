@@ -58,6 +58,11 @@ from ovnk_core.networks.addressing import (
 )
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, network_prefix
 from ovnk_core.node import netlink, nft
+from ovnk_core.node.bridge_mappings import (
+    read_bridge_mappings,
+    with_bridge_mapping,
+    write_bridge_mappings,
+)
 from ovnk_core.node.netns import run_in_netns
 from ovnk_core.node.networks import (
     primary_namespaces,
@@ -275,25 +280,6 @@ def service_external_ips(services: Iterable[JSON], network_of_namespace: Mapping
     return found
 
 
-def parse_bridge_mappings(raw: str) -> dict[str, str]:
-    """``ovn-bridge-mappings`` (``physnet:bridge,physnet2:bridge2``) as physical network →
-    bridge; malformed entries are left out."""
-    found: dict[str, str] = {}
-    for entry in raw.split(","):
-        network, sep, bridge = entry.strip().partition(":")
-        if sep and network and bridge:
-            found[network] = bridge
-    return found
-
-
-def with_bridge_mapping(raw: str, physical_network: str, bridge: str) -> str:
-    """``raw`` with ``physical_network`` mapped to ``bridge``: the administrator's other
-    mappings (localnet networks' physical networks, say) are kept, in their order."""
-    mappings = parse_bridge_mappings(raw)
-    mappings[physical_network] = bridge
-    return ",".join(f"{network}:{name}" for network, name in mappings.items())
-
-
 def bridge_ports(vsctl: Vsctl, bridge: str) -> dict[str, int]:
     """ofport of every interface on ``bridge``, by name."""
     names = vsctl("list-ports", bridge).split()
@@ -478,12 +464,10 @@ class NodeGateway:
             ensure_gateway_flows(f"unix:{self.ovs_rundir / bridge}.mgmt", flows)
             self._applied = flows
             log.info("gateway %s: %d flows (%d patch ports)", bridge, len(flows), len(patches))
-        current = self.vsctl("--if-exists", "get", "open_vswitch", ".",
-                             "external_ids:ovn-bridge-mappings").strip('"')
+        current = read_bridge_mappings(self.vsctl)
         mappings = with_bridge_mapping(current, self.physical_network, bridge)
         if current != mappings:
-            self.vsctl("set", "open_vswitch", ".",
-                       f'external_ids:ovn-bridge-mappings="{mappings}"')
+            write_bridge_mappings(self.vsctl, mappings)
             log.info("gateway: ovn-bridge-mappings=%s", mappings)
         self.controller.reconcile_after(GATEWAY_KEY, self.resync)
 

@@ -8,7 +8,7 @@ MTU + 100 because it does not pay for the overlay encapsulation.
 
 from __future__ import annotations
 
-from ovnk_core import NetworkConfigError, Topology
+from ovnk_core import NetworkConfigError, NodeHost, Topology
 from ovnk_core.networks.netconf import NetConf
 from ovnk_core.networks.netconf_fields import (
     read_exclude_subnets,
@@ -29,6 +29,19 @@ class LocalnetTopology(Topology):
     supports_primary = False
     renders = True
     renders_default_network = False  # secondary only
+
+    def node_attachment_problem(self, netinfo: NetInfo, host: NodeHost) -> str | None:
+        """The node's OVS must map the physical network to a bridge (the administrator's
+        part, as upstream: ovnk never invents a mapping)."""
+        physical = netinfo.physical_network_name or netinfo.name
+        mappings = host.bridge_mappings()
+        if physical in mappings:
+            return None
+        known = ", ".join(f"{n}:{b}" for n, b in mappings.items()) or "none"
+        return (f"no bridge mapping for physical network {physical!r} in this node's "
+                f"ovn-bridge-mappings (it has: {known}); map it to an OVS bridge on the "
+                f"physical network, e.g. ovs-vsctl set open_vswitch . "
+                f'external_ids:ovn-bridge-mappings="<existing>,{physical}:<bridge>"')
 
     def build_network(self, network: NetworkState) -> list[DesiredRow]:
         return desired.build_network(network)

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from ovnk_core.node.bridge_mappings import parse_bridge_mappings, with_bridge_mapping
 from ovnk_core.node.gateway import (
     DefaultServiceSteering,
     GatewayNetwork,
     allowed_default_cluster_ips,
     build_gateway_flows,
     build_host_table,
-    parse_bridge_mappings,
     patch_port_name,
     service_external_ips,
     service_node_ports,
-    with_bridge_mapping,
 )
 from ovnk_core.node.nft import build_table_script
 

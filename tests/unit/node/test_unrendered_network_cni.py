@@ -15,8 +15,9 @@ from ovnk_local.testing.apiserver_fixtures import with_crds
 from ovnk_localnet.topology import LocalnetTopology
 
 from ovnk_core.kube.client import KubeClient
+from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
-from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, PODS
+from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, PODS
 from ovnk_core.node.agent import NodeAgent
 from ovnk_core.node.cni_server import CniRequest, cni_call
 from ovnk_core.plugins import PluginHost
@@ -145,3 +146,54 @@ def test_the_kubelet_reports_it_as_failed_create_pod_sandbox(client: KubeClient,
         f"blue_flat (NAD blue/flat) is not rendered: {LOCALNET_PROBLEM}; its interface net1 "
         "would never be bound"]
     assert client.get(PODS, "web", "blue").get("status", {}).get("phase") != "Running"
+
+
+class MappingVsctl(FakeVsctl):
+    """An OVS whose only bridge mapping is the gateway's."""
+
+    def __call__(self, *args: str) -> str:
+        if args == ("--if-exists", "get", "open_vswitch", ".",
+                    "external_ids:ovn-bridge-mappings"):
+            self.calls.append(args)
+            return '"physnet:breth0"'
+        return super().__call__(*args)
+
+
+def test_a_localnet_network_the_node_does_not_map_is_refused_and_said_on_the_node(
+        client: KubeClient, tmp_path: Path) -> None:
+    tenant = nad("tenant", "localnet", "10.61.0.0/24", role="secondary")
+    config = json.loads(tenant["spec"]["config"])
+    config["physicalNetworkName"] = "tenantnet"
+    tenant["spec"]["config"] = json.dumps(config)
+    client.create(NADS, tenant)
+    client.create(NODES, {"metadata": {"name": NODE}})
+    vsctl = MappingVsctl()
+    informers = InformerFactory(client, resync_period=0)
+    host = PluginHost.load(udn_config())  # the localnet plugin renders
+    agent = NodeAgent(client, NODE, vsctl, "ovnktest-", tmp_path / "cni" / f"{NODE}.sock",
+                      informers=informers, topologies=dict(host.topologies),
+                      recorder=EventRecorder(client, "ovnkube-node", NODE))
+    agent.start()
+    try:
+        wait_until(lambda: agent.nads is not None and agent.nads.peek("blue/tenant"))
+        problem = ("no bridge mapping for physical network 'tenantnet' in this node's "
+                   "ovn-bridge-mappings (it has: physnet:breth0); map it to an OVS bridge on "
+                   "the physical network, e.g. ovs-vsctl set open_vswitch . "
+                   'external_ids:ovn-bridge-mappings="<existing>,tenantnet:<bridge>"')
+        for name in ("web", "web2"):
+            created = client.create(PODS, pod(name, "tenant", "10.61.0.5/24",
+                                              role="secondary"))
+            status, body = cni_call(agent.cni.socket_path, "add",
+                                    CniRequest("blue", name, created["metadata"]["uid"]))
+            assert (status, body) == (400, {"error": (
+                f"pod blue/{name}: network blue_tenant (NAD blue/tenant) cannot be attached "
+                f"on node {NODE}: {problem}")})
+    finally:
+        agent.stop()
+    # no interface was made; the Node says it once
+    assert all(call[0] in ("--format=json", "--if-exists") for call in vsctl.calls)
+    events = [e for e in client.list(EVENTS, "default")["items"]
+              if e["reason"] == "NetworkNotAttachable"]
+    assert [(e["involvedObject"]["kind"], e["involvedObject"]["name"], e["message"],
+             e["count"]) for e in events] == [
+        ("Node", NODE, f"network blue_tenant cannot be attached on this node: {problem}", 1)]
