@@ -21,6 +21,7 @@ from ovnk_local.cluster import (
 )
 from ovnk_local.components import COMPONENTS as STAND_INS
 from ovnk_local.components import run_component
+from ovnk_local.physical_networks import VLANS
 from ovnk_local.settings import OWNED, ComponentSettings
 from ovnk_local.supervision import BACKOFF_BASE, BACKOFF_CAP, Supervisor
 from ovnk_local.supervisor import LocalClusterError
@@ -52,6 +53,10 @@ def register(subparsers: Any) -> None:
     up.add_argument("--dataplane", action=argparse.BooleanOptionalAction, default=None,
                     help="give every node a real dataplane (namespace, OVS, ovn-controller, "
                          "node agent) so pods carry traffic; default: when the machine can")
+    up.add_argument("--physical-networks", default=None, metavar="NAME[,NAME...]",
+                    help="physical networks for Localnet networks, each a VLAN-aware segment "
+                         "with a host on it that every node bridges onto (br-NAME, mapped as "
+                         "NAME:br-NAME); default physnet1; '' for none (real dataplane only)")
     add_config_arguments(
         up, exclude=OWNED,
         title="ovnk component options (passed on to cluster-manager, controller and every "
@@ -106,13 +111,20 @@ def register(subparsers: Any) -> None:
 
 def run_up(args: argparse.Namespace) -> int:
     cluster = LocalCluster(args.dir)
+    physical = None if args.physical_networks is None else \
+        [name.strip() for name in args.physical_networks.split(",") if name.strip()]
     state = cluster.up(nodes=args.nodes, timeout=args.timeout, dataplane=args.dataplane,
-                       settings=ComponentSettings.from_args(args))
+                       settings=ComponentSettings.from_args(args), physical_networks=physical)
     print(f"local cluster up in {cluster.dir}: API server https://127.0.0.1:{state.api_port}, "
           f"nodes {', '.join(state.nodes)}")
     if state.dataplane:
         print(f"  real dataplane: network namespaces {cluster.dataplane.prefix}-* (ip netns), "
               "one OVS + ovn-controller + node agent per node")
+        for network in cluster.physical_networks(state):
+            print(f"  physical network {network.name} (Localnet physicalNetworkName): nodes' "
+                  f"{network.bridge}, host {network.host_netns} at "
+                  f"{network.host_address(None).ip} untagged, "
+                  + ", ".join(f"{network.host_address(v).ip} on VLAN {v}" for v in VLANS))
     else:
         print(f"  no real dataplane: {dataplane_unavailable() or 'disabled (--no-dataplane)'}")
     print(f"  OVN NB: unix:{cluster.nb_socket}  SB: unix:{cluster.sb_socket}")

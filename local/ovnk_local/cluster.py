@@ -59,7 +59,14 @@ from ovnk_local.apiserver.security import SecurityOptions, admin_kubeconfig
 from ovnk_local.cgroups import ensure_kubelet_cgroup, kubelet_cgroup_flags, remove_cluster_cgroups
 from ovnk_local.components import COMPONENTS as STAND_INS
 from ovnk_local.credentials import Credentials
-from ovnk_local.dataplane import Dataplane, NodeDataplane, node_ip
+from ovnk_local.dataplane import Dataplane, DataplaneError, NodeDataplane, node_ip
+from ovnk_local.physical_networks import (
+    DEFAULT_PHYSICAL_NETWORKS,
+    PhysicalNetwork,
+    attach_node,
+    check_names,
+    create_segment,
+)
 from ovnk_local.runtime import kill_leftovers
 from ovnk_local.settings import ComponentSettings
 from ovnk_local.state import ClusterState, ProcessRecord, StateFile
@@ -83,6 +90,7 @@ SUPERVISOR = "supervisor"
 COMPONENTS = (*STAND_INS, *OVNK_COMPONENTS)
 SYSTEM_NAMESPACES = ("default", "kube-system", "ovn-kubernetes")
 NODE_NETWORK_GATEWAY = "172.18.0.1"
+GATEWAY_PHYSICAL_NETWORK = "physnet"  # the node agent's (--physical-network) for breth0
 NODE_NETWORK_PREFIX = 16
 
 
@@ -285,11 +293,14 @@ class LocalCluster:
 
     # -- up --------------------------------------------------------------------------------
     def up(self, nodes: int = 2, timeout: float = 60.0, dataplane: bool | None = None,
-           settings: ComponentSettings | None = None) -> ClusterState:
+           settings: ComponentSettings | None = None,
+           physical_networks: list[str] | None = None) -> ClusterState:
         """Start everything; ``dataplane`` None means: a real one when the machine allows.
 
         ``settings``: the ovnk components' options (``ovnk_local.settings``), checked as
-        the components will load them before anything starts.
+        the components will load them before anything starts.  ``physical_networks``: the
+        physical networks (``ovnk_local.physical_networks``) the real dataplane's nodes are
+        on, besides the underlay; ``None``: ``physnet1``.
 
         :raises ConfigError: an invalid or inconsistent component option.
         """
@@ -297,6 +308,11 @@ class LocalCluster:
         config = settings.check(self.owned_settings())
         if nodes < 1:
             raise LocalClusterError("--nodes must be at least 1")
+        try:
+            physical = check_names(list(DEFAULT_PHYSICAL_NETWORKS if physical_networks is None
+                                        else physical_networks), GATEWAY_PHYSICAL_NETWORK)
+        except DataplaneError as exc:
+            raise LocalClusterError(str(exc)) from None
         unavailable = dataplane_unavailable()
         if dataplane and unavailable:
             raise LocalClusterError(f"no real dataplane on this machine: {unavailable}")
@@ -317,6 +333,7 @@ class LocalCluster:
             port = state.api_port or _free_port()
             state.api_port, state.nodes, state.dataplane = port, node_names(nodes), dataplane
             state.component_flags, state.config_source = settings.flags, settings.source
+            state.physical_networks = physical if dataplane else []
             state.processes = {}
         for directory in (self.ovn_dir, self.run_dir, self.log_dir):
             directory.mkdir(parents=True, exist_ok=True)
@@ -382,6 +399,9 @@ class LocalCluster:
         """Underlay, then per node: namespace, OVS, its configuration, ovn-controller, agent."""
         dataplane = self.dataplane
         dataplane.create_underlay()
+        physical = self.physical_networks(state)
+        for network in physical:
+            create_segment(network)
         nodes = self._nodes(state)
         for node in nodes:
             dataplane.create_node(node)
@@ -397,8 +417,16 @@ class LocalCluster:
             wait_until(lambda n=node: (n.dir / "ovs-vswitchd.ctl").exists()  # type: ignore[misc]
                        and n.ovs_db.exists(), timeout, f"OVS of node {node.name}", record.log)
             dataplane.configure_node(node)
+            for network in physical:
+                attach_node(network, node)
             # ovn-controller now; the agent is the supervisor's to start
             self._record(spawn(dataplane.controller_record(node)), self._agent_record(node))
+
+    def physical_networks(self, state: ClusterState | None = None) -> list[PhysicalNetwork]:
+        """The cluster's physical networks (none without a real dataplane)."""
+        names = (state or self.state()).physical_networks
+        return [PhysicalNetwork(name, index, self.dataplane.prefix)
+                for index, name in enumerate(names)]
 
     def pod_netns(self, namespace: str, name: str) -> str:
         """The network namespace of a running pod of this cluster's real dataplane.
@@ -435,7 +463,7 @@ class LocalCluster:
              "--node-name", node.name, "--ovs-db", str(node.ovs_db),
              "--cni-socket", str(dataplane.cni_socket(node.name)),
              "--pod-netns-prefix", dataplane.pod_netns_prefix(node.name),
-             "--node-netns", node.netns,
+             "--node-netns", node.netns, "--physical-network", GATEWAY_PHYSICAL_NETWORK,
              *kubelet_cgroup_flags(node.dir),
              "--ready-file", str(self.ready_file(f"node-agent-{node.name}")),
              *self.state().component_flags],

@@ -67,6 +67,8 @@ class ClusterState:
     # command lines, and the user's config file merged into DIR/ovnk.toml ("" for none)
     component_flags: list[str] = field(default_factory=list)
     config_source: str = ""
+    # physical networks for Localnet (ovnk_local.physical_networks), with a real dataplane
+    physical_networks: list[str] = field(default_factory=list)
 
     @classmethod
     def load(cls, path: Path) -> ClusterState:
@@ -79,7 +81,8 @@ class ClusterState:
                        processes={name: ProcessRecord.from_json(record)
                                   for name, record in raw.get("processes", {}).items()},
                        component_flags=[str(flag) for flag in raw.get("component_flags", [])],
-                       config_source=str(raw.get("config_source", "")))
+                       config_source=str(raw.get("config_source", "")),
+                       physical_networks=[str(n) for n in raw.get("physical_networks", [])])
         except (ValueError, TypeError, AttributeError) as exc:
             raise StateFileError(f"{path} is not a local cluster's state ({exc}); stop what "
                                  "it started by hand and remove it") from None
@@ -87,6 +90,7 @@ class ClusterState:
     def to_json(self) -> dict[str, Any]:
         return {"api_port": self.api_port, "nodes": self.nodes, "dataplane": self.dataplane,
                 "component_flags": self.component_flags, "config_source": self.config_source,
+                "physical_networks": self.physical_networks,
                 "processes": {name: asdict(record) for name, record in self.processes.items()}}
 
 

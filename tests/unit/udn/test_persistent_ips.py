@@ -14,7 +14,7 @@ import pytest
 
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.kube.client import KubeClient
-from ovnk_core.kube.resources import EVENTS, IPAMCLAIMS, NAMESPACES, PODS, UDNS
+from ovnk_core.kube.resources import CUDNS, EVENTS, IPAMCLAIMS, NAMESPACES, PODS, UDNS
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.managers import managers
 from ovnk_core.testing.waiting import wait_until
@@ -174,3 +174,37 @@ def test_a_claim_with_unusable_status_ips_is_refused_not_trusted(
                            for m in warnings(client, "p-outside")), timeout=30)
     assert ips(client, "p-garbage") is None and ips(client, "p-outside") is None
     assert claim_status(client, "outside")["ips"] == ["10.99.0.3/24"]  # not wiped
+
+
+def test_a_localnet_network_keeps_a_claims_ips_too(client: KubeClient,
+                                                   start: Callable[[], ClusterManager]) -> None:
+    """The claim support is topology-neutral: a secondary Localnet CUDN with
+    ``ipam.lifecycle: Persistent``, the claim named by the pod's selection element."""
+    client.create(NAMESPACES, {"metadata": {"name": "vm"}})
+    client.create(CUDNS, {"metadata": {"name": "phys"}, "spec": {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "vm"}},
+        "network": {"topology": "Localnet", "localnet": {
+            "role": "Secondary", "physicalNetworkName": "physnet1",
+            "subnets": ["10.100.10.0/29"], "ipam": {"lifecycle": "Persistent"}}}}})
+    start()
+    claim(client, "vm1", network="cluster_udn_phys")
+
+    def localnet_pod(name: str, node: str) -> None:
+        client.create(PODS, {"metadata": {"name": name, "namespace": "vm", "annotations": {
+            "k8s.v1.cni.cncf.io/networks": json.dumps([{
+                "name": "phys", "namespace": "vm", "ipam-claim-reference": "vm1"}])}},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "agnhost"}]}},
+            "vm")
+
+    def localnet_ips(name: str) -> list[str] | None:
+        raw = (client.get(PODS, name, "vm")["metadata"].get("annotations") or {}).get(
+            "k8s.ovn.org/pod-networks")
+        entry = json.loads(raw).get("vm/phys") if raw else None
+        return list(entry["ip_addresses"]) if entry else None
+
+    localnet_pod("virt-launcher-a", "ovn-worker")
+    first = wait_until(lambda: localnet_ips("virt-launcher-a"), timeout=30)
+    assert wait_until(lambda: claim_status(client, "vm1").get("ips"), timeout=10) == first
+    client.delete(PODS, "virt-launcher-a", "vm")
+    localnet_pod("virt-launcher-b", "ovn-worker2")
+    assert wait_until(lambda: localnet_ips("virt-launcher-b"), timeout=30) == first
