@@ -54,7 +54,7 @@ def test_localnet_networks_converge_restart_quietly_and_leave_nothing(
             "k8s.v1.cni.cncf.io/networks": json.dumps([{"name": network}])}},
             "spec": {"nodeName": node, "containers": [{"name": "c", "image": "agnhost"}]}})
     zone = plane.start_zone(ovn_stack.nb.remote)
-    wait_until(lambda: ROWS <= names(zone.nb), timeout=30)
+    wait_until(lambda: names(zone.nb) >= ROWS, timeout=30)
     before = settled(zone)
     ports = {p.name: p for p in zone.nb.row_list("Logical_Switch_Port")}
     tagged = ports["cluster_udn_tagged_ovn_localnet_port"]
