@@ -65,6 +65,7 @@ from ovnk_local.physical_networks import (
     PhysicalNetwork,
     attach_node,
     check_names,
+    configure_segment,
     create_segment,
 )
 from ovnk_local.runtime import kill_leftovers
@@ -400,8 +401,10 @@ class LocalCluster:
         dataplane = self.dataplane
         dataplane.create_underlay()
         physical = self.physical_networks(state)
-        for network in physical:
-            create_segment(network)
+        segments = [network.segment_ovs(dataplane.dir) for network in physical]
+        for network, segment in zip(physical, segments, strict=True):
+            create_segment(network, segment)
+            self._record(*(spawn(record) for record in dataplane.ovs_records(segment)))
         nodes = self._nodes(state)
         for node in nodes:
             dataplane.create_node(node)
@@ -412,13 +415,14 @@ class LocalCluster:
         northd = state.processes["northd"]
         wait_until(dataplane.southbound_ready, timeout, "SB_Global (written by ovn-northd)",
                    northd.log)
+        for network, segment in zip(physical, segments, strict=True):
+            self._wait_ovs(segment, state, timeout)
+            configure_segment(network, segment)
         for node in nodes:
-            record = state.processes[f"{node.name}/ovs-vswitchd"]
-            wait_until(lambda n=node: (n.dir / "ovs-vswitchd.ctl").exists()  # type: ignore[misc]
-                       and n.ovs_db.exists(), timeout, f"OVS of node {node.name}", record.log)
+            self._wait_ovs(node, state, timeout)
             dataplane.configure_node(node)
-            for network in physical:
-                attach_node(network, node)
+            for network, segment in zip(physical, segments, strict=True):
+                attach_node(network, segment, node)
             # ovn-controller now; the agent is the supervisor's to start
             self._record(spawn(dataplane.controller_record(node)), self._agent_record(node))
 
@@ -427,6 +431,12 @@ class LocalCluster:
         names = (state or self.state()).physical_networks
         return [PhysicalNetwork(name, index, self.dataplane.prefix)
                 for index, name in enumerate(names)]
+
+    @staticmethod
+    def _wait_ovs(node: NodeDataplane, state: ClusterState, timeout: float) -> None:
+        record = state.processes[f"{node.name}/ovs-vswitchd"]
+        wait_until(lambda: (node.dir / "ovs-vswitchd.ctl").exists() and node.ovs_db.exists(),
+                   timeout, f"OVS of {node.name}", record.log)
 
     def pod_netns(self, namespace: str, name: str) -> str:
         """The network namespace of a running pod of this cluster's real dataplane.

@@ -118,6 +118,16 @@ def ensure_netns(name: str) -> None:
     netlink.set_link("lo", netns=name, up=True)
 
 
+def create_ovs_database(node: NodeDataplane) -> None:
+    """The OVS database file of ``node`` (or of any namespace with an OVS of its own)."""
+    node.dir.mkdir(parents=True, exist_ok=True)
+    conf = node.dir / "conf.db"
+    if not conf.exists():
+        subprocess.run(["ovsdb-tool", "create", str(conf),
+                        "/usr/share/openvswitch/vswitch.ovsschema"],
+                       check=True, capture_output=True)
+
+
 def delete_netns(name: str) -> bool:
     if not (NETNS_DIR / name).exists():
         return False
@@ -184,12 +194,7 @@ class Dataplane:
         """The node's namespace, its uplink and its OVS database file."""
         ensure_netns(node.netns)
         self._uplink(node.netns, node.underlay_port, None)
-        node.dir.mkdir(parents=True, exist_ok=True)
-        conf = node.dir / "conf.db"
-        if not conf.exists():
-            subprocess.run(["ovsdb-tool", "create", str(conf),
-                            "/usr/share/openvswitch/vswitch.ovsschema"],
-                           check=True, capture_output=True)
+        create_ovs_database(node)
 
     def ovs_records(self, node: NodeDataplane) -> list[ProcessRecord]:
         """ovsdb-server and ovs-vswitchd of ``node`` (ovn-controller comes after setup)."""
