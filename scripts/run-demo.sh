@@ -160,6 +160,23 @@ if $BIN/ovnk local exec --dir "$DIR" -n blue blue -- true 2>/dev/null; then
     "$(udn_ip vms virt-launcher-vm1-b)" "$(ping_vm)"
   echo "  the network's topology: $BIN/ovnk show network vms/vm-network --config $DIR/ovnk.toml"
   echo
+  echo "== Localnet (examples/workshop/60-localnet.yaml): a pod on the physical network physnet1,"
+  echo "   VLAN 10, beside its host 10.100.10.254 (each node's br-physnet1, mapped by the admin)"
+  $KUBECTL apply -f examples/workshop/60-localnet.yaml >/dev/null
+  $KUBECTL wait --for=condition=Ready --timeout=90s -n radio pod radio >/dev/null
+  radio_ip=$($KUBECTL get pod -n radio radio -o jsonpath='{.metadata.annotations.k8s\.ovn\.org/pod-networks}' \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["radio/physnet1-vlan10"]["ip_addresses"][0])')
+  verdict="no reply"
+  for _ in 1 2 3 4 5; do
+    if $KUBECTL exec -n radio radio -- ping -c 1 -W 1 -q 10.100.10.254 >/dev/null 2>&1; then
+      verdict="replies"; break
+    fi
+  done
+  printf '  radio/radio (phys0 %s) -> host 10.100.10.254 on VLAN 10: %s\n' "$radio_ip" "$verdict"
+  echo "  its NB switch and localnet port:"
+  ovn-nbctl --db="unix:$(cd "$DIR" && pwd)/ovn/nb.sock" --columns=name,type,options,tag_request \
+    find Logical_Switch_Port 'name="cluster_udn_physnet1.vlan10_ovn_localnet_port"' | sed 's/^/    /'
+  echo
 fi
 echo "== the OVN topology ovnk rendered for the blue network (ovnk show network)"
 $BIN/ovnk show network blue/blue-network --config "$DIR/ovnk.toml"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from ovnk_core.testing.waiting import wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.netns]
 AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
 HOST_VLAN10, HOST_UNTAGGED = "10.100.10.254", "10.100.0.254"
+WORKSHOP = Path(__file__).resolve().parents[2] / "examples" / "workshop"
 
 
 def apply(cluster: LocalCluster, *objects: dict[str, Any]) -> None:
@@ -192,3 +194,16 @@ def test_nb_rows_are_upstreams(cluster: LocalCluster) -> None:
     assert nbctl("--bare", "--columns=name", "find", "Logical_Switch",
                  "name=cluster_udn_raw_ovn_localnet_switch") == \
         "cluster_udn_raw_ovn_localnet_switch"
+
+
+def test_the_workshop_example_puts_a_pod_beside_the_vlan_10_host(cluster: LocalCluster) -> None:
+    kubectl(cluster, "apply", "-f", str(WORKSHOP / "60-localnet.yaml"))
+    wait_pods_ready(cluster, "radio")
+    networks = json.loads(json.loads(kubectl(cluster, "get", "pod", "-n", "radio", "radio",
+                                             "-o", "json").stdout)["metadata"]["annotations"][
+        "k8s.ovn.org/pod-networks"])
+    ip = networks["radio/physnet1-vlan10"]["ip_addresses"][0].split("/")[0]
+    assert int(ip.split(".")[-1]) >= 128  # the example keeps its pods in the upper half
+    wait_until(lambda: kubectl(cluster, "exec", "-n", "radio", "radio", "--", "ping", "-c",
+                               "1", "-W", "1", HOST_VLAN10, check=False).returncode == 0,
+               timeout=60, what="the example's pod reaching the VLAN 10 host")
