@@ -8,10 +8,12 @@ when it breaks.  It asserts nothing about speed.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,14 +22,19 @@ pytestmark = pytest.mark.e2e
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
+def bench_module(name: str) -> Any:
+    """A benchmark script imported as a module (its helpers beside it importable too)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCH))
+
+
 @pytest.mark.parametrize("topology", ["layer3", "layer2"])
 def test_render_benchmark_runs_and_checks_itself(tmp_path: Path, topology: str,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import render_topology
-    finally:
-        sys.path.remove(str(BENCH))
+    render_topology = bench_module("render_topology")
     assert render_topology.main(["--topology", topology, "--networks", "2", "--nodes", "2",
                                  "--pods", "1", "--repeat", "1", "--no-warmup", "--results",
                                  str(tmp_path)]) == 0
@@ -42,11 +49,7 @@ def test_render_benchmark_runs_and_checks_itself(tmp_path: Path, topology: str,
 
 @pytest.mark.unit
 def test_mirror_benchmark_runs_and_checks_itself(tmp_path: Path) -> None:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import mirror_lag
-    finally:
-        sys.path.remove(str(BENCH))
+    mirror_lag = bench_module("mirror_lag")
     assert mirror_lag.main(["--endpoints", "1,3", "--changes", "3", "--repeat", "1",
                             "--no-warmup", "--results", str(tmp_path)]) == 0
     [result] = tmp_path.glob("mirror_lag-*.json")
@@ -61,11 +64,7 @@ def test_mirror_benchmark_runs_and_checks_itself(tmp_path: Path) -> None:
 
 
 def test_pod_latency_benchmark_runs(tmp_path: Path) -> None:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import pod_latency
-    finally:
-        sys.path.remove(str(BENCH))
+    pod_latency = bench_module("pod_latency")
     assert pod_latency.main(["--udns", "2", "--nodes", "2", "--pods", "6", "--rate", "10",
                              "--results", str(tmp_path)]) == 0
     [result] = tmp_path.glob("pod_latency-*.json")
@@ -78,11 +77,7 @@ def test_pod_latency_benchmark_runs(tmp_path: Path) -> None:
 
 
 def test_services_benchmark_runs_and_checks_itself(tmp_path: Path) -> None:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import render_services
-    finally:
-        sys.path.remove(str(BENCH))
+    render_services = bench_module("render_services")
     # it exits non-zero by itself when the rows differ from the floor's, a restart writes,
     # a change is not one write, or rows are left after deleting everything
     assert render_services.main(["--services", "12", "--networks", "2", "--nodes", "2",
@@ -95,11 +90,7 @@ def test_services_benchmark_runs_and_checks_itself(tmp_path: Path) -> None:
 
 
 def test_service_lag_benchmark_runs(tmp_path: Path) -> None:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import service_lag
-    finally:
-        sys.path.remove(str(BENCH))
+    service_lag = bench_module("service_lag")
     # it fails by itself when a change does not reach its load balancer
     assert service_lag.main(["--endpoints", "2", "--changes", "3", "--background", "2",
                              "--results", str(tmp_path)]) == 0

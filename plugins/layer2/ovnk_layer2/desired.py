@@ -16,13 +16,12 @@ nothing here does I/O.
 from __future__ import annotations
 
 from ovnk_core.allocators.tunnel_keys import network_tunnel_key
-from ovnk_core.networks import port_names
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.ovn.declarative import DesiredRow, Ref
 from ovnk_core.ovn.ownership import ObjectIDs, Owner
-from ovnk_core.ovn.pod_logical_port import build_pod_logical_port
 from ovnk_core.render_state import NetworkState, PodAttachment
-from ovnk_core.zone.owners import network_owner, pod_owner
+from ovnk_core.zone.owners import network_owner
+from ovnk_core.zone.pod_logical_port import build_network_pod_port
 
 SWITCH = "ovn_layer2_switch"
 
@@ -68,10 +67,7 @@ def build_switch(network: NetworkState) -> DesiredRow:
 
 
 def build_pod(network: NetworkState, pod: PodAttachment) -> list[DesiredRow]:
-    """The pod's port on the network's switch, bound on the pod's node."""
-    netinfo = network.netinfo
-    owner = pod_owner(netinfo, pod.namespace, pod.name)
-    return [build_pod_logical_port(
-        row_ids(netinfo, owner, "Pod", f"{pod.namespace}/{pod.name}"),
-        port_names.pod_port_name(pod.nad_key, pod.namespace, pod.name), pod,
-        switch_ref(netinfo), nad_key=pod.nad_key, tunnel_key=pod.tunnel_id)]
+    """The pod's port on the network's switch, bound on the pod's node (with its tunnel
+    ID as the port's tunnel key)."""
+    return [build_network_pod_port(network.netinfo, pod, switch_ref(network.netinfo),
+                                   tunnel_key=pod.tunnel_id)]

@@ -39,11 +39,11 @@ from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.networks.port_names import DEFAULT_NAD_KEY
 from ovnk_core.ovn.declarative import DesiredRow, Link, Ref
 from ovnk_core.ovn.ownership import ObjectIDs, Owner
-from ovnk_core.ovn.pod_logical_port import build_pod_logical_port
 from ovnk_core.ovn.port_types import LSP_TYPE_LOCALNET, LSP_TYPE_ROUTER
 from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
 from ovnk_core.topology import ServiceAttachment
 from ovnk_core.zone.owners import network_owner, node_owner, pod_owner
+from ovnk_core.zone.pod_logical_port import build_pod_logical_port
 
 CLUSTER_ROUTER = "ovn_cluster_router"
 JOIN_SWITCH = "join"

@@ -17,14 +17,13 @@ network prefix.  Nothing here does I/O.
 
 from __future__ import annotations
 
-from ovnk_core.networks import port_names
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.ovn.declarative import DesiredRow, Link, Ref
 from ovnk_core.ovn.ownership import ObjectIDs, Owner
-from ovnk_core.ovn.pod_logical_port import build_pod_logical_port
 from ovnk_core.ovn.port_types import LSP_TYPE_LOCALNET
 from ovnk_core.render_state import NetworkState, PodAttachment
-from ovnk_core.zone.owners import network_owner, pod_owner
+from ovnk_core.zone.owners import network_owner
+from ovnk_core.zone.pod_logical_port import build_network_pod_port
 
 SWITCH = "ovn_localnet_switch"
 LOCALNET_PORT = "ovn_localnet_port"
@@ -78,9 +77,4 @@ def build_network(network: NetworkState) -> list[DesiredRow]:
 
 def build_pod(network: NetworkState, pod: PodAttachment) -> list[DesiredRow]:
     """The pod's port on the network's switch, bound on the pod's node."""
-    netinfo = network.netinfo
-    owner = pod_owner(netinfo, pod.namespace, pod.name)
-    return [build_pod_logical_port(
-        row_ids(netinfo, owner, "Pod", f"{pod.namespace}/{pod.name}"),
-        port_names.pod_port_name(pod.nad_key, pod.namespace, pod.name), pod,
-        switch_ref(netinfo), nad_key=pod.nad_key)]
+    return [build_network_pod_port(network.netinfo, pod, switch_ref(network.netinfo))]

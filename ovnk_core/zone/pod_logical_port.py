@@ -4,14 +4,19 @@ Whatever the topology, a pod's attachment is one ``Logical_Switch_Port`` on one 
 its MAC and IPs as addresses and port security (the MAC alone on a network without IPAM),
 bound on the pod's node (``requested-chassis``) to the interface of this pod incarnation
 (``iface-id-ver`` = the pod's UID), and upstream's pod external_ids.  The topology decides
-the switch, the port's name and owner ids, and whether the port asks for a tunnel key.
+the switch, the port's name and owner ids, and whether the port asks for a tunnel key;
+``build_network_pod_port`` is the common case of a network's own switch with upstream's
+pod ids (network and topology under the pod's owner).
 """
 
 from __future__ import annotations
 
+from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.networks.port_names import pod_port_name
 from ovnk_core.ovn.declarative import DesiredRow, Link, Ref
 from ovnk_core.ovn.ownership import ObjectIDs
 from ovnk_core.render_state import PodAttachment
+from ovnk_core.zone.owners import pod_owner
 
 NAD_KEY = "k8s.ovn.org/nad"
 
@@ -41,3 +46,15 @@ def build_pod_logical_port(ids: ObjectIDs, name: str, pod: PodAttachment, switch
                       {"name": name, "addresses": [address], "port_security": [address],
                        "options": options},
                       links=(Link(switch, "ports"),), extra_external_ids=extra)
+
+
+def build_network_pod_port(netinfo: NetInfo, pod: PodAttachment, switch: Ref,
+                           tunnel_key: int | None = None) -> DesiredRow:
+    """The pod's port on a user-defined network's switch ``switch``: named after its NAD
+    (``<nad prefix>_<ns>_<pod>``), owned by the pod, with upstream's network and topology
+    ids."""
+    owner = pod_owner(netinfo, pod.namespace, pod.name)
+    ids = owner.object_ids("Pod", f"{pod.namespace}/{pod.name}", network=netinfo.name,
+                           topology=netinfo.topology)
+    return build_pod_logical_port(ids, pod_port_name(pod.nad_key, pod.namespace, pod.name),
+                                  pod, switch, nad_key=pod.nad_key, tunnel_key=tunnel_key)
