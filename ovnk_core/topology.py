@@ -84,6 +84,12 @@ class NodeHost(Protocol):
         of the node's Open_vSwitch (what ovn-controller uses for localnet ports)."""
         ...
 
+    def gateway_physical_network(self) -> str | None:
+        """The physical network of the node's shared-gateway bridge (``breth0``), whose
+        flows the node agent owns and which carry only the gateway's traffic; ``None``
+        without a gateway."""
+        ...
+
 
 class Topology(abc.ABC):
     """Base class of every topology plugin.

@@ -90,7 +90,7 @@ class NodeAgent:
         self.cni = CniServer(cni_socket, self.cni_add, self.cni_del)
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
         self.recorder = recorder
-        self.host = OvsHost(vsctl)
+        self.host = OvsHost(vsctl, gateway.physical_network if gateway is not None else None)
         self._reported: set[tuple[str, str]] = set()  # (network, problem) on the Node
 
     def pod_netns(self, key: str) -> str:

@@ -46,8 +46,12 @@ def write_bridge_mappings(vsctl: Vsctl, raw: str) -> None:
 class OvsHost:
     """``NodeHost`` of a node agent: its answers come from its OVS, read when asked."""
 
-    def __init__(self, vsctl: Vsctl) -> None:
+    def __init__(self, vsctl: Vsctl, gateway_physical_network: str | None = None) -> None:
         self.vsctl = vsctl
+        self._gateway_physical_network = gateway_physical_network
 
     def bridge_mappings(self) -> Mapping[str, str]:
         return parse_bridge_mappings(read_bridge_mappings(self.vsctl))
+
+    def gateway_physical_network(self) -> str | None:
+        return self._gateway_physical_network

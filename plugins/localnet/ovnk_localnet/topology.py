@@ -34,6 +34,10 @@ class LocalnetTopology(Topology):
         """The node's OVS must map the physical network to a bridge (the administrator's
         part, as upstream: ovnk never invents a mapping)."""
         physical = netinfo.physical_network_name or netinfo.name
+        if physical == host.gateway_physical_network():
+            return (f"physical network {physical!r} is the node's gateway bridge's, whose "
+                    "flows carry only the gateway's traffic: map the Localnet network's "
+                    "physical network to a bridge of its own")
         mappings = host.bridge_mappings()
         if physical in mappings:
             return None
