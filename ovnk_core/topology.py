@@ -81,7 +81,7 @@ class NodeHost(Protocol):
 
     def bridge_mappings(self) -> Mapping[str, str]:
         """Physical network name → OVS bridge, from ``external_ids:ovn-bridge-mappings``
-        of the node's Open_vSwitch (what ovn-controller uses for localnet ports)."""
+        of the node's Open_vSwitch (what ovn-controller bridges OVN's physical ports with)."""
         ...
 
     def gateway_physical_network(self) -> str | None:

@@ -142,7 +142,7 @@ class NodeAgent:
                              ) -> None:
         """:raises CniRequestError: a network of the pod is one no enabled plugin renders
             (its port would never be bound), or one its topology cannot attach on this node
-            (a Localnet network whose physical network this node does not map, say)."""
+            (a network on a physical network this node does not map, say)."""
         if self.nads is None or self.topologies is None:
             return
         for interface in interfaces:

@@ -1,7 +1,7 @@
 """The node's OVS bridge mappings: which bridge carries each physical network.
 
 ``external_ids:ovn-bridge-mappings`` of the node's Open_vSwitch row
-(``physnet:breth0,tenant:br-tenant``) tells ovn-controller where a localnet port's
+(``physnet:breth0,tenant:br-tenant``) tells ovn-controller where a physical port's
 physical network leaves the node.  The gateway writes only its own entry (the gateway
 bridge's); every other one is the administrator's, as upstream leaves them, and is kept.
 Topologies read them through ``OvsHost`` (``ovnk_core.topology.NodeHost``).
@@ -28,7 +28,7 @@ def parse_bridge_mappings(raw: str) -> dict[str, str]:
 
 def with_bridge_mapping(raw: str, physical_network: str, bridge: str) -> str:
     """``raw`` with ``physical_network`` mapped to ``bridge``: the administrator's other
-    mappings (localnet networks' physical networks, say) are kept, in their order."""
+    mappings (other networks' physical networks, say) are kept, in their order."""
     mappings = parse_bridge_mappings(raw)
     mappings[physical_network] = bridge
     return ",".join(f"{network}:{name}" for network, name in mappings.items())

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from ovnk_local.apiserver.server import ServerHandle
+from ovnk_localnet.topology import LocalnetTopology
 
 from ovnk_core.cli.main import build_parser, main, split_command
 from ovnk_core.config.options import OPTIONS
@@ -90,7 +91,7 @@ def test_plugins_table_columns_and_rows(capsys: pytest.CaptureFixture[str]) -> N
     assert (code, err) == (0, "")
     header, rows, _details, last = plugin_table(out)
     assert header == PLUGIN_COLUMNS
-    status = {"layer3": "enabled", "layer2": "enabled", "localnet": "enabled, parses only"}
+    status = {"layer3": "enabled", "layer2": "enabled", "localnet": "enabled"}
     for name in BUNDLED:
         assert rows[name] == [name, BUNDLED[name], f"ovnk-{name}",
                               version_of(f"plugins/{name}"), status.get(name, "disabled")]
@@ -132,14 +133,14 @@ def test_plugins_show_what_each_contributes_and_never_enabled_for_nothing(
     assert {name: rows[name][-1] for name in BUNDLED} == {
         "dynamic": "enabled, contributes nothing", "isolation": "enabled",
         "mirror": "enabled", "layer3": "enabled", "layer2": "enabled",
-        "localnet": "enabled, parses only"}
+        "localnet": "enabled"}
     assert {name: details[name] for name in BUNDLED} == {
         "dynamic": [NOTHING],
         "isolation": ["zone: controllers, pod ports", "node: controllers"],
         "mirror": ["cluster-manager: controllers"],
         "layer3": ["topology: parse, routes, render, udn section, services"],
         "layer2": ["topology: parse, routes, render, udn section, services"],
-        "localnet": ["topology: parse, mtu, udn section", NOT_RENDERED]}
+        "localnet": ["topology: parse, mtu, render, udn section, node check"]}
     # A bare "enabled" is only ever shown for a plugin that contributes and renders.
     for name, row in rows.items():
         if row[-1] == "enabled":
@@ -175,7 +176,10 @@ def test_plugins_lists_an_enabled_plugin_that_is_not_installed(
     ids=["not-enabled", "not-installed", "parses-only", "udn-only"],
 )
 def test_plugins_reports_an_unusable_default_topology_and_check_fails_on_it(
-        capsys: pytest.CaptureFixture[str], flags: list[str], problem: str) -> None:
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, flags: list[str],
+        problem: str) -> None:
+    if "only parses" in problem:  # the localnet plugin, rendering switched off, stands in
+        monkeypatch.setattr(LocalnetTopology, "renders", False)
     code, out, err = run(capsys, "plugins", *flags)
     assert (code, err) == (0, "")  # listing is a diagnostic
     name = flags[-1] if flags[0] == "--default-network-topology" else "layer3"
@@ -206,8 +210,7 @@ def test_plugins_json(capsys: pytest.CaptureFixture[str]) -> None:
         True, "enabled", {"zone": ["controllers", "pod ports"], "node": ["controllers"]},
         False)
     assert (rows["layer2"]["status"], rows["layer2"]["renders"]) == ("enabled", True)
-    assert (rows["localnet"]["status"], rows["localnet"]["renders"]) == (
-        "enabled, parses only", False)
+    assert (rows["localnet"]["status"], rows["localnet"]["renders"]) == ("enabled", True)
     assert rows["dynamic"]["status"] == "disabled"
     assert set(BUNDLED) <= set(rows)
     assert document["default_network_topology"] == {

@@ -229,7 +229,8 @@ def test_bundled_plugins_contributions_and_status() -> None:
         "mirror": ("enabled", ((CLUSTER_MANAGER, ("controllers",)),)),
         "layer3": ("enabled", ((TOPOLOGY, RENDERING_TOPOLOGY),)),
         "layer2": ("enabled", ((TOPOLOGY, RENDERING_TOPOLOGY),)),
-        "localnet": ("enabled, parses only", ((TOPOLOGY, ("parse", "mtu", "udn section")),)),
+        "localnet": ("enabled", ((TOPOLOGY, ("parse", "mtu", "render", "udn section",
+                                             "node check")),)),
     }
     assert all(not p.contributions.problems for p in report.plugins)
     default = report.default_topology

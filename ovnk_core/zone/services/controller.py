@@ -271,8 +271,8 @@ class ServicesController:
 
 
 def shared_switches(attachments: Iterable[ServiceAttachment]) -> set[Ref]:
-    """Switches that more than one node's attachment names (a Layer2 network's one switch
-    in a single zone): per-node load balancers there must agree with each other."""
+    """Switches that more than one node's attachment names (a network whose one switch
+    spans its nodes, in a single zone): per-node load balancers there must agree."""
     seen: set[Ref] = set()
     shared: set[Ref] = set()
     for attachment in attachments:
