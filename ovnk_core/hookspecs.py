@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from ovnk_core.contexts import ClusterManagerContext, NodeContext, ZoneContext
     from ovnk_core.kube.client import JSON
     from ovnk_core.kube.controller import Controller
+    from ovnk_core.kube.factory import InformerFactory
+    from ovnk_core.networks.activity import NetworkActivity
     from ovnk_core.networks.netinfo import NetInfo
     from ovnk_core.ovn.declarative import DesiredRow
     from ovnk_core.ovn.ownership import Owner
@@ -38,8 +40,8 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 __all__ = ["hookimpl", "hookspec", "ovnk_cluster_manager_controllers", "ovnk_configure",
-           "ovnk_node_controllers", "ovnk_validate_network", "ovnk_zone_controllers",
-           "ovnk_zone_pod_port"]
+           "ovnk_network_activity", "ovnk_node_controllers", "ovnk_validate_network",
+           "ovnk_zone_controllers", "ovnk_zone_pod_port"]
 
 
 @hookspec
@@ -171,5 +173,27 @@ def ovnk_zone_pod_port(pod: JSON, attachment: PodAttachment, netinfo: NetInfo, o
     :raises: nothing for bad input (return an ``error``).  Any exception is a bug in
         the plugin: the pod's rows on this network are left as they are in Northbound,
         the message goes to the log and the pod is retried with backoff.
+    """
+    raise NotImplementedError  # a specification: plugins implement it
+
+
+@hookspec(firstresult=True)
+def ovnk_network_activity(config: Config, informers: InformerFactory
+                          ) -> NetworkActivity | None:
+    """Say where each network is active: the per-node NAD filter (dynamic allocation).
+
+    **When:** once per process, while the zone controller is being built (its informers
+    not started yet); the first plugin that returns an object wins.  The zone renders a
+    network's per-node rows only on nodes where ``is_active`` says so, re-renders the
+    network when a listener is told ``(network, node)``, and at startup reports every
+    node it finds rendered through ``assume_active``.  Without an implementation every
+    network is active on every node (``ovnk_core.networks.activity.EveryNode``).
+
+    :param config: the configuration.
+    :param informers: the process's informer factory; ask it for informers here and add
+        handlers and indexers, never start them.
+    :returns: an ``ovnk_core.networks.activity.NetworkActivity`` (its ``start`` is called
+        once the informers synced, ``stop`` at shutdown), or ``None`` to leave every
+        network everywhere.
     """
     raise NotImplementedError  # a specification: plugins implement it

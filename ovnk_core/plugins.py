@@ -22,7 +22,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
+from typing import Any, cast
 
 import pluggy
 from stevedore import ExtensionManager, NamedExtensionManager
@@ -37,7 +37,9 @@ from ovnk_core.errors import (
     TopologyNotSupported,
 )
 from ovnk_core.kube.controller import Controller
+from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.networks import builtin_checks
+from ovnk_core.networks.activity import EveryNode, NetworkActivity
 from ovnk_core.networks.netconf import parse_common
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.topology import Topology
@@ -173,6 +175,23 @@ class PluginHost:
                 raise ConfigError(f"plugin {_label(impl)}: {exc}") from None
             controllers.extend(result or [])
         return controllers
+
+    def network_activity(self, informers: InformerFactory) -> NetworkActivity:
+        """Where each network is active (hook ``ovnk_network_activity``): the first
+        plugin's answer, else every network on every node.
+
+        :raises ConfigError: the implementation refused; the message names the plugin.
+        """
+        hook = self.manager.hook.ovnk_network_activity
+        for impl in reversed(hook.get_hookimpls()):
+            available = {"config": self.config, "informers": informers}
+            try:
+                result = impl.function(**{arg: available[arg] for arg in impl.argnames})
+            except ConfigError as exc:
+                raise ConfigError(f"plugin {_label(impl)}: {exc}") from None
+            if result is not None:
+                return cast(NetworkActivity, result)
+        return EveryNode()
 
     def nft_table(self, feature: str) -> str:
         """The nftables table (family ``inet``) of an enabled ``feature`` on a node: the one

@@ -55,4 +55,18 @@ def nad_network_name(nad: Mapping[str, Any] | None) -> list[str]:
     return [name] if name and name != DEFAULT_NETWORK_NAME else []
 
 
-__all__ = ["CNI_TYPE", "config_of", "nad_network_name", "network_name", "ovn_config_of"]
+
+
+
+def primary_nad_namespace(nad: Mapping[str, Any]) -> list[str]:
+    """Index: the namespace of a NAD whose config declares a primary OVN-Kubernetes network
+    (users still check that the network it names is primary where it matters)."""
+    if not nad_network_name(nad):
+        return []
+    config = ovn_config_of(nad)
+    role = config.get("role") if config is not None else None
+    return [str(nad["metadata"]["namespace"])] if role == "primary" else []
+
+
+__all__ = ["CNI_TYPE", "config_of", "nad_network_name", "network_name", "ovn_config_of",
+           "primary_nad_namespace"]

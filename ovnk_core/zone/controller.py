@@ -67,9 +67,8 @@ from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.parsed_cache import ParsedByVersion, annotations_version
 from ovnk_core.kube.resources import NADS, NODES, PODS, object_key, split_key
-from ovnk_core.networks import nad_config
-from ovnk_core.networks.nad_config import nad_network_name
-from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, ROLE_PRIMARY
+from ovnk_core.networks.nad_config import nad_network_name, primary_nad_namespace
+from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
 from ovnk_core.ovn.declarative import DesiredRow, MissingReference, UnstorableValue, apply_many
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.writer import NbWriter
@@ -160,16 +159,6 @@ def pod_attachments(pod: JSON) -> dict[str, PodAttachment]:
             for nad_key, entry in pod_entries(pod).items()}
 
 
-def primary_nad_namespace(nad: JSON) -> list[str]:
-    """Index: the namespace of a NAD whose config declares a primary OVN-Kubernetes network
-    (the zone still checks the network it names is rendered and primary)."""
-    if not nad_network_name(nad):
-        return []
-    config = nad_config.ovn_config_of(nad)
-    role = config.get("role") if config is not None else None
-    return [nad["metadata"]["namespace"]] if role == ROLE_PRIMARY else []
-
-
 class ZoneController:
     def __init__(self, informers: InformerFactory, config: Config, host: PluginHost,
                  nb: NbWriter, recorder: EventRecorder | None = None) -> None:
@@ -217,6 +206,11 @@ class ZoneController:
         # told the network's name each time its rows changed (nodes came or went, say)
         self.render_listeners: list[Callable[[str], None]] = []
         nb.on_drift = self._repair
+        # where each network is active (every node, unless a plugin filters: dynamic
+        # allocation); a change re-renders the network
+        self.activity = host.network_activity(informers)
+        self.activity.add_listener(lambda network, _node: self.network_controller.queue.add(
+            network))
         self.services = ServicesController(informers, self, nb, recorder)
         self.render_listeners.append(self.services.network_rendered)
         self.network_listeners.append(self.services.network_rendered)
@@ -274,7 +268,18 @@ class ZoneController:
     # -- startup ---------------------------------------------------------------------------
     def sync_networks(self) -> None:
         """Enqueue every live network and every network that still owns rows in NB; remove
-        the rows of features that are not enabled any more."""
+        the rows of features that are not enabled any more.  Every node found rendered in
+        a network is reported to the network activity (kept for its grace period)."""
+        self.pods.wait_for_sync(self.config.informer_sync_timeout)
+        self.activity.start()
+        for controller in self.nb.owner_controllers():
+            network = owners.network_of_controller(controller)
+            if network is None:
+                continue
+            for owner in self.nb.owners(controller=controller):
+                node_name = owners.scope_node(owner)
+                if node_name is not None:
+                    self.activity.assume_active(network, node_name)
         names = set(self.network_names())
         for controller in self.nb.owner_controllers():
             network = owners.network_of_controller(controller)
@@ -385,6 +390,8 @@ class ZoneController:
             attachments: list[ServiceAttachment] = []
             with_services = carries_services(topology, netinfo)
             for node in self.nodes.peek_all():
+                if not self.activity.is_active(name, node["metadata"]["name"]):
+                    continue  # its rows of the network go (below)
                 node_state = self._node_state(node, name)
                 live_nodes.add(node_state.name)
                 desired[owners.node_owner(netinfo, node_state.name)] = \
@@ -442,8 +449,10 @@ class ZoneController:
                 self.pod_controller.queue.add(pod_key)
 
     def node_states(self, network: str) -> list[NodeState]:
-        """Every node as ``network`` sees it (for per-node work of other controllers)."""
-        return [self._node_state(node, network) for node in self.nodes.peek_all()]
+        """Every node the network is active on, as it sees it (for per-node work of other
+        controllers)."""
+        return [self._node_state(node, network) for node in self.nodes.peek_all()
+                if self.activity.is_active(network, node["metadata"]["name"])]
 
     def _node_state(self, node: JSON, network: str) -> NodeState:
         facts = self._facts.get(node)
@@ -763,6 +772,7 @@ class ZoneController:
             self._resync_thread.start()
 
     def stop(self) -> None:
+        self.activity.stop()
         self._stop.set()
         if self._resync_thread is not None:
             self._resync_thread.join(timeout=10)

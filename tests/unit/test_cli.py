@@ -131,11 +131,11 @@ def test_plugins_show_what_each_contributes_and_never_enabled_for_nothing(
     assert (code, err) == (0, "")
     _header, rows, details, last = plugin_table(out)
     assert {name: rows[name][-1] for name in BUNDLED} == {
-        "dynamic": "enabled, contributes nothing", "isolation": "enabled",
+        "dynamic": "enabled", "isolation": "enabled",
         "mirror": "enabled", "layer3": "enabled", "layer2": "enabled",
         "localnet": "enabled"}
     assert {name: details[name] for name in BUNDLED} == {
-        "dynamic": [NOTHING],
+        "dynamic": ["zone: network activity"],
         "isolation": ["zone: controllers, pod ports", "node: controllers"],
         "mirror": ["cluster-manager: controllers"],
         "layer3": ["topology: parse, routes, render, udn section, services"],

@@ -86,3 +86,37 @@ def test_hook_ovnk_validate_network() -> None:
     # The core's own check runs through the same hook.
     with pytest.raises(NetworkConfigError, match="overlaps cluster subnet 10.244.0.0/16"):
         host.parse_netconf(netconf(subnets="10.244.0.0/16/24"))
+
+
+def test_hook_ovnk_network_activity() -> None:
+    """The first plugin's answer decides; without one every network is everywhere."""
+    from ovnk_core.kube.factory import InformerFactory
+    from ovnk_core.networks.activity import EveryNode
+
+    host = PluginHost.load(load_config(UDN, env={}))
+    informers = InformerFactory(None)  # type: ignore[arg-type]  # never started here
+    assert isinstance(host.network_activity(informers), EveryNode)
+    seen: list[object] = []
+
+    class OnlyWorker(EveryNode):
+        def is_active(self, network: str, node: str) -> bool:
+            return node == "ovn-worker"
+
+    class Filter:
+        @hookimpl
+        def ovnk_network_activity(self, config: object, informers: object) -> object:
+            seen.append((config, informers))
+            return OnlyWorker()
+
+    class Refuses:
+        @hookimpl
+        def ovnk_network_activity(self) -> None:
+            raise ConfigError("no")
+
+    host.manager.register(Filter())
+    activity = host.network_activity(informers)
+    assert seen == [(host.config, informers)]
+    assert activity.is_active("n", "ovn-worker") and not activity.is_active("n", "other")
+    host.manager.register(Refuses(), name="refuses")
+    with pytest.raises(ConfigError, match="^plugin refuses: no$"):
+        host.network_activity(informers)

@@ -1,0 +1,106 @@
+"""The zone controller with dynamic UDN node allocation: a UDN's node rows exist only where
+its pods are, appear with a node's first pod, and go a grace period after its last.
+
+The zone runs with ``--enable-dynamic-udn-allocation --udn-deletion-grace-period=1s``
+(the dynamic plugin's ``ovnk_network_activity``); the cluster manager as usual.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from ovnk_local.testing.control_plane import ControlPlane, settled
+
+from ovnk_core.kube.client import KubeClient
+from ovnk_core.kube.resources import NAMESPACES, PODS, UDNS
+from ovnk_core.ovn.nb import NbClient
+from ovnk_core.ovn.snapshot import committed_names
+from ovnk_core.testing.configs import udn_config
+from ovnk_core.testing.ovsdb_fixtures import OvnStack
+from ovnk_core.testing.waiting import wait_until
+from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
+
+pytestmark = pytest.mark.e2e
+DYNAMIC = udn_config(enable_dynamic_udn_allocation="true", udn_deletion_grace_period="1s")
+WORKER, WORKER2 = "blue_net_ovn-worker", "blue_net_ovn-worker2"
+
+
+def switches(nb: NbClient) -> set[str]:
+    return committed_names(nb, "Logical_Switch")
+
+
+def pod(client: KubeClient, name: str, node: str) -> None:
+    client.create(PODS, {"metadata": {"name": name, "namespace": "blue"},
+                         "spec": {"nodeName": node,
+                                  "containers": [{"name": "c", "image": "agnhost"}]}})
+
+
+def test_a_udns_node_rows_follow_its_pods_with_a_grace_period(
+        client: KubeClient, plane: ControlPlane, ovn_stack: OvnStack) -> None:
+    plane.start_manager()
+    client.create(NAMESPACES, {"metadata": {"name": "blue",
+                                            "labels": {PRIMARY_NAMESPACE_LABEL: ""}}})
+    client.create(UDNS, {"metadata": {"name": "net", "namespace": "blue"},
+                         "spec": {"topology": "Layer3", "layer3": {
+                             "role": "Primary", "subnets": [{"cidr": "10.150.0.0/16",
+                                                             "hostSubnet": 24}]}}})
+    pod(client, "a", "ovn-worker")
+    zone = plane.start_zone(ovn_stack.nb.remote, DYNAMIC)
+    wait_until(lambda: WORKER in switches(zone.nb), timeout=30)
+    settled(zone)
+    assert WORKER2 not in switches(zone.nb)
+    assert not [n for n in committed_names(zone.nb, "Logical_Router") if "ovn-worker2" in n
+                and n.startswith(("GR_blue", "blue"))]
+    # the default network is everywhere
+    assert {"ovn-worker", "ovn-worker2"} <= switches(zone.nb)
+
+    # a first pod on ovn-worker2: its node rows appear, and its port on them
+    pod(client, "b", "ovn-worker2")
+    wait_until(lambda: WORKER2 in switches(zone.nb), timeout=30)
+    wait_until(lambda: "blue.net_blue_b" in committed_names(zone.nb, "Logical_Switch_Port"),
+               timeout=30)
+
+    # a restart with nothing changed writes nothing
+    before = settled(zone)
+    zone.stop()
+    plane.zones.remove(zone)
+    zone = plane.start_zone(ovn_stack.nb.remote, DYNAMIC)
+    assert settled(zone) == before
+    assert zone.writer.transactions == 0
+
+    # its last pod goes: the rows stay for the grace period, then go
+    client.delete(PODS, "b", "blue")
+    wait_until(lambda: "blue.net_blue_b" not in committed_names(zone.nb, "Logical_Switch_Port"),
+               timeout=30)
+    assert WORKER2 in switches(zone.nb)
+    time.sleep(0.2)
+    wait_until(lambda: WORKER2 not in switches(zone.nb), timeout=30)
+    assert WORKER in switches(zone.nb)
+
+
+def test_a_restart_in_the_grace_period_neither_loses_nor_leaks_the_node(
+        client: KubeClient, plane: ControlPlane, ovn_stack: OvnStack) -> None:
+    plane.start_manager()
+    client.create(NAMESPACES, {"metadata": {"name": "blue",
+                                            "labels": {PRIMARY_NAMESPACE_LABEL: ""}}})
+    client.create(UDNS, {"metadata": {"name": "net", "namespace": "blue"},
+                         "spec": {"topology": "Layer3", "layer3": {
+                             "role": "Primary", "subnets": [{"cidr": "10.150.0.0/16",
+                                                             "hostSubnet": 24}]}}})
+    pod(client, "a", "ovn-worker")
+    pod(client, "b", "ovn-worker2")
+    slow = udn_config(enable_dynamic_udn_allocation="true", udn_deletion_grace_period="4s")
+    zone = plane.start_zone(ovn_stack.nb.remote, slow)
+    wait_until(lambda: {WORKER, WORKER2} <= switches(zone.nb), timeout=30)
+    settled(zone)
+    zone.stop()
+    plane.zones.remove(zone)
+    client.delete(PODS, "b", "blue")  # while the zone is down
+    zone = plane.start_zone(ovn_stack.nb.remote, slow)
+    started = time.monotonic()
+    settled(zone)
+    if time.monotonic() - started < 3:
+        assert WORKER2 in switches(zone.nb)  # kept: it may still be in its grace period
+    wait_until(lambda: WORKER2 not in switches(zone.nb), timeout=30)  # then not leaked
+    assert WORKER in switches(zone.nb)
