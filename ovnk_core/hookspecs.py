@@ -182,12 +182,14 @@ def ovnk_network_activity(config: Config, informers: InformerFactory
                           ) -> NetworkActivity | None:
     """Say where each network is active: the per-node NAD filter (dynamic allocation).
 
-    **When:** once per process, while the zone controller is being built (its informers
-    not started yet); the first plugin that returns an object wins.  The zone renders a
-    network's per-node rows only on nodes where ``is_active`` says so, re-renders the
-    network when a listener is told ``(network, node)``, and at startup reports every
-    node it finds rendered through ``assume_active``.  Without an implementation every
-    network is active on every node (``ovnk_core.networks.activity.EveryNode``).
+    **When:** once per process, while the cluster manager or the zone controller is being
+    built (its informers not started yet); the first plugin that returns an object wins.
+    The cluster manager gives a node a subnet of a network only where ``is_active`` says
+    so (and takes it back when it does not any more); the zone renders a network's
+    per-node rows only there.  Both act again when a listener is told
+    ``(network, node)``, and at startup report every node they find allocated or
+    rendered through ``assume_active``.  Without an implementation every network is
+    active on every node (``ovnk_core.networks.activity.EveryNode``).
 
     :param config: the configuration.
     :param informers: the process's informer factory; ask it for informers here and add

@@ -66,7 +66,7 @@ HOOKS: dict[str, tuple[tuple[str, ...], str]] = {
     "ovnk_validate_network": ((CLUSTER_MANAGER, ZONE), "network checks"),
     "ovnk_zone_controllers": ((ZONE,), "controllers"),
     "ovnk_zone_pod_port": ((ZONE,), "pod ports"),
-    "ovnk_network_activity": ((ZONE,), "network activity"),
+    "ovnk_network_activity": ((CLUSTER_MANAGER, ZONE), "network activity"),
     "ovnk_node_controllers": ((NODE,), "controllers"),
     "ovnk_configure": ((EVERY_PROCESS,), CONFIGURATION_CHECK),
 }

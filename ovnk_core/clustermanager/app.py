@@ -64,9 +64,12 @@ class ClusterManager:
             self.nad = catalog = NadController(client, self.informers, host, self.recorder,
                                                self.registry_networks, self.network_ids,
                                                TunnelKeyAllocator())
+        # where each network is active (every node, unless a plugin filters: dynamic
+        # allocation): node subnets only there
+        self.activity = host.network_activity(self.informers)
         # the allocators wait for the catalog: no allocation on a partial view of networks
         self.nodes = NodeAllocator(client, self.informers, config, self.registry_networks,
-                                   self.recorder, catalog)
+                                   self.recorder, catalog, self.activity)
         self.pods = PodAllocator(client, self.informers, config, self.registry_networks,
                                  self.recorder, catalog, host.topology)
         self.context = ClusterManagerContext(config, client, self.informers, self.recorder,
@@ -125,6 +128,7 @@ class ClusterManager:
         self.informers.wait_for_sync(self.config.informer_sync_timeout)
         if self.nad is not None:
             self.nad.start()
+        self.activity.start()
         self.nodes.start()
         self.pods.start()
         if self.udn is not None:
@@ -135,6 +139,7 @@ class ClusterManager:
         log.info("cluster manager %s: controllers running", self.identity)
 
     def stop_controllers(self) -> None:
+        self.activity.stop()
         for controller in self.plugin_controllers:
             controller.stop()
         if self.udn is not None:

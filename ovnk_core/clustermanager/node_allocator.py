@@ -5,7 +5,8 @@ For every node it writes ``k8s.ovn.org/node-id`` and
 list of CIDRs per network (the default network from ``--cluster-subnets``,
 and every registered network whose topology asks for node subnets).
 
-An allocation of a live network is never released or moved.  Allocation
+An allocation of a live network is never moved, and released only where the network
+is no longer active (dynamic allocation: ``networks.activity``).  Allocation
 starts only once the network catalog is synced (every network that existed at
 startup registered), and every node's existing subnet of a network is
 reserved before anything of that network is allocated, so a restart — even
@@ -39,6 +40,7 @@ from ovnk_core.kube.errors import Conflict, NotFound
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import CUDNS, NODES, UDNS
+from ovnk_core.networks.activity import EveryNode, NetworkActivity
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
 from ovnk_core.networks.registry import NetworkRegistry
 from ovnk_core.udn.nad import CUDN_PREFIX
@@ -61,7 +63,10 @@ def owner_of_network(network: str) -> tuple[Any, str | None, str] | None:
 class NodeAllocator:
     def __init__(self, client: KubeClient, informers: InformerFactory, config: Config,
                  registry: NetworkRegistry, recorder: EventRecorder,
-                 catalog: NetworkCatalog) -> None:
+                 catalog: NetworkCatalog, activity: NetworkActivity | None = None) -> None:
+        """:param activity: where each network is active: a node gets a subnet of a network
+            only there, and gives it back once the network is not any more (default:
+            every network everywhere)."""
         self.client = client
         self.config = config
         self.registry = registry
@@ -74,6 +79,8 @@ class NodeAllocator:
         self.controller = Controller("cluster-manager-node-allocator", self.reconcile,
                                      initial_sync=self.sync)
         self.controller.watch(self.nodes, primary=True)
+        self.activity: NetworkActivity = activity or EveryNode()
+        self.activity.add_listener(self._activity_changed)
 
     # -- which networks get node subnets ---------------------------------------------------
     def node_subnet_networks(self) -> dict[str, Any]:
@@ -116,8 +123,18 @@ class NodeAllocator:
             return False  # known, and not a network with node subnets
         return self.catalog.network_exists(network)
 
+    def _activity_changed(self, _network: str, node: str) -> None:
+        if node:
+            self.controller.queue.add(node)
+        else:
+            self.controller.reconcile_all()
+
     def sync(self) -> None:
         wait_for_networks(self.catalog, "node allocator")
+        for node in self._cached_nodes():  # a restart keeps what it finds for a grace period
+            for network in parse_node_subnets(node):
+                if network != DEFAULT_NETWORK_NAME:
+                    self.activity.assume_active(network, node["metadata"]["name"])
         for node in self._cached_nodes():
             name = node["metadata"]["name"]
             raw = (node["metadata"].get("annotations") or {}).get(NODE_ID_ANNOTATION)
@@ -151,6 +168,10 @@ class NodeAllocator:
         result: dict[str, list[str]] = {}
         for network, subnets in networks.items():
             allocator = self._allocator(network, subnets)
+            if not self.activity.is_active(network, name):
+                allocator.release(name)  # not used here (any more): no slice
+                self._clear_failure(network, name)
+                continue
             if allocator.get(name) is None and written.get(network):
                 self._reserve(allocator, name, written[network])  # its own slice first
             try:

@@ -1,19 +1,23 @@
-"""The zone controller with dynamic UDN node allocation: a UDN's node rows exist only where
-its pods are, appear with a node's first pod, and go a grace period after its last.
+"""Dynamic UDN node allocation in the cluster manager and the zone: a UDN's node subnet
+and node rows exist only where its pods are, appear with a node's first pod, and go a grace
+period after its last.
 
-The zone runs with ``--enable-dynamic-udn-allocation --udn-deletion-grace-period=1s``
-(the dynamic plugin's ``ovnk_network_activity``); the cluster manager as usual.
+Both run with ``--enable-dynamic-udn-allocation --udn-deletion-grace-period=1s`` (the
+dynamic plugin's ``ovnk_network_activity``).
 """
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Iterator
 
 import pytest
+from ovnk_local.apiserver.server import ServerHandle
 from ovnk_local.testing.control_plane import ControlPlane, settled
 
 from ovnk_core.kube.client import KubeClient
-from ovnk_core.kube.resources import NAMESPACES, PODS, UDNS
+from ovnk_core.kube.resources import NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.snapshot import committed_names
 from ovnk_core.testing.configs import udn_config
@@ -24,6 +28,20 @@ from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
 pytestmark = pytest.mark.e2e
 DYNAMIC = udn_config(enable_dynamic_udn_allocation="true", udn_deletion_grace_period="1s")
 WORKER, WORKER2 = "blue_net_ovn-worker", "blue_net_ovn-worker2"
+
+
+@pytest.fixture
+def dynamic(client: KubeClient, kube_apiserver: ServerHandle) -> Iterator[ControlPlane]:
+    running = ControlPlane(kube_apiserver, DYNAMIC)
+    yield running
+    running.stop()
+
+
+def subnet_nodes(client: KubeClient) -> set[str]:
+    """The nodes with a subnet of blue's network."""
+    return {node["metadata"]["name"] for node in client.list(NODES)["items"]
+            if "blue_net" in json.loads((node["metadata"].get("annotations") or {}).get(
+                "k8s.ovn.org/node-subnets", "{}"))}
 
 
 def switches(nb: NbClient) -> set[str]:
@@ -37,7 +55,8 @@ def pod(client: KubeClient, name: str, node: str) -> None:
 
 
 def test_a_udns_node_rows_follow_its_pods_with_a_grace_period(
-        client: KubeClient, plane: ControlPlane, ovn_stack: OvnStack) -> None:
+        client: KubeClient, dynamic: ControlPlane, ovn_stack: OvnStack) -> None:
+    plane = dynamic
     plane.start_manager()
     client.create(NAMESPACES, {"metadata": {"name": "blue",
                                             "labels": {PRIMARY_NAMESPACE_LABEL: ""}}})
@@ -50,6 +69,7 @@ def test_a_udns_node_rows_follow_its_pods_with_a_grace_period(
     wait_until(lambda: WORKER in switches(zone.nb), timeout=30)
     settled(zone)
     assert WORKER2 not in switches(zone.nb)
+    assert subnet_nodes(client) == {"ovn-worker"}
     assert not [n for n in committed_names(zone.nb, "Logical_Router") if "ovn-worker2" in n
                 and n.startswith(("GR_blue", "blue"))]
     # the default network is everywhere
@@ -60,6 +80,7 @@ def test_a_udns_node_rows_follow_its_pods_with_a_grace_period(
     wait_until(lambda: WORKER2 in switches(zone.nb), timeout=30)
     wait_until(lambda: "blue.net_blue_b" in committed_names(zone.nb, "Logical_Switch_Port"),
                timeout=30)
+    assert subnet_nodes(client) == {"ovn-worker", "ovn-worker2"}
 
     # a restart with nothing changed writes nothing
     before = settled(zone)
@@ -77,10 +98,12 @@ def test_a_udns_node_rows_follow_its_pods_with_a_grace_period(
     time.sleep(0.2)
     wait_until(lambda: WORKER2 not in switches(zone.nb), timeout=30)
     assert WORKER in switches(zone.nb)
+    wait_until(lambda: subnet_nodes(client) == {"ovn-worker"}, timeout=30)
 
 
 def test_a_restart_in_the_grace_period_neither_loses_nor_leaks_the_node(
-        client: KubeClient, plane: ControlPlane, ovn_stack: OvnStack) -> None:
+        client: KubeClient, dynamic: ControlPlane, ovn_stack: OvnStack) -> None:
+    plane = dynamic
     plane.start_manager()
     client.create(NAMESPACES, {"metadata": {"name": "blue",
                                             "labels": {PRIMARY_NAMESPACE_LABEL: ""}}})
