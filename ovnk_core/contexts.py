@@ -19,10 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
+from prometheus_client import CollectorRegistry
+
 from ovnk_core.config import Config
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
+from ovnk_core.networks.activity import EveryNode, NetworkActivity
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.networks.registry import NetworkRegistry
 from ovnk_core.ovn.declarative import RowWriter
@@ -107,6 +110,10 @@ class ClusterManagerContext(_NetworkListeners):
         hook (before the controllers start), never create informers of your own.
     :ivar recorder: emits Events as ``ovnkube-cluster-manager``.
     :ivar networks: the network registry filled by the NAD controller; read it only.
+    :ivar activity: where each network is active (``ovnk_core.networks.activity``): what
+        the process's ``ovnk_network_activity`` answer says, else every network
+        everywhere.  Add listeners in the hook; never start or stop it.
+    :ivar metrics: the process's Prometheus registry, for collectors of a plugin's own.
     """
 
     config: Config
@@ -115,6 +122,8 @@ class ClusterManagerContext(_NetworkListeners):
     recorder: EventRecorder
     networks: NetworkRegistry
     _listeners: list[NetworkListener] = field(default_factory=list)
+    activity: NetworkActivity = field(default_factory=EveryNode)
+    metrics: CollectorRegistry | None = None
 
     def primary_network_of_namespace(self, namespace: str) -> tuple[str, NetInfo] | None:
         """``(nad_key, netinfo)`` of the namespace's primary user-defined network, or None

@@ -73,7 +73,8 @@ class ClusterManager:
         self.pods = PodAllocator(client, self.informers, config, self.registry_networks,
                                  self.recorder, catalog, host.topology)
         self.context = ClusterManagerContext(config, client, self.informers, self.recorder,
-                                             self.registry_networks)
+                                             self.registry_networks, activity=self.activity,
+                                             metrics=self.registry)
         if self.nad is not None:
             self.nad.listeners.append(lambda _network: self.nodes.networks_changed())
             self.nad.listeners.append(lambda _network: self.pods.networks_changed())

@@ -17,7 +17,7 @@ from ovnk_local.apiserver.server import ServerHandle
 from ovnk_local.testing.control_plane import ControlPlane, settled
 
 from ovnk_core.kube.client import KubeClient
-from ovnk_core.kube.resources import NAMESPACES, NODES, PODS, UDNS
+from ovnk_core.kube.resources import EVENTS, NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.snapshot import committed_names
 from ovnk_core.testing.configs import udn_config
@@ -44,6 +44,19 @@ def subnet_nodes(client: KubeClient) -> set[str]:
                 "k8s.ovn.org/node-subnets", "{}"))}
 
 
+def nodes_selected(client: KubeClient) -> tuple[str, str, str] | None:
+    udn = client.get(UDNS, "net", "blue")
+    for condition in (udn.get("status") or {}).get("conditions") or []:
+        if condition["type"] == "NodesSelected":
+            return condition["status"], condition["reason"], condition["message"]
+    return None
+
+
+def events(client: KubeClient, reason: str) -> list[str]:
+    return [e["message"] for e in client.list(EVENTS, "blue")["items"]
+            if e["reason"] == reason and e["involvedObject"]["kind"] == "UserDefinedNetwork"]
+
+
 def switches(nb: NbClient) -> set[str]:
     return committed_names(nb, "Logical_Switch")
 
@@ -57,7 +70,7 @@ def pod(client: KubeClient, name: str, node: str) -> None:
 def test_a_udns_node_rows_follow_its_pods_with_a_grace_period(
         client: KubeClient, dynamic: ControlPlane, ovn_stack: OvnStack) -> None:
     plane = dynamic
-    plane.start_manager()
+    manager = plane.start_manager()
     client.create(NAMESPACES, {"metadata": {"name": "blue",
                                             "labels": {PRIMARY_NAMESPACE_LABEL: ""}}})
     client.create(UDNS, {"metadata": {"name": "net", "namespace": "blue"},
@@ -66,10 +79,17 @@ def test_a_udns_node_rows_follow_its_pods_with_a_grace_period(
                                                              "hostSubnet": 24}]}}})
     pod(client, "a", "ovn-worker")
     zone = plane.start_zone(ovn_stack.nb.remote, DYNAMIC)
+
+    def rendered_nodes() -> float | None:
+        value: float | None = manager.registry.get_sample_value(
+            "ovnkube_clustermanager_udn_nodes_rendered", {"network_name": "blue_net"})
+        return value
     wait_until(lambda: WORKER in switches(zone.nb), timeout=30)
     settled(zone)
     assert WORKER2 not in switches(zone.nb)
     assert subnet_nodes(client) == {"ovn-worker"}
+    wait_until(lambda: nodes_selected(client) == (
+        "True", "DynamicAllocation", "1 node(s) rendered with network"), timeout=30)
     assert not [n for n in committed_names(zone.nb, "Logical_Router") if "ovn-worker2" in n
                 and n.startswith(("GR_blue", "blue"))]
     # the default network is everywhere
@@ -81,6 +101,11 @@ def test_a_udns_node_rows_follow_its_pods_with_a_grace_period(
     wait_until(lambda: "blue.net_blue_b" in committed_names(zone.nb, "Logical_Switch_Port"),
                timeout=30)
     assert subnet_nodes(client) == {"ovn-worker", "ovn-worker2"}
+    wait_until(lambda: nodes_selected(client) == (
+        "True", "DynamicAllocation", "2 node(s) rendered with network"), timeout=30)
+    assert "network blue_net rendered on node ovn-worker2" in events(
+        client, "NetworkActivatedOnNode")
+    assert rendered_nodes() == 2.0
 
     # a restart with nothing changed writes nothing
     before = settled(zone)
@@ -99,6 +124,11 @@ def test_a_udns_node_rows_follow_its_pods_with_a_grace_period(
     wait_until(lambda: WORKER2 not in switches(zone.nb), timeout=30)
     assert WORKER in switches(zone.nb)
     wait_until(lambda: subnet_nodes(client) == {"ovn-worker"}, timeout=30)
+    wait_until(lambda: nodes_selected(client) == (
+        "True", "DynamicAllocation", "1 node(s) rendered with network"), timeout=30)
+    assert events(client, "NetworkDeactivatedOnNode") == [
+        "network blue_net no longer rendered on node ovn-worker2: unused there for the grace "
+        "period"]
 
 
 def test_a_restart_in_the_grace_period_neither_loses_nor_leaks_the_node(

@@ -135,7 +135,8 @@ def test_plugins_show_what_each_contributes_and_never_enabled_for_nothing(
         "mirror": "enabled", "layer3": "enabled", "layer2": "enabled",
         "localnet": "enabled"}
     assert {name: details[name] for name in BUNDLED} == {
-        "dynamic": ["cluster-manager: network activity", "zone: network activity"],
+        "dynamic": ["cluster-manager: controllers, network activity",
+                    "zone: network activity"],
         "isolation": ["zone: controllers, pod ports", "node: controllers"],
         "mirror": ["cluster-manager: controllers"],
         "layer3": ["topology: parse, routes, render, udn section, services"],

@@ -223,7 +223,7 @@ def test_bundled_plugins_contributions_and_status() -> None:
     plugins = {p.name: p for p in report.plugins}
     assert {name: (plugins[name].status, plugins[name].contributions.components)
             for name in ("dynamic", "isolation", "mirror", "layer2", "layer3", "localnet")} == {
-        "dynamic": ("enabled", ((CLUSTER_MANAGER, ("network activity",)),
+        "dynamic": ("enabled", ((CLUSTER_MANAGER, ("controllers", "network activity")),
                                 ("zone", ("network activity",)))),
         "isolation": ("enabled", (("zone", ("controllers", "pod ports")),
                                   ("node", ("controllers",)))),
