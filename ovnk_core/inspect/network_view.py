@@ -16,7 +16,7 @@ from ovnk_core.kube.resources import split_key
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.ownership import NETWORK_KEY, OWNER_KEY, ROLE_KEY, TOPOLOGY_KEY
 from ovnk_core.ovn.port_types import LSP_TYPE_LOCALNET, LSP_TYPE_ROUTER
-from ovnk_core.zone.owners import POD_SCOPE_PREFIX
+from ovnk_core.zone.owners import NODE_SCOPE_PREFIX, POD_SCOPE_PREFIX
 
 CUDN_PREFIX = "cluster_udn_"
 
@@ -43,6 +43,7 @@ class NetworkView:
     topology: str
     role: str
     devices: list[DeviceView]
+    nodes: list[str] = field(default_factory=list)  # nodes with rows of their own in it
 
 
 def resolve_network_name(nb: NbClient, name: str) -> str:
@@ -128,11 +129,18 @@ def build_view(nb: NbClient, network: str, default_topology: str = "") -> Networ
         raise OvnkError(f"network {network!r} has no routers or switches in OVN Northbound")
     if network == "default":
         topology, role = topology or default_topology, "default"
-    return NetworkView(network, topology or "?", role or "?", devices)
+    # the nodes the network is rendered on: those owning rows of it (with dynamic
+    # allocation, the nodes that use it)
+    nodes = sorted({row.external_ids[OWNER_KEY][len(NODE_SCOPE_PREFIX):]
+                    for row in (*switches, *routers)
+                    if row.external_ids.get(OWNER_KEY, "").startswith(NODE_SCOPE_PREFIX)})
+    return NetworkView(network, topology or "?", role or "?", devices, nodes)
 
 
 def render_tree(view: NetworkView) -> str:
     lines = [f"network {view.name} ({view.topology}, {view.role})"]
+    if view.nodes:
+        lines.append(f"   rendered on nodes: {', '.join(view.nodes)}")
     for i, device in enumerate(view.devices):
         last = i == len(view.devices) - 1
         lines.append(f"{'└─' if last else '├─'} {device.kind} {device.name}"

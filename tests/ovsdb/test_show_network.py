@@ -55,7 +55,8 @@ def test_tree_shows_routers_switches_ports_routes_and_nat(blue_nb: NbClient) -> 
     text = render_tree(view)
     lines = text.splitlines()
     assert lines[0] == "network blue_blue-network (layer3, primary)"
-    assert lines[1] == "├─ router blue_blue.network_ovn_cluster_router  [distributed router]"
+    assert lines[1] == "   rendered on nodes: ovn-worker"  # the nodes owning rows of it
+    assert lines[2] == "├─ router blue_blue.network_ovn_cluster_router  [distributed router]"
     assert "│  ├─ port rtos-blue_blue.network_ovn-worker  0a:58:67:67:00:01 103.103.0.1/24  " \
            "↔ blue_blue.network_ovn-worker" in lines
     assert "│  ├─ port blue.blue.network_blue_blue  pod blue/blue: 0a:58:67:67:00:03 " \
