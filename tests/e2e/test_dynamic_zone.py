@@ -157,3 +157,31 @@ def test_a_restart_in_the_grace_period_neither_loses_nor_leaks_the_node(
         assert WORKER2 in switches(zone.nb)  # kept: it may still be in its grace period
     wait_until(lambda: WORKER2 not in switches(zone.nb), timeout=30)  # then not leaked
     assert WORKER in switches(zone.nb)
+
+
+def test_a_cluster_manager_restart_in_the_grace_period_keeps_then_frees_the_subnet(
+        client: KubeClient, kube_apiserver: ServerHandle) -> None:
+    slow = ControlPlane(kube_apiserver, udn_config(enable_dynamic_udn_allocation="true",
+                                                   udn_deletion_grace_period="4s"))
+    try:
+        manager = slow.start_manager()
+        client.create(NAMESPACES, {"metadata": {"name": "blue",
+                                                "labels": {PRIMARY_NAMESPACE_LABEL: ""}}})
+        client.create(UDNS, {"metadata": {"name": "net", "namespace": "blue"},
+                             "spec": {"topology": "Layer3", "layer3": {
+                                 "role": "Primary", "subnets": [{"cidr": "10.150.0.0/16",
+                                                                 "hostSubnet": 24}]}}})
+        pod(client, "a", "ovn-worker")
+        pod(client, "b", "ovn-worker2")
+        wait_until(lambda: subnet_nodes(client) == {"ovn-worker", "ovn-worker2"}, timeout=30)
+        manager.stop_controllers()
+        slow.managers.remove(manager)
+        client.delete(PODS, "b", "blue")  # while no cluster manager runs
+        slow.start_manager()
+        started = time.monotonic()
+        time.sleep(1.0)
+        if time.monotonic() - started < 3:  # within the grace period: kept
+            assert subnet_nodes(client) == {"ovn-worker", "ovn-worker2"}
+        wait_until(lambda: subnet_nodes(client) == {"ovn-worker"}, timeout=30)  # not leaked
+    finally:
+        slow.stop()
