@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import math
 import multiprocessing
 import os
 import platform
@@ -67,6 +68,16 @@ class Workload:
     nodes: int
     pods: int  # per network per node
     topology: str = "layer3"
+    active_fraction: float = 1.0  # of the nodes each network is rendered on (dynamic)
+
+    def active_nodes(self, index: int) -> list[int]:
+        """The nodes network ``index`` is rendered on: all, or with dynamic allocation the
+        ``ceil(fraction x nodes)`` nodes its pods are on (a different run of nodes for each
+        network, so every node carries some)."""
+        count = max(1, math.ceil(self.active_fraction * self.nodes))
+        if count >= self.nodes:
+            return list(range(self.nodes))
+        return sorted((index + k) % self.nodes for k in range(count))
 
 
 TOPOLOGIES: dict[str, type[Topology]] = {"layer3": Layer3Topology, "layer2": Layer2Topology}
@@ -118,13 +129,13 @@ def owners_of(workload: Workload, index: int) -> list[dict[Owner, list[DesiredRo
     topology = topology_of(workload)
     state = network_state(index, workload.topology)
     netinfo = state.netinfo
-    nodes = [node_state(n, workload.topology) for n in range(workload.nodes)]
+    nodes = [(n, node_state(n, workload.topology)) for n in workload.active_nodes(index)]
     network_and_nodes = {network_owner(netinfo): topology.build_network(state)}
-    for node in nodes:
+    for _node_index, node in nodes:
         network_and_nodes[node_owner(netinfo, node.name)] = topology.build_node(state, node)
     steps: list[dict[Owner, list[DesiredRow]]] = [network_and_nodes]
     pods: dict[Owner, list[DesiredRow]] = {}
-    for node_index, node in enumerate(nodes):
+    for node_index, node in nodes:
         for p in range(workload.pods):
             attachment = pod_attachment(index, node_index, node, p, workload.topology)
             pods[pod_owner(netinfo, attachment.namespace, attachment.name)] = \
@@ -279,11 +290,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--networks", type=int, default=10)
     parser.add_argument("--nodes", type=int, default=5)
     parser.add_argument("--pods", type=int, default=0, help="pods per network per node")
+    parser.add_argument("--active-fraction", type=float, default=1.0,
+                        help="dynamic allocation: each network rendered only on this fraction "
+                             "of the nodes (its pods' nodes); the rows are also compared with "
+                             "the full render's")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-warmup", action="store_true")
     parser.add_argument("--results", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args(argv)
-    workload = Workload(args.networks, args.nodes, args.pods, args.topology)
+    workload = Workload(args.networks, args.nodes, args.pods, args.topology,
+                        args.active_fraction)
     report: dict[str, Any] = {"workload": vars(workload) | {"repeat": args.repeat},
                               "environment": environment()}
     with tempfile.TemporaryDirectory(prefix="ovnk-bench-") as tmp:
@@ -293,6 +309,12 @@ def main(argv: list[str] | None = None) -> int:
         runs = [one_run(workload, workdir, check=(i == 0)) for i in range(args.repeat)]
     m = report["median"] = summarise(runs)
     report["runs"] = runs
+    if workload.active_fraction < 1:
+        full = Workload(workload.networks, workload.nodes, workload.pods, workload.topology)
+        m["full_render_rows"] = sum(len(rows) for index in range(full.networks)
+                                    for step in owners_of(full, index)
+                                    for rows in step.values())
+        m["rows_vs_full_render"] = m["owned_rows"] / m["full_render_rows"]
     print(f"{workload.topology} render: {workload.networks} networks x {workload.nodes} nodes x "
           f"{workload.pods} pods/node ({m['owned_rows']} rows), median of {args.repeat} run(s) "
           f"({report['environment']['ovn']}, Python {report['environment']['python']}, "
@@ -304,6 +326,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{0:>8}{m['restart_peak_rss_mb']:>13.0f}{m['delete_seconds']:>10.2f}")
     print("rows: ovnk's NB and the raw transactions' NB equal the floor's NB (checked); "
           "restart wrote nothing; no ovnk-owned row left after delete-all")
+    if "full_render_rows" in m:
+        print(f"dynamic allocation: each network on {workload.active_fraction:.0%} of the "
+              f"nodes: {m['owned_rows']} rows, {m['rows_vs_full_render']:.2f}x the full "
+              f"render's {m['full_render_rows']}")
     out = write_results(args.results, f"render_{workload.topology}", report)
     print(f"raw results: {out}")
     return 0
