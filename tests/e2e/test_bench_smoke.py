@@ -98,3 +98,20 @@ def test_service_lag_benchmark_runs(tmp_path: Path) -> None:
     [row] = json.loads(result.read_text())["summaries"]
     for path in ("echo", "echo2", "default", "udn"):
         assert math.isfinite(row[f"{path}_p50_ms"]) and row[f"{path}_p50_ms"] > 0, path
+
+
+def test_dynamic_allocation_benchmarks_run_and_check_themselves(tmp_path: Path) -> None:
+    render_topology = bench_module("render_topology")
+    assert render_topology.main(["--networks", "4", "--nodes", "5", "--pods", "1",
+                                 "--active-fraction", "0.2", "--repeat", "1", "--no-warmup",
+                                 "--results", str(tmp_path)]) == 0
+    [result] = tmp_path.glob("render_layer3-*.json")
+    median = json.loads(result.read_text())["median"]
+    assert 0 < median["rows_vs_full_render"] <= 0.3
+    activation_latency = bench_module("activation_latency")
+    # it fails by itself when the activated pod is not reached or rows outlive the grace
+    assert activation_latency.main(["--udns", "2", "--nodes", "2", "--samples", "2",
+                                    "--grace", "1s", "--results", str(tmp_path)]) == 0
+    [result] = tmp_path.glob("activation_latency-*.json")
+    summary = json.loads(result.read_text())["summary"]
+    assert summary["activation_p99_ms"] > 0 and summary["floor_p99_ms"] > 0
