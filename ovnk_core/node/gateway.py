@@ -454,6 +454,8 @@ class NodeGateway:
                                     node_ports, steering,
                                     service_external_ips(self.services.peek_all(), namespaces))
         for network in networks:
+            if patch_port_name(bridge, network.name, self.node) not in patches:
+                continue  # no gateway router of it here (not rendered on this node yet)
             if network.masquerade_ip not in self._neighbors:
                 # the routers' external ports use the node's MAC: no ARP needed (upstream
                 # pins its masquerade next hops the same way)
