@@ -180,7 +180,7 @@ def ovnk_zone_pod_port(pod: JSON, attachment: PodAttachment, netinfo: NetInfo, o
 @hookspec(firstresult=True)
 def ovnk_network_activity(config: Config, informers: InformerFactory
                           ) -> NetworkActivity | None:
-    """Say where each network is active: the per-node NAD filter (dynamic allocation).
+    """Say where each network is active: the per-node NAD filter (OKEP-5552).
 
     **When:** once per process, while the cluster manager or the zone controller is being
     built (its informers not started yet); the first plugin that returns an object wins.

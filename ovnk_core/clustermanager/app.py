@@ -64,8 +64,8 @@ class ClusterManager:
             self.nad = catalog = NadController(client, self.informers, host, self.recorder,
                                                self.registry_networks, self.network_ids,
                                                TunnelKeyAllocator())
-        # where each network is active (every node, unless a plugin filters: dynamic
-        # allocation): node subnets only there
+        # where each network is active (every node, unless a plugin filters nodes per
+        # network: hook ovnk_network_activity): node subnets only there
         self.activity = host.network_activity(self.informers)
         # the allocators wait for the catalog: no allocation on a partial view of networks
         self.nodes = NodeAllocator(client, self.informers, config, self.registry_networks,

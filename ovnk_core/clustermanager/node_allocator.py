@@ -6,7 +6,7 @@ list of CIDRs per network (the default network from ``--cluster-subnets``,
 and every registered network whose topology asks for node subnets).
 
 An allocation of a live network is never moved, and released only where the network
-is no longer active (dynamic allocation: ``networks.activity``).  Allocation
+is no longer active (a per-node network filter: ``networks.activity``).  Allocation
 starts only once the network catalog is synced (every network that existed at
 startup registered), and every node's existing subnet of a network is
 reserved before anything of that network is allocated, so a restart — even

@@ -129,8 +129,8 @@ def build_view(nb: NbClient, network: str, default_topology: str = "") -> Networ
         raise OvnkError(f"network {network!r} has no routers or switches in OVN Northbound")
     if network == "default":
         topology, role = topology or default_topology, "default"
-    # the nodes the network is rendered on: those owning rows of it (with dynamic
-    # allocation, the nodes that use it)
+    # the nodes the network is rendered on: those owning rows of it (with a per-node
+    # network filter, the nodes where it is active)
     nodes = sorted({row.external_ids[OWNER_KEY][len(NODE_SCOPE_PREFIX):]
                     for row in (*switches, *routers)
                     if row.external_ids.get(OWNER_KEY, "").startswith(NODE_SCOPE_PREFIX)})

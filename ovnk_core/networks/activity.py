@@ -1,4 +1,4 @@
-"""Where each network is active: the per-node NAD filter of dynamic UDN node allocation.
+"""Where each network is active: the per-node NAD filter (OKEP-5552 node allocation).
 
 Every component that renders a network's per-node parts (the cluster manager's node
 subnets, the zone's node rows, the node agent's management port and routes) asks a
@@ -6,8 +6,8 @@ subnets, the zone's node rows, the node agent's management port and routes) asks
 listeners when that changes.  Without a plugin that says otherwise (hook
 ``ovnk_network_activity``) every network is active on every node: ``EveryNode``.
 
-A plugin decides (dynamic allocation: a UDN/CUDN network is active on a node while a pod
-there uses it, and for a grace period after); the core only asks.  Answers must be cheap
+A plugin decides (e.g. a UDN/CUDN network is active on a node while a pod there uses
+it, and for a grace period after); the core only asks.  Answers must be cheap
 (a set lookup): they are asked per network and node on every render.
 """
 
@@ -53,7 +53,7 @@ class NetworkActivity(Protocol):
 
 
 class EveryNode:
-    """Every network is active on every node (no dynamic allocation)."""
+    """Every network is active on every node (no per-node filter)."""
 
     def is_active(self, network: str, node: str) -> bool:
         return True

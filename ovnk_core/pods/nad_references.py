@@ -8,7 +8,7 @@ say) plug in the same way with references of their own kind.
 
 It is level-driven over informers: a pod event recomputes that pod's references alone; a
 primary NAD appearing or going recomputes the pods of its namespace (through an index).
-Nothing here decides what a reference means: the dynamic-allocation plugin does.
+Nothing here decides what a reference means: a plugin does (``ovnk_network_activity``).
 """
 
 from __future__ import annotations

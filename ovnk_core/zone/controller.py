@@ -206,8 +206,8 @@ class ZoneController:
         # told the network's name each time its rows changed (nodes came or went, say)
         self.render_listeners: list[Callable[[str], None]] = []
         nb.on_drift = self._repair
-        # where each network is active (every node, unless a plugin filters: dynamic
-        # allocation); a change re-renders the network
+        # where each network is active (every node, unless a plugin filters nodes per
+        # network: hook ovnk_network_activity); a change re-renders the network
         self.activity = host.network_activity(informers)
         self.activity.add_listener(lambda network, _node: self.network_controller.queue.add(
             network))
