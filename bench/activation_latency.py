@@ -25,9 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import os
-import platform
 import re
 import subprocess
 import sys
@@ -39,17 +36,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from latency_stats import percentile
 from nb_monitor import monitor_lines
 from ovnk_local.cluster import LocalCluster
 from ovnk_local.settings import ComponentSettings
-from results_file import write_results
+from results_file import machine_facts, write_results
+from udn_workload import create_primary_udns
 
 from ovnk_core.config.values import parse_duration
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
-from ovnk_core.kube.resources import NADS, NAMESPACES, PODS, UDNS
+from ovnk_core.kube.resources import PODS
 from ovnk_core.ovn.trace import packet_flow, trace, wait_for_sb
-from ovnk_core.testing.waiting import wait_until
-from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
 
 RESULTS = Path(__file__).resolve().parent / "results"
 OWNER = re.compile(r'""k8s\.ovn\.org/owner"",""pod:([^"]+)""')
@@ -89,11 +86,6 @@ def timed_pod(admin: KubeClient, ports: Ports, namespace: str, name: str, node: 
     return ports.wait(f"{namespace}/{name}") - start
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
-
-
 def entry(admin: KubeClient, namespace: str, name: str) -> dict[str, Any]:
     raw = admin.get(PODS, name, namespace)["metadata"]["annotations"][POD_NETWORKS]
     found: dict[str, Any] = json.loads(raw)[f"{namespace}/net"]
@@ -117,18 +109,7 @@ def run(udns: int, nodes: int, samples: int, grace: str, workdir: Path) -> JSON:
         admin = KubeClient(api_client_from_kubeconfig(str(cluster.kubeconfig)))
         names = cluster.state().nodes
         first = names[0]
-        namespaces = [f"u{i}" for i in range(udns)]
-        for namespace in namespaces:
-            admin.create(NAMESPACES, {"metadata": {"name": namespace, "labels": {
-                PRIMARY_NAMESPACE_LABEL: ""}}})
-            admin.create(UDNS, {"metadata": {"name": "net", "namespace": namespace},
-                                "spec": {"topology": "Layer3", "layer3": {
-                                    "role": "Primary", "subnets": [
-                                        {"cidr": "10.128.0.0/14", "hostSubnet": 24}]}}})
-        wait_until(lambda: sum("k8s.ovn.org/network-id" in (n["metadata"].get("annotations")
-                                                            or {})
-                               for n in admin.list(NADS)["items"]) == udns,
-                   timeout=60 + udns, interval=0.5, what=f"{udns} networks accepted")
+        namespaces = create_primary_udns(admin, udns)
         ports = Ports()
         threading.Thread(target=ports.follow, args=(cluster.nb_socket, stop),
                          daemon=True).start()
@@ -209,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{summary['activation_p50_ms'] / summary['floor_p50_ms']:.2f}x / "
           f"{summary['activation_p99_ms'] / summary['floor_p99_ms']:.2f}x | 0 |")
     out = write_results(args.results, "activation_latency", {
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": machine_facts(),
         "summary": summary, "row": row})
     print(f"results: {out}")
     return 0

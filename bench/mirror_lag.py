@@ -26,9 +26,6 @@ prints a table and writes ``bench/results/mirror_lag-<time>.json``.
 from __future__ import annotations
 
 import argparse
-import math
-import os
-import platform
 import socket
 import statistics
 import subprocess
@@ -40,10 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from latency_stats import percentile
 from ovnk_mirror.controller import EndpointSliceMirror
 from ovnk_mirror.mirror import MIRROR_CONTROLLER, SOURCE_ANNOTATION, SOURCE_VERSION_ANNOTATION
 from ovnk_mirror.testing import CONFIG, MirrorEnv, endpoint
-from results_file import write_results
+from results_file import machine_facts, write_results
 
 from ovnk_core.contexts import ClusterManagerContext
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
@@ -264,11 +262,6 @@ def run_once(endpoints: int, changes: int, workdir: Path) -> dict[str, Any]:
         process.wait(timeout=10)
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--endpoints", default="1,100,1000",
@@ -321,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{row['ratio_p50']:.2f}x | {row['ratio_p99']:.2f}x | "
               f"{row['writes_per_change']:.2f} | {row['initial_s']:.2f} |")
     out = write_results(args.results, "mirror_lag", {
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": machine_facts(),
         "rows": rows})
     print(f"results: {out}")
     return 1 if any(row["leaked_mirrors"] for row in rows) else 0

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import shutil
 import signal
@@ -46,12 +45,12 @@ from pathlib import Path
 
 from nb_monitor import monitor_lines
 from ovnk_local.cluster import LocalCluster
-from results_file import write_results
+from results_file import machine_facts, write_results
+from udn_workload import create_primary_udns
 
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
-from ovnk_core.kube.resources import NADS, NAMESPACES, NODES, PODS, UDNS
+from ovnk_core.kube.resources import NAMESPACES, NODES, PODS
 from ovnk_core.testing.waiting import wait_until
-from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
 
 POD_NETWORKS = "k8s.ovn.org/pod-networks"
 NODE_SUBNETS = "k8s.ovn.org/node-subnets"
@@ -224,19 +223,8 @@ def run_size(udns: int, nodes: int, pods: int, rates: list[float], workdir: Path
     rows: list[JSON] = []
     try:
         admin = KubeClient(api_client_from_kubeconfig(str(cluster.kubeconfig)))
-        namespaces = [f"u{i}" for i in range(udns)]
-        for namespace in namespaces:
-            admin.create(NAMESPACES, {"metadata": {"name": namespace, "labels": {
-                PRIMARY_NAMESPACE_LABEL: ""}}})
-            admin.create(UDNS, {"metadata": {"name": "net", "namespace": namespace},
-                                "spec": {"topology": "Layer3", "layer3": {
-                                    "role": "Primary", "subnets": [
-                                        {"cidr": "10.128.0.0/14", "hostSubnet": 24}]}}})
         admin.create(NAMESPACES, {"metadata": {"name": ECHO_NS}})
-        wait_until(lambda: sum("k8s.ovn.org/network-id" in (n["metadata"].get("annotations")
-                                                            or {})
-                               for n in admin.list(NADS)["items"]) == udns,
-                   timeout=60 + udns, interval=0.5, what=f"{udns} networks accepted")
+        namespaces = create_primary_udns(admin, udns)
         wait_until(lambda: all(
             len(json.loads((n["metadata"].get("annotations") or {}).get(NODE_SUBNETS, "{}"))) > udns
             for n in admin.list(NODES)["items"]),
@@ -343,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
                                  Path(args.profile) if args.profile else None)
     print(table(rows))
     out = write_results(Path(args.results), "pod_latency", {
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": machine_facts(),
         "rows": rows})
     print(f"results: {out}")
     return 0

@@ -32,9 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import os
-import platform
 import sys
 import tempfile
 import threading
@@ -46,9 +43,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from latency_stats import percentile
 from nb_monitor import monitor_lines
 from ovnk_local.cluster import LocalCluster
-from results_file import write_results
+from results_file import machine_facts, write_results
 
 from ovnk_core.annotations.endpointslices import (
     DEFAULT_CONTROLLER,
@@ -209,11 +207,6 @@ def pod_addresses(client: KubeClient, name: str) -> tuple[str, str, str] | None:
             networks[UDN_NAD]["ip_addresses"][0].split("/")[0], node)
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
-
-
 def timed(update: Callable[[], None], arrivals: Arrivals, awaited: str, balancer: str
           ) -> float:
     arrivals.expect(awaited, balancer)
@@ -371,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{s['udn_p50_ms']:.1f} / {s['udn_p99_ms']:.1f} | {s['udn_ratio_p50']:.2f}x / "
               f"{s['udn_ratio_p99']:.2f}x |")
     out = write_results(args.results, "service_lag", {
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": machine_facts(),
         "summaries": summaries, "rows": rows})
     print(f"results: {out}")
     return 0

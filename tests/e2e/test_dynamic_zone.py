@@ -61,6 +61,16 @@ def switches(nb: NbClient) -> set[str]:
     return committed_names(nb, "Logical_Switch")
 
 
+def blue_udn(client: KubeClient) -> None:
+    """Namespace ``blue`` with its primary Layer3 UDN ``net`` (network ``blue_net``)."""
+    client.create(NAMESPACES, {"metadata": {"name": "blue",
+                                            "labels": {PRIMARY_NAMESPACE_LABEL: ""}}})
+    client.create(UDNS, {"metadata": {"name": "net", "namespace": "blue"},
+                         "spec": {"topology": "Layer3", "layer3": {
+                             "role": "Primary", "subnets": [{"cidr": "10.150.0.0/16",
+                                                             "hostSubnet": 24}]}}})
+
+
 def pod(client: KubeClient, name: str, node: str) -> None:
     client.create(PODS, {"metadata": {"name": name, "namespace": "blue"},
                          "spec": {"nodeName": node,
@@ -71,12 +81,7 @@ def test_a_udns_node_rows_follow_its_pods_with_a_grace_period(
         client: KubeClient, dynamic: ControlPlane, ovn_stack: OvnStack) -> None:
     plane = dynamic
     manager = plane.start_manager()
-    client.create(NAMESPACES, {"metadata": {"name": "blue",
-                                            "labels": {PRIMARY_NAMESPACE_LABEL: ""}}})
-    client.create(UDNS, {"metadata": {"name": "net", "namespace": "blue"},
-                         "spec": {"topology": "Layer3", "layer3": {
-                             "role": "Primary", "subnets": [{"cidr": "10.150.0.0/16",
-                                                             "hostSubnet": 24}]}}})
+    blue_udn(client)
     pod(client, "a", "ovn-worker")
     zone = plane.start_zone(ovn_stack.nb.remote, DYNAMIC)
 
@@ -135,12 +140,7 @@ def test_a_restart_in_the_grace_period_neither_loses_nor_leaks_the_node(
         client: KubeClient, dynamic: ControlPlane, ovn_stack: OvnStack) -> None:
     plane = dynamic
     plane.start_manager()
-    client.create(NAMESPACES, {"metadata": {"name": "blue",
-                                            "labels": {PRIMARY_NAMESPACE_LABEL: ""}}})
-    client.create(UDNS, {"metadata": {"name": "net", "namespace": "blue"},
-                         "spec": {"topology": "Layer3", "layer3": {
-                             "role": "Primary", "subnets": [{"cidr": "10.150.0.0/16",
-                                                             "hostSubnet": 24}]}}})
+    blue_udn(client)
     pod(client, "a", "ovn-worker")
     pod(client, "b", "ovn-worker2")
     slow = udn_config(enable_dynamic_udn_allocation="true", udn_deletion_grace_period="4s")
@@ -165,12 +165,7 @@ def test_a_cluster_manager_restart_in_the_grace_period_keeps_then_frees_the_subn
                                                    udn_deletion_grace_period="4s"))
     try:
         manager = slow.start_manager()
-        client.create(NAMESPACES, {"metadata": {"name": "blue",
-                                                "labels": {PRIMARY_NAMESPACE_LABEL: ""}}})
-        client.create(UDNS, {"metadata": {"name": "net", "namespace": "blue"},
-                             "spec": {"topology": "Layer3", "layer3": {
-                                 "role": "Primary", "subnets": [{"cidr": "10.150.0.0/16",
-                                                                 "hostSubnet": 24}]}}})
+        blue_udn(client)
         pod(client, "a", "ovn-worker")
         pod(client, "b", "ovn-worker2")
         wait_until(lambda: subnet_nodes(client) == {"ovn-worker", "ovn-worker2"}, timeout=30)
