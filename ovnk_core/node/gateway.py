@@ -70,7 +70,7 @@ from ovnk_core.node.networks import (
     watch_node_and_networks,
 )
 from ovnk_core.topology import Topology
-from ovnk_core.zone.services.lb_config import parse_service
+from ovnk_core.zone.services.lb_config import ServiceSpec, parse_service
 
 log = logging.getLogger(__name__)
 
@@ -249,29 +249,31 @@ def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
     return flows
 
 
-def service_node_ports(services: Iterable[JSON], network_of_namespace: Mapping[str, str]
-                       ) -> dict[str, list[NodePort]]:
+def parsed_services(services: Iterable[JSON]) -> list[ServiceSpec]:
+    """The services with a ClusterIP, parsed once for every use of a gateway pass."""
+    return [spec for spec in map(parse_service, services) if spec is not None]
+
+
+def service_node_ports(services: Iterable[ServiceSpec],
+                       network_of_namespace: Mapping[str, str]) -> dict[str, list[NodePort]]:
     """network → the NodePorts of its services (a namespace not in ``network_of_namespace``
     is on the default network)."""
     found: dict[str, list[NodePort]] = {}
-    for service in services:
-        spec = parse_service(service)
-        if spec is None:
-            continue
+    for spec in services:
         network = network_of_namespace.get(spec.namespace, DEFAULT_NETWORK_NAME)
         found.setdefault(network, []).extend(
             (port.protocol.lower(), port.node_port) for port in spec.ports if port.node_port)
     return found
 
 
-def service_external_ips(services: Iterable[JSON], network_of_namespace: Mapping[str, str]
+def service_external_ips(services: Iterable[ServiceSpec],
+                         network_of_namespace: Mapping[str, str]
                          ) -> dict[str, list[ExternalTarget]]:
     """network → the IPv4 externalIPs and LoadBalancer IPs of its services, with each of
     the service's ports."""
     found: dict[str, list[ExternalTarget]] = {}
-    for service in services:
-        spec = parse_service(service)
-        if spec is None or not spec.external_ips:
+    for spec in services:
+        if not spec.external_ips:
             continue
         network = network_of_namespace.get(spec.namespace, DEFAULT_NETWORK_NAME)
         found.setdefault(network, []).extend(
@@ -444,7 +446,8 @@ class NodeGateway:
         networks = self.networks()
         namespaces = primary_namespaces(
             self.nads.peek_all(), primary_networks(self.nads.peek_all(), self.topologies))
-        node_ports = service_node_ports(self.services.peek_all(), namespaces)
+        services = parsed_services(self.services.peek_all())
+        node_ports = service_node_ports(services, namespaces)
         steering = None
         if self.service_cidrs:
             steering = DefaultServiceSteering(self.service_cidrs, allowed_default_cluster_ips(
@@ -452,7 +455,7 @@ class NodeGateway:
         flows = build_gateway_flows(node_ip, gateway.mac, ports[self.uplink], patches,
                                     networks, bridge, self.node, str(self.masquerade_subnet),
                                     node_ports, steering,
-                                    service_external_ips(self.services.peek_all(), namespaces))
+                                    service_external_ips(services, namespaces))
         for network in networks:
             if patch_port_name(bridge, network.name, self.node) not in patches:
                 continue  # no gateway router of it here (not rendered on this node yet)

@@ -11,6 +11,7 @@ from ovnk_core.node.gateway import (
     allowed_default_cluster_ips,
     build_gateway_flows,
     build_host_table,
+    parsed_services,
     patch_port_name,
     service_external_ips,
     service_node_ports,
@@ -110,7 +111,7 @@ def test_node_ports_of_services_by_network() -> None:
         service("plain", "lb", "LoadBalancer", [{"port": 80, "nodePort": 30090}]),
         service("plain", "internal", "ClusterIP", [{"port": 80, "nodePort": 30091}]),
     ]
-    assert service_node_ports(services, {"blue": "blue_blue-network"}) == {
+    assert service_node_ports(parsed_services(services), {"blue": "blue_blue-network"}) == {
         "blue_blue-network": [("tcp", 30080), ("udp", 30053)],
         "default": [("tcp", 30090)]}
 
@@ -194,7 +195,7 @@ def test_service_external_ips_by_network() -> None:
          "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.81"}]}}},
         {"metadata": {"namespace": "plain", "name": "web"},
          "spec": {"clusterIP": "10.96.0.3", "ports": [{"port": 80}]}}]
-    assert service_external_ips(services, {"blue": "blue_net"}) == {
+    assert service_external_ips(parsed_services(services), {"blue": "blue_net"}) == {
         "blue_net": [("tcp", "192.0.2.80", 80), ("tcp", "192.0.2.81", 80)]}
 
 
