@@ -1,7 +1,8 @@
 """Group commit: owners converged by several threads at once share one transaction.
 
-A controller whose every key is a small owner (a service's load balancers) pays one
-Northbound round trip per key, which costs more than computing the rows.  With
+A controller whose every key is a small owner (a service's load balancers, a pod's
+ports) pays one Northbound round trip per key, which costs more than computing the
+rows; at scale the callers queue behind each other's round trips.  With
 several workers, ``GroupCommit.apply`` lets the rows of every worker that is waiting
 while a transaction is in flight go out together in the next one: the first waiting
 worker takes everything queued, writes it with ``declarative.apply_many`` and wakes

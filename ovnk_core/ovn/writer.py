@@ -22,6 +22,12 @@ Changes made to owned rows by someone else that do not make a write miss
 (a column edited by hand) are repaired by a periodic ``resync``: it returns
 the owners whose rows differ from what the writer remembered, and the zone
 controller reconciles them again.
+
+Two locks: one transaction (or full read) at a time holds the write lock for
+its whole round trip; the remembered rows have a lock of their own, held only
+while a plan is computed or a reply is folded in.  Reads (``owners``,
+``find``, ``holds``) never wait for a round trip: they see NB as of the last
+committed transaction.
 """
 
 from __future__ import annotations
@@ -72,7 +78,8 @@ class NbWriter:
         self.leader_only = leader_only
         self.transactions = 0  # transactions that changed the database
         self.resyncs = 0  # full reads of NB
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # one request to the server at a time
+        self._store_lock = threading.Lock()  # the remembered rows; never across a round trip
         self._conn: OvsdbConnection | None = None
         self._schema: Any = None
         self._codecs: dict[str, dict[str, ColumnCodec]] = {}
@@ -82,7 +89,7 @@ class NbWriter:
         self._stale = True
         self._last_resync = 0.0
         # Told which owners' rows another writer changed, after every read of NB but the
-        # first (called with the writer's lock held: it must only enqueue work).
+        # first (called with the write lock held: it must only enqueue work).
         self.on_drift: Callable[[set[Owner]], None] | None = None
 
     @property
@@ -209,10 +216,11 @@ class NbWriter:
         if errors:
             raise NbConnectError(f"cannot read OVN Northbound at {self.remote}: {errors[0]}")
         store = loader.finish()
-        store.keep_claims(self._store)
         first = self.resyncs == 0
-        changed = set() if first else changed_owners(self._store, store)
-        self._store = store
+        with self._store_lock:
+            store.keep_claims(self._store)
+            changed = set() if first else changed_owners(self._store, store)
+            self._store = store
         self._stale = False
         self._last_resync = time.monotonic()
         self.resyncs += 1
@@ -226,28 +234,28 @@ class NbWriter:
     def owners(self, controller: str | None = None, owner_key: str | None = None
                ) -> set[Owner]:
         """The owners with rows in NB, of one controller and/or one owner key."""
-        with self._lock:
+        with self._store_lock:
             return self._store.owners(controller, owner_key)
 
     def owners_with_key_prefix(self, prefix: str) -> set[Owner]:
         """The owners with rows in NB whose owner key starts with ``prefix`` (goes through
         every owner key: for startup, not for per-event work)."""
-        with self._lock:
+        with self._store_lock:
             return {owner for key in self._store.owner_keys() if key.startswith(prefix)
                     for owner in self._store.owners(owner_key=key)}
 
     def owner_controllers(self) -> set[str]:
         """Every ``k8s.ovn.org/owner-controller`` of an owned row."""
-        with self._lock:
+        with self._store_lock:
             return self._store.controllers()
 
     def owner_keys(self) -> set[str]:
         """Every ``k8s.ovn.org/owner`` of an owned row."""
-        with self._lock:
+        with self._store_lock:
             return self._store.owner_keys()
 
     def find(self, table: str, primary_id: str) -> RowRecord | None:
-        with self._lock:
+        with self._store_lock:
             return self._store.find(table, primary_id)
 
     def claim(self, table: str, primary_id: str, owner: Owner) -> bool:
@@ -255,14 +263,14 @@ class NbWriter:
         owner has declared since NB was read (so that deleting ``owner`` deletes it: the
         rows of a network removed while the controller was down).  False: no such row, or
         it has an owner."""
-        with self._lock:
+        with self._store_lock:
             return self._store.claim(table, primary_id, owner)
 
     def holds(self, rows: Sequence[DesiredRow]) -> bool:
         """Whether NB has every one of ``rows`` (by primary id) with every declared column
         (``external_ids`` included) as declared, as far as this writer knows; links are not
         compared.  A row whose references name rows NB lacks is not held."""
-        with self._lock:
+        with self._store_lock:
             store = self._store
 
             def resolve(ref: Any) -> int:
@@ -286,7 +294,7 @@ class NbWriter:
             return True
 
     def owned_row_count(self) -> int:
-        with self._lock:
+        with self._store_lock:
             return len(self._store)
 
     # -- writes ----------------------------------------------------------------------------
@@ -299,13 +307,15 @@ class NbWriter:
             for attempt in (1, 2):
                 if self._stale:
                     self._resync_locked()
-                plan = plan_apply(self._store, self._codecs, self._non_root, desired)
-                if not plan.ops:
-                    plan.commit([])  # nothing to write; rows adopted as they are
-                    return plan.result
-                replies = self._transact(plan.ops)
+                with self._store_lock:
+                    plan = plan_apply(self._store, self._codecs, self._non_root, desired)
+                    if not plan.ops:
+                        plan.commit([])  # nothing to write; rows adopted as they are
+                        return plan.result
+                replies = self._transact(plan.ops)  # readers go on meanwhile
                 try:
-                    plan.commit(replies)
+                    with self._store_lock:
+                        plan.commit(replies)
                 except StaleRows as exc:
                     self._stale = True
                     self.transactions += 1

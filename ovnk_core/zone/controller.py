@@ -15,7 +15,9 @@ Two level-driven controllers share the zone's informers:
   namespace changes none of its rows, and its pods are not attached to it.
 * the **pod controller** (key: ``ns/name``) renders one port per network in
   the pod's ``k8s.ovn.org/pod-networks`` annotation and removes the ports of
-  networks the pod left, or of a pod that is gone or completed.
+  networks the pod left, or of a pod that is gone or completed.  Its workers'
+  writes, and the services controller's, share transactions (``GroupCommit``):
+  pods annotated while a transaction is in flight go out together in the next.
 
 Everything is found again from NB after a restart: the initial sync
 enqueues every network and pod that owns rows (``k8s.ovn.org/owner-*``
@@ -70,6 +72,7 @@ from ovnk_core.kube.resources import NADS, NODES, PODS, object_key, split_key
 from ovnk_core.networks.nad_config import nad_network_name, primary_nad_namespace
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
 from ovnk_core.ovn.declarative import DesiredRow, MissingReference, UnstorableValue, apply_many
+from ovnk_core.ovn.group_commit import GroupCommit
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
@@ -96,6 +99,7 @@ from ovnk_core.zone.services.desired import carries_services
 log = logging.getLogger(__name__)
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
+POD_WORKERS = 4  # pods reconciled at once (their writes share transactions: GroupCommit)
 
 
 def pod_nad_keys(pod: JSON) -> list[str]:
@@ -196,7 +200,12 @@ class ZoneController:
         self._node_facts: dict[str, NodeFacts] = {}
         # each node's facts, read again only when an annotation they come from changes
         self._facts = ParsedByVersion(read_node, annotations_version(*NODE_FACT_ANNOTATIONS))
-        self.pod_controller = Controller("zone-pod-controller", self.reconcile_pod, workers=2,
+        # Pods' and services' ports go out together while a transaction is in flight: a
+        # worker waiting for the writer joins the next transaction instead of waiting for
+        # its own round trip.
+        self.commit = GroupCommit(nb)
+        self.pod_controller = Controller("zone-pod-controller", self.reconcile_pod,
+                                         workers=POD_WORKERS,
                                          initial_sync=self.sync_pods,
                                          on_error=self._pod_error)
         self.pod_controller.watch(self.pods, primary=True)
@@ -211,7 +220,7 @@ class ZoneController:
         self.activity = host.network_activity(informers)
         self.activity.add_listener(lambda network, _node: self.network_controller.queue.add(
             network))
-        self.services = ServicesController(informers, self, nb, recorder)
+        self.services = ServicesController(informers, self, nb, recorder, commit=self.commit)
         self.render_listeners.append(self.services.network_rendered)
         self.network_listeners.append(self.services.network_rendered)
 
@@ -565,7 +574,7 @@ class ZoneController:
                 wanted[owner] = []
         if wanted:
             try:
-                apply_many(self.nb, wanted)
+                self.commit.apply(wanted)
             except MissingReference as exc:
                 raise NotReady(f"pod {namespace}/{name}: {exc}", delay=1.0,
                                backoff=True) from None

@@ -133,6 +133,44 @@ def test_holds_says_whether_nb_has_rows_as_declared(nb_writer: NbWriter) -> None
         assert fresh.holds(pod_rows()) and not fresh.holds(pod_rows("10.1.1.6"))
 
 
+def test_reads_do_not_wait_for_a_transaction_in_flight(
+        nb_writer: NbWriter, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A transaction holds the write lock for its round trip; the zone's workers read the
+    remembered rows meanwhile (``owners``, ``holds``) and must not queue behind it."""
+    apply_many(nb_writer, {NODE: node_rows()})
+    in_flight, release = threading.Event(), threading.Event()
+    real_transact = nb_writer._transact
+
+    def slow_transact(ops: list[dict[str, object]]) -> list[object]:
+        in_flight.set()
+        assert release.wait(10)
+        return real_transact(ops)
+
+    monkeypatch.setattr(nb_writer, "_transact", slow_transact)
+    writer = threading.Thread(target=apply_many, args=(nb_writer, {POD: pod_rows()}))
+    writer.start()
+    try:
+        assert in_flight.wait(10)
+        started = time.monotonic()
+        # NB as of the last committed transaction: the node, not yet the pod
+        assert nb_writer.owners(controller=CTRL) == {NODE}
+        assert nb_writer.holds(node_rows()) and not nb_writer.holds(pod_rows())
+        assert nb_writer.find("Logical_Switch", SWITCH.primary_id) is not None
+        assert time.monotonic() - started < 1.0
+        # a second write waits for the first (one request at a time)
+        second = threading.Thread(target=apply_many, args=(nb_writer, {NODE: node_rows(
+            "10.1.2.0/24")}))
+        second.start()
+        second.join(0.3)
+        assert second.is_alive()
+    finally:
+        release.set()
+        writer.join(10)
+    second.join(10)
+    assert nb_writer.owners(controller=CTRL) == {NODE, POD}
+    assert nb_writer.holds(pod_rows()) and nb_writer.holds(node_rows("10.1.2.0/24"))
+
+
 def test_transaction_error_writes_nothing_and_is_clear(nb_writer: NbWriter) -> None:
     apply(nb_writer, NODE, node_rows())
     nbctl(nb_writer.remote, "ls-add", "foreign", "--", "lsp-add", "foreign", "blue_ns1_pod1")

@@ -98,12 +98,14 @@ class ServicesController:
     """
 
     def __init__(self, informers: InformerFactory, zone: ZoneView, nb: NbWriter,
-                 recorder: EventRecorder | None = None, workers: int = WORKERS) -> None:
+                 recorder: EventRecorder | None = None, workers: int = WORKERS,
+                 commit: GroupCommit | None = None) -> None:
         self.zone = zone
         self.nb = nb
-        # the workers' services go out together while a transaction is in flight: one round
-        # trip per service would cost more than computing its rows
-        self.commit = GroupCommit(nb)
+        # the workers' services go out together while a transaction is in flight (with the
+        # zone's pods, when the zone shares its GroupCommit): one round trip per service
+        # would cost more than computing its rows
+        self.commit = commit if commit is not None else GroupCommit(nb)
         self.recorder = recorder
         self.services = informers.get(SERVICES, indexers={"namespace": _namespace_of})
         self.slices = informers.get(ENDPOINTSLICES, indexers={"service": slice_index_keys})
