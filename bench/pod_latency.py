@@ -84,6 +84,7 @@ class MemoryGuard:
         self.minimum = minimum
         self.tripped = ""
         self._stop = threading.Event()
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> MemoryGuard:
@@ -91,12 +92,17 @@ class MemoryGuard:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
+        with self._lock:  # no interrupt once the guarded block is left
+            self._stop.set()
 
     def _run(self) -> None:
         while not self._stop.wait(1.0):
             left = available_memory()
-            if left < self.minimum:
+            if left >= self.minimum:
+                continue
+            with self._lock:
+                if self._stop.is_set():
+                    return
                 self.tripped = (f"stopped: {left / 2**30:.1f} GiB of memory left (minimum "
                                 f"{self.minimum / 2**30:.1f} GiB; --min-free-memory)")
                 _thread.interrupt_main()

@@ -63,17 +63,57 @@ def test_mirror_benchmark_runs_and_checks_itself(tmp_path: Path) -> None:
         assert math.isfinite(row["lag_p50_ms"]) and math.isfinite(row["echo_p50_ms"])
 
 
+POD_LATENCY_COMPONENTS = {"cluster-manager", "controller", "apiserver", "scheduler", "kubelet",
+                          "nb-ovsdb", "northd", "sb-ovsdb"}
+
+
+def check_pod_latency_rows(rows: list[dict[str, Any]], count: int) -> None:
+    assert len(rows) == count
+    for row in rows:
+        for measured in ("annotation_ms", "nb_port_ms", "annotation_to_port_ms", "echo_ms"):
+            assert math.isfinite(row[measured]["p99"]), measured
+        assert row["throughput_pods_per_s"] > 0
+        assert set(row["cpu_seconds_per_pod"]) == POD_LATENCY_COMPONENTS
+        assert isinstance(row["ovn_quiet_before"], bool)
+
+
 def test_pod_latency_benchmark_runs(tmp_path: Path) -> None:
     pod_latency = bench_module("pod_latency")
-    assert pod_latency.main(["--udns", "2", "--nodes", "2", "--pods", "6", "--rate", "10",
+    # two rounds: the first round's pods are deleted before the second starts
+    assert pod_latency.main(["--udns", "2", "--nodes", "2", "--pods", "6", "--rate", "10,10",
                              "--results", str(tmp_path)]) == 0
     [result] = tmp_path.glob("pod_latency-*.json")
-    [row] = json.loads(result.read_text())["rows"]
-    for measured in ("annotation_ms", "nb_port_ms", "echo_ms"):
-        assert math.isfinite(row[measured]["p99"]), measured
-    assert row["throughput_pods_per_s"] > 0
-    assert set(row["cpu_seconds_per_pod"]) == {"cluster-manager", "controller", "apiserver",
-                                               "scheduler", "kubelet"}
+    check_pod_latency_rows(json.loads(result.read_text())["rows"], 2)
+
+
+def test_pod_latency_measures_a_kept_cluster_again(tmp_path: Path) -> None:
+    from ovnk_local.cluster import LocalCluster
+    pod_latency = bench_module("pod_latency")
+    args = ["--udns", "2", "--nodes", "2", "--pods", "4", "--rate", "10", "--cluster-dir",
+            str(tmp_path / "kept")]
+    cluster = LocalCluster(tmp_path / "kept" / ".ovnk")
+    try:
+        assert pod_latency.main([*args, "--results", str(tmp_path / "first")]) == 0
+        started = cluster.state().processes["apiserver"].pid
+        assert all(status.ready for status in cluster.status())  # left up
+        assert pod_latency.main([*args, "--results", str(tmp_path / "second")]) == 0
+        assert cluster.state().processes["apiserver"].pid == started  # the same cluster
+        for run in ("first", "second"):
+            [result] = (tmp_path / run).glob("pod_latency-*.json")
+            check_pod_latency_rows(json.loads(result.read_text())["rows"], 1)
+    finally:
+        cluster.down()
+
+
+def test_pod_latency_stops_itself_when_memory_runs_low(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pod_latency = bench_module("pod_latency")
+    more_than_the_machine = str(pod_latency.available_memory() / 2**30 + 64)
+    assert pod_latency.main(["--udns", "1", "--nodes", "1", "--pods", "2", "--rate", "10",
+                             "--min-free-memory", more_than_the_machine,
+                             "--results", str(tmp_path)]) == 3
+    assert "of memory left" in capsys.readouterr().err
+    assert not list(tmp_path.glob("pod_latency-*.json"))
 
 
 def test_services_benchmark_runs_and_checks_itself(tmp_path: Path) -> None:
