@@ -104,7 +104,11 @@ class Request:
         h.wfile.flush()
 
     def send_chunk(self, obj: JSON) -> None:
-        data = json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+        self.send_line(json.dumps(obj, separators=(",", ":")).encode())
+
+    def send_line(self, line: bytes) -> None:
+        """One JSON document already encoded (a watch event), as one chunk."""
+        data = line + b"\n"
         self.handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.handler.wfile.flush()
 

@@ -410,7 +410,7 @@ class ApiServer:
             _truthy(q.get("allowWatchBookmarks")), timeout, self.options.bookmark_interval,
             routing.wants_table(request.accept), q.get("includeObject") or "Metadata")
         request.start_stream()
-        stream(self.store, watch, request.send_chunk, request.client_alive)
+        stream(self.store, watch, request.send_line, request.client_alive)
         request.end_stream()
 
     def _bind(self, request: Request, route: Route, options: WriteOptions) -> None:

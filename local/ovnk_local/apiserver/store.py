@@ -15,7 +15,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ovnk_local.apiserver.errors import JSON, expired
 from ovnk_local.apiserver.objectmeta import key_of
@@ -35,6 +35,9 @@ class Event:
     obj: JSON
     old: JSON | None = None
     initial: bool = False
+    # ``obj`` as served JSON, per API version and kind: encoded by the first watch stream
+    # that sends it and reused by the others (stored objects are never mutated)
+    encoded: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
 
 
 def _key(obj: JSON) -> Key:

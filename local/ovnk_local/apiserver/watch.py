@@ -10,6 +10,7 @@ compacted resourceVersion gets one ERROR event carrying a 410 Expired Status.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from ovnk_local.apiserver.table import to_table
 
 log = logging.getLogger(__name__)
 
-Send = Callable[[JSON], None]
+SendLine = Callable[[bytes], None]
 
 
 @dataclass
@@ -56,14 +57,14 @@ def _translate(event: Event, matches: Matcher, rt: ResourceType) -> tuple[str, J
     return (event.type, obj) if now else None
 
 
-def stream(store: Store, request: WatchRequest, send: Send,
+def stream(store: Store, request: WatchRequest, send: SendLine,
            alive: Callable[[], bool]) -> None:
     """Run the watch until timeout, client disconnect or server stop."""
     rt = request.rt
     try:
         watcher = store.watch(rt.storage, request.namespace, request.since)
     except ApiStatusError as exc:
-        send({"type": "ERROR", "object": exc.status()})
+        send(_dumps({"type": "ERROR", "object": exc.status()}))
         return
     deadline = time.monotonic() + request.timeout
     next_bookmark = time.monotonic() + request.bookmark_interval
@@ -80,7 +81,7 @@ def stream(store: Store, request: WatchRequest, send: Send,
             if event is not None:
                 translated = _translate(event, request.matches, rt)
                 if translated is not None:
-                    send(_wrap(request, *translated))
+                    send(_line(request, event, *translated))
                 if not event.initial:
                     last_rv = event.rv
             elif not alive():
@@ -94,7 +95,7 @@ def stream(store: Store, request: WatchRequest, send: Send,
         store.stop_watch(watcher)
 
 
-def _bookmark(store: Store, watcher: Watcher, request: WatchRequest, send: Send,
+def _bookmark(store: Store, watcher: Watcher, request: WatchRequest, send: SendLine,
               last_rv: int) -> None:
     """Send a BOOKMARK: the store's version when nothing is queued, else the last event's
     (so a busy stream whose events the selector filters out still moves its client on)."""
@@ -104,11 +105,23 @@ def _bookmark(store: Store, watcher: Watcher, request: WatchRequest, send: Send,
     rt = request.rt
     obj: JSON = {"kind": rt.kind, "apiVersion": rt.api_version,
                  "metadata": {"resourceVersion": str(rv)}}
-    send({"type": "BOOKMARK", "object": obj})
+    send(_dumps({"type": "BOOKMARK", "object": obj}))
 
 
-def _wrap(request: WatchRequest, kind: str, obj: JSON) -> JSON:
+def _dumps(document: JSON) -> bytes:
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
+def _line(request: WatchRequest, event: Event, kind: str, obj: JSON) -> bytes:
+    """The event as one JSON line.  Every stream of the same API version sends the same
+    object, so it is encoded once per event, not once per watcher (a pod's event goes to
+    every component watching pods)."""
     if request.table:
-        obj = to_table(request.rt, [obj], {"resourceVersion": obj["metadata"].get(
-            "resourceVersion", "")}, request.include_object)
-    return {"type": kind, "object": obj}
+        return _dumps({"type": kind, "object": to_table(
+            request.rt, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+            request.include_object)})
+    key = f"{request.rt.api_version}/{request.rt.kind}"
+    body = event.encoded.get(key)
+    if body is None:
+        body = event.encoded[key] = _dumps(obj)
+    return b'{"type":' + json.dumps(kind).encode() + b',"object":' + body + b"}"

@@ -3,6 +3,7 @@ and many concurrent watchers and writers."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -11,7 +12,11 @@ from typing import Any
 import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
+from ovnk_local.apiserver.resources import ResourceType
+from ovnk_local.apiserver.selectors import matcher
 from ovnk_local.apiserver.server import ServerHandle, ServerOptions
+from ovnk_local.apiserver.store import Store
+from ovnk_local.apiserver.watch import WatchRequest, stream
 from ovnk_local.testing.apiserver_fixtures import client_for
 
 
@@ -219,3 +224,34 @@ def test_bookmarks_advance_a_busy_filtered_watch(server: ServerHandle, core: cli
     assert [t for t, _ in events] == ["BOOKMARK"] * len(bookmarks)
     assert len(bookmarks) >= 2 and bookmarks[-1] > start + 10
     assert bookmarks == sorted(bookmarks)
+
+
+def test_an_event_is_encoded_once_for_every_stream_and_reads_as_before() -> None:
+    """Each pod event goes to every component watching pods: the object is encoded once per
+    event and API version, and every stream sends the same line, which reads as the event
+    encoded on its own did (the label selector turns a MODIFIED into an ADDED for one)."""
+    rt = ResourceType("", "v1", "configmaps", "configmap", "ConfigMap", namespaced=True)
+    store = Store()
+    store.put(rt.storage, {"metadata": {"name": "c", "namespace": "blue"}, "data": {"k": "é"}})
+    since = store.resource_version
+    lines: dict[str, list[bytes]] = {"all": [], "labelled": []}
+    selectors = {"all": None, "labelled": "app=web"}
+    streams = [threading.Thread(target=stream, args=(
+        store, WatchRequest(rt, "blue", since, matcher(selectors[name], None), False, 1.0, 60.0),
+        lines[name].append, lambda: True)) for name in lines]
+    for thread in streams:
+        thread.start()
+    time.sleep(0.2)
+    store.put(rt.storage, {"metadata": {"name": "c", "namespace": "blue",
+                                        "labels": {"app": "web"}}, "data": {"k": "é"}})
+    for thread in streams:
+        thread.join(5)
+    [everything], [labelled] = lines["all"], lines["labelled"]
+    event = json.loads(everything)
+    assert event["type"] == "MODIFIED" and event["object"]["metadata"]["labels"] == {
+        "app": "web"}
+    assert event["object"]["apiVersion"] == "v1" and event["object"]["kind"] == "ConfigMap"
+    assert everything == json.dumps(event, separators=(",", ":")).encode()
+    assert json.loads(labelled) == {**event, "type": "ADDED"}
+    [recorded] = [e for e in store._history if e.rv == since + 1]
+    assert list(recorded.encoded) == ["v1/ConfigMap"]  # once, for both streams
