@@ -32,9 +32,15 @@ NETEXEC = {"name": "netexec", "image": AGNHOST, "args": ["netexec", "--http-port
 
 
 def container_pids(cluster: LocalCluster) -> list[int]:
+    """The pids of the containers the kubelet stand-in runs; a pod's directory removed while
+    it is read (its pod just deleted) counts as no container."""
     pids = []
-    for record in (cluster.run_dir / "containers").glob("*/*.json"):
-        pids.append(int(json.loads(record.read_text())["pid"]))
+    for pod_dir in (cluster.run_dir / "containers").iterdir():
+        try:
+            records = list(pod_dir.glob("*.json"))
+            pids += [int(json.loads(record.read_text())["pid"]) for record in records]
+        except FileNotFoundError:
+            continue
     return pids
 
 
