@@ -34,8 +34,9 @@ NETEXEC = {"name": "netexec", "image": AGNHOST, "args": ["netexec", "--http-port
 def container_pids(cluster: LocalCluster) -> list[int]:
     """The pids of the containers the kubelet stand-in runs; a pod's directory removed while
     it is read (its pod just deleted) counts as no container."""
-    pids = []
-    for pod_dir in (cluster.run_dir / "containers").iterdir():
+    pids: list[int] = []
+    containers = cluster.run_dir / "containers"
+    for pod_dir in containers.iterdir() if containers.exists() else ():
         try:
             records = list(pod_dir.glob("*.json"))
             pids += [int(json.loads(record.read_text())["pid"]) for record in records]
