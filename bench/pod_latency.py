@@ -109,6 +109,15 @@ class MemoryGuard:
                 return
 
 
+def cpu_times(pids: dict[str, int]) -> dict[str, float]:
+    return {name: cpu_seconds(pid) for name, pid in pids.items()}
+
+
+def cpu_used(pids: dict[str, int], before: dict[str, float], per: float) -> dict[str, float]:
+    """CPU-seconds each process used since ``before`` (``cpu_times``), divided by ``per``."""
+    return {name: (cpu_seconds(pid) - before[name]) / per for name, pid in pids.items()}
+
+
 def percentiles(values: list[float]) -> dict[str, float]:
     if not values:
         return {"p50": float("nan"), "p95": float("nan"), "p99": float("nan"),
@@ -281,12 +290,10 @@ def wait_for_quiet(pids: dict[str, int], timeout: float, window: float = 2.0,
     it does, so waiting long is no option on a small machine)."""
     deadline = time.monotonic() + timeout
     while True:
-        before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        before = cpu_times(pids)
         started = time.monotonic()
         time.sleep(window)
-        elapsed = time.monotonic() - started
-        used = {name: (cpu_seconds(pid) - before[name]) / elapsed
-                for name, pid in pids.items()}
+        used = cpu_used(pids, before, time.monotonic() - started)
         if all(share < busy for share in used.values()):
             return True
         if time.monotonic() >= deadline:
@@ -378,15 +385,14 @@ def measure(cluster: LocalCluster, namespaces: list[str], nodes: int, pods: int,
                                     if name in PYTHON_COMPONENTS},
                                    profile, f"u{udns}-n{nodes}-{tag}") \
             if profile else []
-        before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        before = cpu_times(pids)
         names = [(namespaces[i % udns], f"{tag}-p{i}") for i in range(pods)]
         offered = create_at_rate(admin, seen, names, rate)
         keys = [f"{ns}/{name}" for ns, name in names]
         wait_until(lambda keys=keys, seen=seen: all(  # type: ignore[misc]
             k in seen.annotated and k in seen.ported for k in keys),
             timeout=120 + pods, interval=0.2, what="pods annotated and ported")
-        cpu = {name: (cpu_seconds(pid) - before[name]) / pods
-               for name, pid in pids.items()}
+        cpu = cpu_used(pids, before, pods)
         stop_profiles(recorders)
         stop.set()
         for thread in watchers:
@@ -480,11 +486,12 @@ def main(argv: list[str] | None = None) -> int:
             if args.cluster_dir:
                 rows = measure_kept(Path(args.cluster_dir), int(args.udns), int(args.nodes),
                                     args.pods, rates, profile)
-            for nodes in (int(n) for n in args.nodes.split(",") if not args.cluster_dir):
-                for udns in (int(u) for u in args.udns.split(",")):
-                    with tempfile.TemporaryDirectory(prefix="ovnk-podlat-") as workdir:
-                        rows += run_size(udns, nodes, args.pods, rates, Path(workdir),
-                                         profile)
+            else:
+                for nodes in (int(n) for n in args.nodes.split(",")):
+                    for udns in (int(u) for u in args.udns.split(",")):
+                        with tempfile.TemporaryDirectory(prefix="ovnk-podlat-") as workdir:
+                            rows += run_size(udns, nodes, args.pods, rates, Path(workdir),
+                                             profile)
     except KeyboardInterrupt:
         if not guard.tripped:
             raise

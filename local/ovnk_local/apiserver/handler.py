@@ -103,9 +103,6 @@ class Request:
         h.end_headers()
         h.wfile.flush()
 
-    def send_chunk(self, obj: JSON) -> None:
-        self.send_line(json.dumps(obj, separators=(",", ":")).encode())
-
     def send_line(self, line: bytes) -> None:
         """One JSON document already encoded (a watch event), as one chunk."""
         data = line + b"\n"
