@@ -346,6 +346,9 @@ def test_bootstrap_policy_is_served_and_restored(kube_apiserver_factory: ServerF
     base = admin.get(CLUSTER_ROLES, "system:aggregate-to-view")
     base["rules"] = []
     admin.update(CLUSTER_ROLES, base)
+    # the aggregation controller rewrites view's rules meanwhile: wait for it before the
+    # label edit, or the edit meets its write (409 Conflict)
+    wait_until(lambda: not admin.get(CLUSTER_ROLES, "view").get("rules"))
     view = admin.get(CLUSTER_ROLES, "view")  # as an older release stored it: no labels
     view["metadata"]["labels"] = {}
     admin.update(CLUSTER_ROLES, view)
