@@ -205,6 +205,8 @@ class ManagementPorts:
         every Node update: status heartbeats change nothing here)."""
         before = parse_node_subnets(old) if old is not None else {}
         after = parse_node_subnets(new) if new is not None else {}
+        if old is None:
+            self.controller.queue.add(STALE_PORTS_KEY)  # (passed over while it was missing)
         for network in sorted(set(before) | set(after)):
             if before.get(network) != after.get(network):
                 self.controller.queue.add(network)

@@ -114,6 +114,9 @@ def test_a_network_whose_port_fails_never_keeps_another_from_its_port(
     client.create(NODES, {"metadata": {"name": NODE, "annotations": {SUBNETS: json.dumps({
         "default": ["10.244.0.0/24"], "aloop_net": ["127.0.0.0/24"],
         "bgood_net": ["10.80.1.0/24"]})}}})
+    # a port left behind by a network deleted while the agent was down
+    ovs("add-port", "br-int", "ovn-k8s-mp9", "--", "set", "interface", "ovn-k8s-mp9",
+        "type=internal", "external_ids:iface-id=k8s-gone_net_ovn-worker")
     informers = InformerFactory(client)
     ports = ManagementPorts(informers, NODE, ovs, netns, ["10.244.0.0/16"],
                             EventRecorder(client, "ovnkube-node", NODE),
@@ -126,6 +129,8 @@ def test_a_network_whose_port_fails_never_keeps_another_from_its_port(
                    timeout=30, what="bgood_net's management port")
         assert routes(netns, 1003) == [("10.80.0.0/16", "10.80.1.1"), ("10.80.1.0/24", None)]
         assert netlink.link_index("ovn-k8s-mp0", netns=netns) is not None
+        wait_until(lambda: "ovn-k8s-mp9" not in ovs("list-ports", "br-int").split(),
+                   what="the left-behind port removed")
 
         # the failing one is said on the Node, once however often it is retried
         def failures() -> list[dict[str, Any]]:
@@ -153,6 +158,14 @@ def test_a_network_whose_port_fails_never_keeps_another_from_its_port(
                    timeout=60, what="aloop_net's management port once it can be made")
         assert ports.controller.failures("aloop_net") == 0
         assert port_ready(netns, "ovn-k8s-mp3", 1003, "10.80.1.2/24", "10.80.0.0/16")
+
+        # a network that goes loses its port and rules; the others keep theirs
+        client.delete(NADS, "net", "bgood")
+        wait_until(lambda: "ovn-k8s-mp3" not in ovs("list-ports", "br-int").split(),
+                   what="bgood_net's port removed")
+        assert not [rule for rule in netlink.list_rules(netns=netns)
+                    if rule.get("table") == 1003]
+        assert port_ready(netns, "ovn-k8s-mp2", 1002, "10.90.1.2/24", "10.90.0.0/16")
     finally:
         ports.stop()
         informers.stop()
