@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
                             recorder, topologies)
     agent = NodeAgent(client, node, vsctl, args.pod_netns_prefix, args.cni_socket,
                       node_netns=args.node_netns, gateway=gateway, management_ports=ports,
-                      informers=informers, topologies=topologies, recorder=recorder)
+                      informers=informers, topologies=topologies, recorder=recorder,
+                      config=config)
     features = NodeFeatureControllers(host, NodeContext(
         config, client, informers, recorder, node, args.node_netns))
     stop = threading.Event()

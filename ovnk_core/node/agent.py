@@ -7,11 +7,13 @@ has bound every port (``ovn-installed``), as upstream's CNI does before the
 kubelet may call the pod ready.  A pod controller removes the network of
 pods that are deleted, finished or moved away even when no DEL comes (the
 kubelet was down), and at startup every pod port or namespace on this node
-whose pod no longer exists is removed.  A pod attached to a network that no
-enabled topology plugin renders into OVN is refused at once, with the reason
-(``networks.rendering``), rather than left waiting for a binding that never
-comes; so is one whose topology says this node cannot attach it
-(``Topology.node_attachment_problem``: a physical network the node does not map).
+whose pod no longer exists is removed.  Only the entries the zone renders are
+plumbed (``pod_attachments``): an entry the zone refuses (a NAD that does not
+exist, a multicast MAC, an address outside this node's subnet...), of a network
+no enabled plugin renders, or of one this node cannot attach, refuses the ADD at
+once with the reason, rather than leave it waiting for a binding that never
+comes; two entries never share an interface.  An error of the kernel or OVS
+while plumbing is answered with its message and logged in one line.
 With a gateway (``gateway.NodeGateway``) it also owns the shared-gateway bridge's
 flows, host rules and bridge mapping.
 """
@@ -25,27 +27,24 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ovnk_core.errors import NetworkConfigError
+from ovnk_core.config import Config
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.errors import NotFound
-from ovnk_core.kube.events import WARNING, EventRecorder
+from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.informer import Informer
-from ovnk_core.kube.resources import NADS, NODES, PODS, split_key
-from ovnk_core.networks.netconf import parse_common
-from ovnk_core.networks.port_names import DEFAULT_NAD_KEY
-from ovnk_core.networks.rendering import rendering_problem
+from ovnk_core.kube.resources import PODS, split_key
 from ovnk_core.node import pod_network
 from ovnk_core.node.bridge_mappings import OvsHost
 from ovnk_core.node.cni_server import CniNotReady, CniRequest, CniRequestError, CniServer
 from ovnk_core.node.gateway import NodeGateway
 from ovnk_core.node.management_port import ManagementPorts
 from ovnk_core.node.netns import NETNS_DIR
+from ovnk_core.node.pod_attachments import PodAttachmentChecks
 from ovnk_core.topology import Topology
 
 log = logging.getLogger(__name__)
-UNATTACHABLE_REASON = "NetworkNotAttachable"
 
 
 def pod_is_gone(pod: JSON | None, node: str) -> bool:
@@ -66,10 +65,14 @@ class NodeAgent:
                  management_ports: ManagementPorts | None = None,
                  informers: InformerFactory | None = None,
                  topologies: Mapping[str, Topology] | None = None,
-                 recorder: EventRecorder | None = None) -> None:
-        """:param topologies: the enabled topology plugins; with ``informers``, pods of a
-            network none of them renders, or one its topology cannot attach on this node
-            (``Topology.node_attachment_problem``), are refused at CNI ADD.
+                 recorder: EventRecorder | None = None,
+                 config: Config | None = None) -> None:
+        """:param topologies: the enabled topology plugins; with ``informers``, a pod's
+            entries are checked at CNI ADD (``pod_attachments``): of a network none of them
+            renders, or one its topology cannot attach on this node, of a NAD that does not
+            exist or was not accepted.
+        :param config: the cluster configuration; with it, the zone's own checks of each
+            entry too.
         :param recorder: puts the reason a network cannot be attached here on the Node,
             once per network and reason."""
         self.client = client
@@ -81,17 +84,15 @@ class NodeAgent:
         self.vsctl = vsctl
         self.pod_netns_prefix = pod_netns_prefix
         self.pods = Informer(client, PODS, field_selector=f"spec.nodeName={node}")
-        self.topologies = topologies
-        self.nads = informers.get(NADS) if informers is not None and topologies is not None \
-            else None
+        self.host = OvsHost(vsctl, gateway.physical_network if gateway is not None else None)
+        self.attachments = PodAttachmentChecks(client, node, informers, topologies, self.host,
+                                               config, recorder) \
+            if informers is not None and topologies is not None else None
         self.controller = Controller(f"node-agent-{node}", self.reconcile,
                                      initial_sync=self.sync)
         self.controller.watch(self.pods, primary=True)
         self.cni = CniServer(cni_socket, self.cni_add, self.cni_del)
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
-        self.recorder = recorder
-        self.host = OvsHost(vsctl, gateway.physical_network if gateway is not None else None)
-        self._reported: set[tuple[str, str]] = set()  # (network, problem) on the Node
 
     def pod_netns(self, key: str) -> str:
         namespace, name = split_key(key)
@@ -121,7 +122,15 @@ class NodeAgent:
             raise CniNotReady(str(exc)) from None
         except pod_network.PodNetworkError as exc:
             raise CniRequestError(f"pod {request.key}: {exc}") from None
-        self._refuse_unattachable(request.key, interfaces)
+        if self.attachments is not None:
+            verdict = self.attachments.verdict(pod, interfaces)
+            if verdict.refused:
+                raise CniRequestError("; ".join(verdict.refused))
+            if verdict.waiting:
+                raise CniNotReady(f"pod {request.key}: " + "; ".join(verdict.waiting))
+        shared = pod_network.shared_interface_problem(interfaces)
+        if shared is not None:
+            raise CniRequestError(f"pod {request.key}: {shared}")
         with self._locks[request.key]:
             pod_network.ensure_pod_network(self.pod_netns(request.key), self.node_netns,
                                            interfaces,
@@ -137,49 +146,6 @@ class NodeAgent:
         return {"netns": self.pod_netns(request.key),
                 "interfaces": [{"name": i.ifname, "mac": i.mac, "ips": list(i.addresses),
                                 "network": i.nad_key} for i in interfaces]}
-
-    def _refuse_unattachable(self, key: str, interfaces: list[pod_network.PodInterface]
-                             ) -> None:
-        """:raises CniRequestError: a network of the pod is one no enabled plugin renders
-            (its port would never be bound), or one its topology cannot attach on this node
-            (a network on a physical network this node does not map, say)."""
-        if self.nads is None or self.topologies is None:
-            return
-        for interface in interfaces:
-            nad = None if interface.nad_key == DEFAULT_NAD_KEY else \
-                self.nads.peek(interface.nad_key)
-            if nad is None:
-                continue
-            try:
-                conf = parse_common((nad.get("spec") or {}).get("config") or "")
-            except NetworkConfigError:
-                continue  # reported on the NAD by the cluster manager
-            where = f"pod {key}: network {conf.name} (NAD {interface.nad_key})"
-            problem = rendering_problem(self.topologies, conf.topology)
-            if problem is not None:
-                raise CniRequestError(f"{where} is not rendered: {problem}; its interface "
-                                      f"{interface.ifname} would never be bound")
-            topology = self.topologies[conf.topology]
-            try:
-                netinfo = topology.parse_netconf(conf)
-            except NetworkConfigError:
-                continue  # reported on the NAD by the cluster manager
-            problem = topology.node_attachment_problem(netinfo, self.host)
-            if problem is not None:
-                self._report_unattachable(conf.name, problem)
-                raise CniRequestError(f"{where} cannot be attached on node {self.node}: "
-                                      f"{problem}")
-
-    def _report_unattachable(self, network: str, problem: str) -> None:
-        if self.recorder is None or (network, problem) in self._reported:
-            return
-        self._reported.add((network, problem))
-        try:
-            node = self.client.get(NODES, self.node)
-        except NotFound:
-            node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.node}}
-        self.recorder.event(node, WARNING, UNATTACHABLE_REASON,
-                            f"network {network} cannot be attached on this node: {problem}")
 
     def cni_del(self, request: CniRequest) -> dict[str, Any]:
         self.teardown(request.key)

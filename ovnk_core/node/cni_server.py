@@ -5,8 +5,9 @@ ovnkube-node over a unix socket and waits for the answer.  The local
 cluster's kubelet stand-in does the same with this server: ``POST /add`` and
 ``POST /del`` with the pod's namespace, name and UID.  An ADD answers 200
 with the pod's interfaces once they exist and ovn-controller has bound them,
-503 with the reason while that is not so yet (the kubelet retries), and 400
-for a request it cannot act on.
+503 with the reason while that is not so yet (the kubelet retries), 400
+for a request it cannot act on, and 500 when the kernel or OVS refused
+something (logged in one line: a traceback only for what nobody expected).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from ovnk_core.errors import OvnkError
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +87,9 @@ class CniServer:
                     self._reply(503, {"error": str(exc)})
                 except CniRequestError as exc:
                     self._reply(400, {"error": str(exc)})
+                except OvnkError as exc:  # the kernel or OVS refused: its message says why
+                    log.warning("CNI %s %s failed: %s", self.path, request.key, exc)
+                    self._reply(500, {"error": str(exc)})
                 except Exception as exc:
                     log.exception("CNI %s %s failed", self.path, request.key)
                     self._reply(500, {"error": f"{type(exc).__name__}: {exc}"})

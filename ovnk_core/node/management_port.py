@@ -12,34 +12,46 @@ upstream puts its management port in a VRF.  Where the kernel has no VRF
 (this machine), the routes go to a policy-routing table of their own, chosen
 by rules for traffic from and to the port, and the agent says so once in an
 event instead of failing.
+
+Each network's port is its own reconcile: a network whose port the kernel
+refuses (a subnet in ``127.0.0.0/8``, whose gateway is a local address) is
+said on the Node and retried with backoff alone; every other network still
+gets its port.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ovnk_core.annotations.node_subnets import parse_node_subnets
-from ovnk_core.errors import CapabilityError, NotReady
+from ovnk_core.errors import CapabilityError, OvnkError
 from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
+from ovnk_core.kube.resources import NADS, NODES
 from ovnk_core.networks.addressing import gateway_ip, mac_from_ip, management_ip
+from ovnk_core.networks.nad_config import nad_network_name
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, network_prefix
 from ovnk_core.node import netlink
-from ovnk_core.node.networks import primary_networks, watch_node_and_networks
+from ovnk_core.node.network_failures import NetworkFailures
+from ovnk_core.node.networks import primary_networks
 from ovnk_core.node.pod_network import INTEGRATION_BRIDGE, Vsctl
 from ovnk_core.topology import Topology
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PORT = "ovn-k8s-mp0"
-PORTS_KEY = "management-ports"
+PORT_PREFIX = "ovn-k8s-mp"
+DEFAULT_PORT = f"{PORT_PREFIX}0"
 TABLE_BASE = 1000  # routing table of a UDN's management port: TABLE_BASE + network ID
 RULE_PRIORITY = 2000
+NETWORK_INDEX = "network"  # NADs by the network their config names
+STALE_PORTS_KEY = ""  # the ports of networks that are gone (no network has an empty name)
+FAILED_REASON = "ManagementPortFailed"
 
 
 @dataclass(frozen=True)
@@ -59,6 +71,23 @@ class ManagementPort:
         return f"{self.ifname}-vrf"
 
 
+def port_ifname(network: str, network_id: int) -> str:
+    """The host interface of ``network``'s management port (upstream's names)."""
+    return DEFAULT_PORT if network == DEFAULT_NETWORK_NAME else f"{PORT_PREFIX}{network_id}"
+
+
+def management_port_name(network: str, node: str) -> str:
+    """The logical port the zone renders for ``network``'s management port on ``node``."""
+    return f"k8s-{network_prefix(network)}{node}"
+
+
+def table_of(ifname: str) -> int | None:
+    """The routing table of a UDN's management port, from its name (None: the default
+    network's, in the main table)."""
+    suffix = ifname.removeprefix(PORT_PREFIX)
+    return TABLE_BASE + int(suffix) if suffix.isdigit() and suffix != "0" else None
+
+
 def build_management_port(node: str, network: str, network_id: int,
                           node_subnets: list[str], cluster_subnets: list[str]
                           ) -> ManagementPort | None:
@@ -74,8 +103,8 @@ def build_management_port(node: str, network: str, network_id: int,
                    if ipaddress.ip_network(cluster).version == subnet.version)
     default = network == DEFAULT_NETWORK_NAME
     return ManagementPort(
-        network=network, ifname=DEFAULT_PORT if default else f"ovn-k8s-mp{network_id}",
-        port_name=f"k8s-{network_prefix(network)}{node}", mac=mac, addresses=addresses,
+        network=network, ifname=port_ifname(network, network_id),
+        port_name=management_port_name(network, node), mac=mac, addresses=addresses,
         routes=routes, table=None if default else TABLE_BASE + network_id)
 
 
@@ -133,16 +162,26 @@ def delete_management_port(ifname: str, table: int | None, vsctl: Vsctl,
 class ManagementPorts:
     """Keeps one management port per network this node has a subnet of.
 
-    Level-driven on the Node (``k8s.ovn.org/node-subnets``) and the NADs; ports of
-    networks that went away are removed (found by name in OVS, ``ovn-k8s-mp*``).
+    Level-driven, one key per network (its name; ``default`` for ``ovn-k8s-mp0``): a NAD
+    change enqueues its network, a change of the Node's ``k8s.ovn.org/node-subnets``
+    enqueues the networks whose subnets on this node changed.  Each network converges on
+    its own: its port is made, or removed when the network no longer wants one (found in
+    OVS by its ``iface-id``); a network whose port cannot be set up retries with its own
+    backoff and is said on the Node (a Warning event ``ManagementPortFailed`` naming the
+    network, ``NetworkFailures``), while every other network still gets its port.  At start
+    the ``STALE_PORTS_KEY`` removes the ports (``ovn-k8s-mp*``) of networks that went away
+    while the agent was not running.
     """
 
     def __init__(self, informers: InformerFactory, node: str, vsctl: Vsctl,
                  node_netns: str | None, default_cluster_subnets: list[str],
                  recorder: EventRecorder,
-                 topologies: Mapping[str, Topology] | None = None) -> None:
+                 topologies: Mapping[str, Topology] | None = None,
+                 failures: NetworkFailures | None = None) -> None:
         """:param topologies: the enabled topology plugins (they say which networks need a
-            management port); none: only the default network's port."""
+            management port); none: only the default network's port.
+        :param failures: how a network's failure is said (default: a Warning event
+            ``FAILED_REASON`` on the Node, ``network_failures.REPEAT`` apart at most)."""
         self.topologies: Mapping[str, Topology] = topologies or {}
         self.node = node
         self.vsctl = vsctl
@@ -150,33 +189,76 @@ class ManagementPorts:
         self.default_cluster_subnets = default_cluster_subnets
         self.recorder = recorder
         self.controller = Controller(f"node-management-ports-{node}", self.reconcile)
-        self.nodes, self.nads = watch_node_and_networks(informers, node, self.controller,
-                                                        PORTS_KEY)
+        self.nodes = informers.get(NODES, field_selector=f"metadata.name={node}")
+        self.nads = informers.get(NADS, indexers={NETWORK_INDEX: nad_network_name})
+        self.controller.watch(self.nodes, key_func=lambda _node: ())  # keys: _node_changed
+        self.nodes.add_handler(self._node_changed)
+        self.controller.watch(self.nads, key_func=nad_network_name)
+        self.failures = failures or NetworkFailures(
+            recorder, node, lambda: self.nodes.get(self.node), FAILED_REASON,
+            "management port")
         self._use_vrf: bool | None = None
         self._vrf_reported = False
 
-    def desired(self, node: JSON) -> list[ManagementPort]:
-        subnets = parse_node_subnets(node)
-        ports = [build_management_port(self.node, DEFAULT_NETWORK_NAME, 0,
-                                       subnets.get(DEFAULT_NETWORK_NAME, []),
-                                       self.default_cluster_subnets)]
-        for network in primary_networks(self.nads.peek_all(), self.topologies):
-            if network.needs.management_port:
-                ports.append(build_management_port(self.node, network.name,
-                                                   network.network_id,
-                                                   subnets.get(network.name, []),
-                                                   list(network.cluster_subnets)))
-        return [port for port in ports if port is not None]
+    def _node_changed(self, _event: str, old: JSON | None, new: JSON | None) -> None:
+        """Enqueue the networks whose subnets on this node changed (not every network on
+        every Node update: status heartbeats change nothing here)."""
+        before = parse_node_subnets(old) if old is not None else {}
+        after = parse_node_subnets(new) if new is not None else {}
+        if old is None:
+            self.controller.queue.add(STALE_PORTS_KEY)  # (passed over while it was missing)
+        for network in sorted(set(before) | set(after)):
+            if before.get(network) != after.get(network):
+                self.controller.queue.add(network)
 
-    def reconcile(self, _key: str) -> None:
+    def desired_port(self, node: JSON, network: str) -> ManagementPort | None:
+        """The management port ``network`` wants on this node (None: it wants none)."""
+        subnets = parse_node_subnets(node).get(network, [])
+        if network == DEFAULT_NETWORK_NAME:
+            return build_management_port(self.node, network, 0, subnets,
+                                         self.default_cluster_subnets)
+        for found in primary_networks(self.nads.peek_by_index(NETWORK_INDEX, network),
+                                      self.topologies):
+            if found.name == network and found.needs.management_port:
+                return build_management_port(self.node, network, found.network_id, subnets,
+                                             list(found.cluster_subnets))
+        return None
+
+    def wanted_ifnames(self, node: JSON) -> set[str]:
+        """The management ports every network wants on this node, by interface name."""
+        subnets = parse_node_subnets(node)
+        wanted = {DEFAULT_PORT} if subnets.get(DEFAULT_NETWORK_NAME) else set()
+        for network in primary_networks(self.nads.peek_all(), self.topologies):
+            if network.needs.management_port and subnets.get(network.name):
+                wanted.add(port_ifname(network.name, network.network_id))
+        return wanted
+
+    def reconcile(self, key: str) -> None:
+        if key == STALE_PORTS_KEY:
+            self.remove_stale_ports()
+            return
+        try:
+            self.reconcile_network(key)
+        except Exception as exc:
+            self.failures.failed(key, exc)
+            raise  # retried with this key's own backoff
+        self.failures.succeeded(key)
+
+    def reconcile_network(self, network: str) -> None:
+        """Make ``network``'s port on this node what it should be (or remove it)."""
         node = self.nodes.get(self.node)
         if node is None:
-            raise NotReady(f"node {self.node} not found yet", delay=1.0)
-        wanted = self.desired(node)
+            return  # the Node's arrival enqueues every network it has a subnet of
+        port = self.desired_port(node, network)
+        for ifname in self.ports_of(network):
+            if port is None or ifname != port.ifname:
+                delete_management_port(ifname, table_of(ifname), self.vsctl, self.node_netns)
+                log.info("management port %s of network %s removed", ifname, network)
+        if port is None:
+            return
         if self._use_vrf is None:
             self._use_vrf = netlink.vrf_supported(self.node_netns)
-        if not self._use_vrf and not self._vrf_reported and any(
-                port.table is not None for port in wanted):
+        if not self._use_vrf and not self._vrf_reported and port.table is not None:
             self._vrf_reported = True
             log.warning("no VRF support in the kernel: UDN management ports use "
                         "policy-routing tables")
@@ -184,20 +266,40 @@ class ManagementPorts:
                                 "the kernel has no VRF support: user-defined networks' "
                                 "management ports use policy-routing tables "
                                 f"({TABLE_BASE}+network ID) instead of VRFs")
-        for port in wanted:
-            ensure_management_port(port, self.vsctl, self.node_netns, self._use_vrf)
-        names = {port.ifname for port in wanted}
+        ensure_management_port(port, self.vsctl, self.node_netns, self._use_vrf)
+
+    def ports_of(self, network: str) -> list[str]:
+        """The management ports in OVS bound to ``network``'s logical port on this node."""
+        port_name = management_port_name(network, self.node)
+        output = self.vsctl("--format=json", "--columns=name", "find", "interface",
+                            f"external_ids:iface-id={json.dumps(port_name)}")
+        rows = json.loads(output or '{"data": []}')["data"]
+        return sorted(str(row[0]) for row in rows
+                      if isinstance(row[0], str) and row[0].startswith(PORT_PREFIX))
+
+    def remove_stale_ports(self) -> None:
+        """Remove every management port no network wants (networks gone while the agent was
+        not running); each port on its own, so one that cannot be removed keeps none."""
+        node = self.nodes.get(self.node)
+        if node is None:
+            return
+        wanted = self.wanted_ifnames(node)
+        failed = []
         for ifname in self.vsctl("list-ports", INTEGRATION_BRIDGE).split():
-            if ifname.startswith("ovn-k8s-mp") and ifname not in names:
-                suffix = ifname.removeprefix("ovn-k8s-mp")
-                table = TABLE_BASE + int(suffix) if suffix.isdigit() and suffix != "0" \
-                    else None
-                delete_management_port(ifname, table, self.vsctl, self.node_netns)
-                log.info("management port %s removed", ifname)
+            if not ifname.startswith(PORT_PREFIX) or ifname in wanted:
+                continue
+            try:
+                delete_management_port(ifname, table_of(ifname), self.vsctl, self.node_netns)
+            except OvnkError as exc:
+                failed.append(f"{ifname}: {exc}")
+                continue
+            log.info("management port %s removed (no network wants it)", ifname)
+        if failed:
+            raise OvnkError("cannot remove stale management ports: " + "; ".join(failed))
 
     def start(self) -> None:
         self.controller.start()
-        self.controller.queue.add(PORTS_KEY)
+        self.controller.queue.add(STALE_PORTS_KEY)
 
     def stop(self) -> None:
         self.controller.stop()

@@ -89,7 +89,7 @@ def build_pod_interfaces(pod: JSON) -> list[PodInterface]:
         names = interface_names(pod_selections(pod))
     except NetworkSelectionError:
         names = {}  # the allocator refused the selections (and said so): no secondaries
-    interfaces = []
+    interfaces: list[PodInterface] = []
     secondary = 0
     for nad_key in sorted(networks, key=lambda k: (k != DEFAULT_NAD_KEY, k)):
         entry = networks[nad_key]
@@ -106,6 +106,18 @@ def build_pod_interfaces(pod: JSON) -> list[PodInterface]:
             mac=entry.mac_address, addresses=entry.ip_addresses, gateways=entry.gateway_ips,
             routes=entry.routes))
     return interfaces
+
+
+def shared_interface_problem(interfaces: list[PodInterface]) -> str | None:
+    """Why two of the interfaces would be one (two primary user-defined networks' entries
+    are both ``ovn-udn1``), or None."""
+    seen: dict[str, str] = {}
+    for interface in interfaces:
+        taken = seen.setdefault(interface.ifname, interface.nad_key)
+        if taken != interface.nad_key:
+            return (f"the entries for {taken} and {interface.nad_key} would both be "
+                    f"interface {interface.ifname}")
+    return None
 
 
 def _allow_unprivileged_ping() -> None:

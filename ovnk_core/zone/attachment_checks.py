@@ -97,11 +97,13 @@ class PodContext:
         return f"{self.namespace}/{self.name}"
 
 
-def refusal_message(pod: PodContext, nad_key: str, network: str, problems: Sequence[str]
-                    ) -> str:
-    """The event message of a refused attachment."""
-    return (f"pod {pod.key}: not rendering the {POD_NETWORKS_ANNOTATION} entry for {nad_key} "
-            f"(network {network}): " + "; ".join(problems))
+def refusal_message(pod: PodContext, nad_key: str, network: str | None,
+                    problems: Sequence[str]) -> str:
+    """The event message of a refused attachment (``network`` None: the entry names no
+    network, as for a NAD that does not exist)."""
+    which = f" (network {network})" if network is not None else ""
+    return (f"pod {pod.key}: not rendering the {POD_NETWORKS_ANNOTATION} entry for {nad_key}"
+            f"{which}: " + "; ".join(problems))
 
 
 def check_attachment(config: Config, pod: PodContext, nad_key: str, entry: PodNetwork,

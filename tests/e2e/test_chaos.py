@@ -1,11 +1,15 @@
 """SIGKILL the cluster manager and the zone controller at random moments while networks and
-pods churn in ``ovnk local``; afterwards nothing is wrong.
+pods churn in ``ovnk local``; afterwards nothing is wrong.  Then, on a real dataplane,
+networks no node can serve among the others while node agents are SIGKILLed.
 
 Invariants, checked while churning and at the end: a surviving network's ID and its node
 subnets never move, every pod's IP lies in its node's subnet for that network, no two pods
 of a network share an IP, NB equals what a fresh zone controller renders into an empty NB
 from the same cluster, and deleting every user-defined network leaves none of its rows.
-Seeded and CI-sized (``OVNK_CHAOS_STEPS`` runs longer).
+On the real dataplane: every network a node can serve gets its management port on every
+node and its pods run, whatever other networks fail there (each failure said on the Node),
+and no node agent logs a traceback.  Seeded and CI-sized (``OVNK_CHAOS_STEPS``,
+``OVNK_CHAOS_NODE_STEPS`` run longer).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,10 +28,12 @@ from typing import Any
 import pytest
 from ovnk_local.cluster import LocalCluster
 from ovnk_local.supervisor import pid_running
+from ovnk_local.testing.dataplane import require_dataplane
 
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.errors import ApiError
-from ovnk_core.kube.resources import NADS, NAMESPACES, NODES, PODS, UDNS
+from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
+from ovnk_core.node import netlink
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
 from ovnk_core.ovn.snapshot import Snapshot, difference, snapshot
@@ -231,3 +238,135 @@ def test_sigkill_during_churn_leaves_nothing_wrong(local: LocalCluster, tmp_path
         admin.list(UDNS)
     except ApiError as exc:  # the API server itself never went away
         pytest.fail(f"API server unusable after the chaos: {exc}")
+
+
+# -- networks a node cannot serve, during churn on a real dataplane -------------------------------
+NODE_STEPS = int(os.environ.get("OVNK_CHAOS_NODE_STEPS", "12"))
+
+
+@pytest.fixture
+def real_nodes(tmp_path: Path) -> Iterator[LocalCluster]:
+    require_dataplane()
+    cluster = LocalCluster(tmp_path / ".ovnk")
+    cluster.up(nodes=2, timeout=90, dataplane=True)
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+
+
+def node_netns(local: LocalCluster, node: str) -> str:
+    state = local.state()
+    return local.dataplane.node(node, state.nodes.index(node)).netns
+
+
+def poison(local: LocalCluster, cidr: str, add: bool = True) -> None:
+    """Give (or take back) every node the router address (``.1``) of every /24 of ``cidr``
+    on its loopback: a route via a local address is refused by the kernel, so the node
+    agent cannot set up the network's management port (as with a ``127.0.0.0/8`` network,
+    whatever the API accepts)."""
+    network = ipaddress.ip_network(cidr)
+    lines = "".join(f"addr {'add' if add else 'del'} {subnet.network_address + 1}/32 dev lo\n"
+                    for subnet in network.subnets(new_prefix=24))
+    for node in local.state().nodes:
+        subprocess.run(["ip", "-n", node_netns(local, node), "-batch", "-"], input=lines,
+                       text=True, check=True, capture_output=True)
+
+
+def management_port_ready(local: LocalCluster, admin: KubeClient, namespace: str,
+                          cidr: str) -> bool:
+    """Whether every node has the management port of ``namespace``'s network: its node
+    subnet's ``.2`` address, and the route to ``cidr`` via the ``.1`` in its own table."""
+    nads = admin.list(NADS, namespace)["items"]
+    network_id = (nads[0]["metadata"].get("annotations") or {}).get(NETWORK_ID) if nads \
+        else None
+    if network_id is None:
+        return False
+    ifname = f"ovn-k8s-mp{network_id}"
+    for node in admin.list(NODES)["items"]:
+        subnets = json.loads((node["metadata"].get("annotations") or {}).get(
+            NODE_SUBNETS) or "{}").get(network_name(namespace))
+        netns = node_netns(local, node["metadata"]["name"])
+        if not subnets or netlink.link_index(ifname, netns=netns) is None:
+            return False
+        subnet = ipaddress.ip_network(subnets[0])
+        routes = netlink.list_routes(table=1000 + int(network_id), netns=netns)
+        if f"{subnet.network_address + 2}/{subnet.prefixlen}" not in \
+                netlink.list_addresses(ifname, netns) or not any(
+                    (r["dst"], r["gateway"]) == (cidr, str(subnet.network_address + 1))
+                    for r in routes):
+            return False
+    return True
+
+
+def test_networks_a_node_cannot_serve_never_stall_the_others(real_nodes: LocalCluster) -> None:
+    # Primary networks come and go, some of them ones no node can make a management port
+    # for, while pods come and node agents are SIGKILLed: every other network gets its
+    # port on every node and its pods run; each unservable one is said on each Node; no
+    # node agent logs a traceback; once the cause is gone they are served too.
+    local = real_nodes
+    admin = KubeClient(api_client_from_kubeconfig(str(local.kubeconfig)))
+    rng = random.Random(3011)
+    nodes = [n["metadata"]["name"] for n in admin.list(NODES)["items"]]
+    good: dict[str, list[str]] = {}  # namespace -> pods
+    cidrs: dict[str, str] = {}       # namespace -> its network's CIDR
+    bad: dict[str, str] = {}         # namespace -> cidr
+    for counter in range(1, NODE_STEPS + 1):
+        action = rng.choices(["good", "bad", "pod", "kill-agent"], weights=[3, 2, 3, 1])[0]
+        if action in ("good", "bad") or not good:
+            namespace = f"{'bad' if action == 'bad' else 'good'}{counter}"
+            cidr = cidrs[namespace] = f"10.{150 + counter}.0.0/16"
+            if namespace.startswith("bad"):
+                poison(local, cidr)
+                bad[namespace] = cidr
+            else:
+                good[namespace] = []
+            admin.create(NAMESPACES, {"metadata": {"name": namespace, "labels": {
+                PRIMARY_NAMESPACE_LABEL: ""}}})
+            admin.create(UDNS, {"metadata": {"name": "net", "namespace": namespace},
+                                "spec": {"topology": "Layer3", "layer3": {
+                                    "role": "Primary",
+                                    "subnets": [{"cidr": cidr, "hostSubnet": 24}]}}})
+        elif action == "pod":
+            namespace = rng.choice(sorted(good))
+            name = f"p{counter}"
+            admin.create(PODS, {"metadata": {"name": name, "namespace": namespace},
+                                "spec": {"nodeName": rng.choice(nodes), "containers": [
+                                    {"name": "c", "image": "agnhost"}]}}, namespace)
+            good[namespace].append(name)
+        else:
+            node = rng.choice(nodes)
+            record = local.state().processes[f"{node}/node-agent"]
+            os.kill(record.pid, signal.SIGKILL)
+            local.restart("node-agent")
+    assert bad and good, "the seed must make both kinds of network"
+    for namespace in sorted(good):
+        wait_until(lambda ns=namespace: management_port_ready(local, admin, ns, cidrs[ns]),
+                   timeout=90, interval=0.5, what=f"{namespace}'s management port on every node")
+        for name in good[namespace]:
+            wait_until(lambda ns=namespace, n=name: any(
+                c.get("type") == "Ready" and c.get("status") == "True"
+                for c in (admin.get(PODS, n, ns).get("status") or {}).get("conditions") or []),
+                timeout=90, what=f"pod {namespace}/{name} ready")
+
+    def said_on_every_node(namespace: str) -> bool:
+        named = f"network {network_name(namespace)}: management port failed"
+        told = {e["involvedObject"]["name"] for e in admin.list(EVENTS, "default")["items"]
+                if e["reason"] == "ManagementPortFailed" and e["type"] == "Warning"
+                and e["message"].startswith(named)}
+        return told == set(nodes)
+    for namespace in sorted(bad):
+        wait_until(lambda ns=namespace: said_on_every_node(ns), timeout=60,
+                   what=f"{namespace}'s failure on every Node")
+        assert not management_port_ready(local, admin, namespace, bad[namespace])
+    for node in nodes:
+        logged = (local.log_dir / f"{node}-node-agent.log").read_text(errors="replace")
+        assert "Traceback" not in logged, logged[logged.index("Traceback"):][:3000]
+    # the cause goes away: the unservable networks are served too
+    for cidr in bad.values():
+        poison(local, cidr, add=False)
+    local.restart("node-agent")
+    for namespace in sorted(bad):
+        wait_until(lambda ns=namespace: management_port_ready(local, admin, ns, cidrs[ns]),
+                   timeout=90, interval=0.5,
+                   what=f"{namespace}'s management port once it can be made")

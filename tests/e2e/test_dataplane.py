@@ -9,6 +9,7 @@ CIDR) a reply alone could come from a same-address pod of the source's own netwo
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import subprocess
@@ -29,6 +30,7 @@ from ovnk_local.testing.dataplane import (
     require_dataplane,
 )
 
+from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.node.netns import NETNS_DIR
 from ovnk_core.testing.waiting import wait_until
 
@@ -284,6 +286,79 @@ def test_an_unusable_network_annotation_fails_the_sandbox_with_an_event(
                    for name in ("blue", "blue1"))
     assert ping(pod_netns(cluster, blue), primary_ip(blue1))
     kubectl(cluster, "delete", "pod", "unwired", "-n", "plain", "--wait=false")
+
+
+def moved_entry(entry: dict[str, Any], host: int, mac: str | None = None) -> dict[str, Any]:
+    """``entry`` with the address ``host`` of its subnet (and that address's MAC, or
+    ``mac``), as the pod IPAM would write it for a pod at that address."""
+    interface = ipaddress.ip_interface(entry["ip_addresses"][0])
+    address = interface.network.network_address + host
+    moved = {**entry, "ip_addresses": [f"{address}/{interface.network.prefixlen}"],
+             "mac_address": mac or mac_from_ip(address)}
+    moved.pop("ip_address", None)
+    return moved
+
+
+def test_entries_the_zone_refuses_are_refused_at_cni_add_with_its_reason(
+        cluster: LocalCluster) -> None:
+    # An admin writes pod-networks by hand: the zone renders no port for an entry of a NAD
+    # that does not exist, nor for one with a multicast MAC; the node agent plumbs neither
+    # (no clash on ovn-udn1, no traceback) and the kubelet says why, in the zone's words.
+    blue, blue1 = (next(p for p in pods(cluster, "blue") if p["metadata"]["name"] == name)
+                   for name in ("blue", "blue1"))
+    node = blue["spec"]["nodeName"]
+    agent_log = cluster.log_dir / f"{node}-node-agent.log"
+    logged_before = len(agent_log.read_text(errors="replace"))
+    networks = json.loads(blue["metadata"]["annotations"][POD_NETWORKS])
+    [primary] = [key for key in networks if key != "default"]
+    forged = {
+        "forged-nad": {"default": moved_entry(networks["default"], 200),
+                       primary: moved_entry(networks[primary], 200),
+                       "blue/no-such-nad": moved_entry(networks[primary], 201)},
+        "forged-mac": {"default": moved_entry(networks["default"], 202),
+                       primary: moved_entry(networks[primary], 202, "03:58:67:67:00:ca")}}
+    for name, annotation in forged.items():
+        kubectl(cluster, "apply", "-f", "-", stdin=json.dumps({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "blue",
+                         "annotations": {POD_NETWORKS: json.dumps(annotation)}},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "agnhost"}]}}))
+
+    def sandbox_failures() -> dict[str, str] | None:
+        events = json.loads(kubectl(cluster, "get", "events", "-n", "blue", "--field-selector",
+                                    "reason=FailedCreatePodSandBox", "-o", "json"))["items"]
+        found = {e["involvedObject"]["name"]: e["message"] for e in events
+                 if e["involvedObject"]["name"] in forged}
+        return found if len(found) == len(forged) else None
+    failures = wait_until(sandbox_failures, timeout=60, what="both pods' sandbox failures")
+    entry = "not rendering the k8s.ovn.org/pod-networks entry for"
+    assert failures["forged-nad"] == (
+        "Failed to create pod sandbox: failed to set up the pod network: pod blue/forged-nad: "
+        f"{entry} blue/no-such-nad: NAD blue/no-such-nad does not exist")
+    # the multicast MAC: the zone's own event, word for word
+    zone_says = (f"pod blue/forged-mac: {entry} {primary} (network {networks_name(primary)}):"
+                 " MAC address 03:58:67:67:00:ca is a multicast address")
+    assert failures["forged-mac"] == ("Failed to create pod sandbox: failed to set up the pod "
+                                      f"network: {zone_says}")
+    wait_until(lambda: zone_says in kubectl(cluster, "get", "events", "-n", "blue",
+                                            "--field-selector",
+                                            "reason=ErrorAddingLogicalPort"),
+               what="the zone's ErrorAddingLogicalPort event")
+    for name in forged:
+        pod = json.loads(kubectl(cluster, "get", "pod", name, "-n", "blue", "-o", "json"))
+        assert pod["status"].get("phase") != "Running"
+        assert not (NETNS_DIR / f"{cluster.dataplane.pod_netns_prefix(node)}blue.{name}"
+                    ).exists(), f"{name} was plumbed"
+    # nothing else is touched, and the node agent logged no traceback
+    assert ping(pod_netns(cluster, blue), primary_ip(blue1))
+    assert "Traceback" not in agent_log.read_text(errors="replace")[logged_before:]
+    for name in forged:
+        kubectl(cluster, "delete", "pod", name, "-n", "blue", "--wait=false")
+
+
+def networks_name(nad_key: str) -> str:
+    """The network a workshop NAD names (``ns/name`` → ``ns_name``)."""
+    return nad_key.replace("/", "_", 1)
 
 
 def test_restarting_the_node_agents_leaves_running_pods_alone(cluster: LocalCluster) -> None:

@@ -1,15 +1,20 @@
 """Hostile input, generated: UDNs, CUDNs, NADs and pod annotations against the whole control
-plane (local API server, cluster manager, zone controller on a real NB).
+plane (local API server, cluster manager, zone controller on a real NB), and hand-written
+pod-networks annotations against a real node (``ovnk local`` with its dataplane).
 
 Every generated object is either refused by the API server with a message, or accepted
 and then reported: a UDN/CUDN gets a ``NetworkCreated`` condition with a reason, a NAD
 gets its network ID or a Warning event, a pod gets a port in NB or a Warning event.  No
 component dies (a pod created afterwards is still allocated and rendered) and the canary
-network's NB rows never change.  Seeded and CI-sized; ``OVNK_FUZZ_EXAMPLES`` runs more.
+network's NB rows never change.  On the real node, every hand-annotated pod is plumbed or
+refused with a reason on the pod, the node agent logs no traceback, and the pods the
+cluster manager annotates still work.  Seeded and CI-sized; ``OVNK_FUZZ_EXAMPLES`` runs
+more.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 from collections.abc import Iterator
@@ -20,11 +25,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.cluster import LocalCluster
 from ovnk_local.testing.control_plane import ControlPlane, cluster_with_nodes
+from ovnk_local.testing.dataplane import ping, pod_netns, primary_ip, require_dataplane
 
-from ovnk_core.kube.client import JSON, KubeClient
+from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.errors import ApiError
 from ovnk_core.kube.resources import CUDNS, EVENTS, NADS, NAMESPACES, PODS, UDNS
+from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.snapshot import Snapshot, snapshot
 from ovnk_core.testing.configs import udn_config
@@ -280,3 +288,118 @@ def test_hostile_input_is_refused_or_reported_and_bends_nothing(cluster: Cluster
     wait_until(lambda: pod_has_port(cluster.nb, "canary", "c2"), timeout=30)
     assert canary_rows(cluster.nb) != before  # (c2's port: the canary is alive, not frozen)
 
+
+
+# -- pod-networks written by hand, on a real node ------------------------------------------------
+# Each entry is a real pod's entry (the template) bent one way or another: another address
+# of its subnet (network, gateway, management port, broadcast addresses included), one from
+# elsewhere, a multicast, all-zero or garbage MAC, another role, no gateway; under its own
+# NAD key or one of a NAD that does not exist or belongs to another namespace.
+BENT_ENTRY = st.fixed_dictionaries({
+    "host": st.integers(100, 255) | st.sampled_from([0, 1, 2]),
+    "outside": st.booleans(),
+    "mac": st.sampled_from(["derived", "derived", "03:58:0a:fb:01:99", "ff:ff:ff:ff:ff:ff",
+                            "00:00:00:00:00:00", "zz", ""]),
+    "role": st.sampled_from(["keep", "keep", "primary", "secondary",
+                             "infrastructure-locked"]),
+    "gateway": st.sampled_from(["keep", "keep", "none", "wrong"])})
+FORGED_ON_NODE = st.dictionaries(
+    st.sampled_from(["default", "fzd/net", "fzd/no-such-nad", "fzo/net"]), BENT_ENTRY,
+    min_size=1, max_size=4)
+
+
+def bend(template: JSON, how: dict[str, Any]) -> JSON:
+    """``template`` (an entry the cluster manager wrote) bent as ``how`` says."""
+    interface = ipaddress.ip_interface(template["ip_addresses"][0])
+    network = interface.network
+    if how["outside"]:
+        network = ipaddress.ip_network(f"192.0.2.0/{network.prefixlen}", strict=False)
+    address = network.network_address + min(how["host"], network.num_addresses - 1)
+    entry = {key: value for key, value in template.items()
+             if key not in ("ip_address", "gateway_ip")}
+    entry["ip_addresses"] = [f"{address}/{network.prefixlen}"]
+    entry["mac_address"] = mac_from_ip(address) if how["mac"] == "derived" else how["mac"]
+    if how["role"] != "keep":
+        entry["role"] = how["role"]
+    if how["gateway"] == "none":
+        entry.pop("gateway_ips", None)
+    elif how["gateway"] == "wrong":
+        entry["gateway_ips"] = [str(network.network_address + 9)]
+    return entry
+
+
+@pytest.fixture(scope="module")
+def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    require_dataplane()
+    local = LocalCluster(tmp_path_factory.mktemp("fuzz-dataplane") / ".ovnk")
+    local.up(nodes=1, timeout=90, dataplane=True)
+    try:
+        yield local
+    finally:
+        local.down()
+
+
+def pod_ready(admin: KubeClient, namespace: str, name: str) -> bool:
+    status = admin.get(PODS, name, namespace).get("status") or {}
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in status.get("conditions") or [])
+
+
+def test_hand_written_pod_networks_on_a_real_node_are_plumbed_or_refused_never_crash(
+        real_node: LocalCluster) -> None:
+    # Each pod is plumbed (its interfaces bound), or refused with a reason the pod's events
+    # carry (the kubelet's FailedCreatePodSandBox, the zone's ErrorAddingLogicalPort); the
+    # node agent logs no traceback, and the pods the cluster manager annotates still work.
+    admin = KubeClient(api_client_from_kubeconfig(str(real_node.kubeconfig)))
+    for namespace, cidr in (("fzd", "10.251.0.0/16"), ("fzo", "10.252.0.0/16")):
+        admin.create(NAMESPACES, {"metadata": {"name": namespace, "labels": {
+            PRIMARY_NAMESPACE_LABEL: ""}}})
+        admin.create(UDNS, {"metadata": {"name": "net", "namespace": namespace},
+                            "spec": {"topology": "Layer3", "layer3": {
+                                "role": "Primary",
+                                "subnets": [{"cidr": cidr, "hostSubnet": 24}]}}})
+        admin.create(PODS, pod_manifest("real"), namespace)
+    for namespace in ("fzd", "fzo"):
+        wait_until(lambda ns=namespace: pod_ready(admin, ns, "real"), timeout=90,
+                   what=f"the first pod of {namespace}")
+    real = admin.get(PODS, "real", "fzd")
+    templates = json.loads(real["metadata"]["annotations"][POD_NETWORKS])
+    other = json.loads(admin.get(PODS, "real", "fzo")["metadata"]["annotations"][POD_NETWORKS])
+    templates["fzo/net"] = other["fzo/net"]
+    templates["fzd/no-such-nad"] = templates["fzd/net"]
+    agent_log = real_node.log_dir / "ovn-worker-node-agent.log"
+    logged_before = len(agent_log.read_text(errors="replace"))
+    forged: list[str] = []
+
+    @settings(max_examples=max(8, EXAMPLES // 3), derandomize=True, deadline=None,
+              database=None, suppress_health_check=list(HealthCheck))
+    @given(bent=FORGED_ON_NODE)
+    def one_pod(bent: dict[str, dict[str, Any]]) -> None:
+        name = f"forged{len(forged)}"
+        annotation = {key: bend(templates[key], how) for key, how in bent.items()}
+        admin.create(PODS, pod_manifest(name, {POD_NETWORKS: json.dumps(annotation)}), "fzd")
+        forged.append(name)
+
+    one_pod()
+    undecided: list[list[str]] = [[]]
+
+    def all_decided() -> bool:
+        undecided[0] = [name for name in forged if not pod_ready(admin, "fzd", name)
+                        and not warned(admin, "fzd", "Pod", name)]
+        return not undecided[0]
+
+    try:
+        wait_until(all_decided, timeout=120, interval=1.0)
+    except AssertionError:
+        pytest.fail("neither plumbed nor refused with a reason: " + "; ".join(
+            f"{name} {admin.get(PODS, name, 'fzd')['metadata']['annotations'][POD_NETWORKS]}"
+            for name in undecided[0]))
+    plumbed = [name for name in forged if pod_ready(admin, "fzd", name)]
+    assert plumbed and len(plumbed) < len(forged), f"plumbed: {plumbed} of {forged}"
+    logged = agent_log.read_text(errors="replace")[logged_before:]
+    assert "Traceback" not in logged, logged[logged.index("Traceback"):][:3000]
+    admin.create(PODS, pod_manifest("after"), "fzd")
+    wait_until(lambda: pod_ready(admin, "fzd", "after"), timeout=60,
+               what="a pod annotated by the cluster manager after the forged ones")
+    after = admin.get(PODS, "after", "fzd")
+    assert ping(pod_netns(real_node, after), primary_ip(real))

@@ -81,7 +81,8 @@ def start_agent(client: KubeClient, tmp_path: Path, topologies: dict[str, Any],
     agent = NodeAgent(client, NODE, vsctl, "ovnktest-", tmp_path / "cni" / f"{NODE}.sock",
                       informers=informers, topologies=topologies)
     agent.start()
-    wait_until(lambda: agent.nads is not None and agent.nads.get("blue/flat"))
+    wait_until(lambda: agent.attachments is not None and
+               agent.attachments.nads.get("blue/flat"))
     return agent
 
 
@@ -175,7 +176,8 @@ def test_a_localnet_network_the_node_does_not_map_is_refused_and_said_on_the_nod
                       recorder=EventRecorder(client, "ovnkube-node", NODE))
     agent.start()
     try:
-        wait_until(lambda: agent.nads is not None and agent.nads.peek("blue/tenant"))
+        wait_until(lambda: agent.attachments is not None and
+                   agent.attachments.nads.peek("blue/tenant"))
         problem = ("no bridge mapping for physical network 'tenantnet' in this node's "
                    "ovn-bridge-mappings (it has: physnet:breth0); map it to an OVS bridge on "
                    "the physical network, e.g. ovs-vsctl set open_vswitch . "
