@@ -1,192 +1,520 @@
-"""Decoding of the Kubernetes protobuf envelope for the few kinds kubectl's generators send.
+"""Kubernetes protobuf for every built-in kind: one codec driven by data, not per-kind code.
 
-``kubectl create namespace``, ``create configmap``, ``create service``, ``create
-serviceaccount``, ``create role``/``rolebinding``/``clusterrole``/``clusterrolebinding``,
-``create token`` and ``auth can-i``/``whoami`` build typed objects and POST them as
-``application/vnd.kubernetes.protobuf``.  This module reads the ``k8s\\0`` +
-``runtime.Unknown`` envelope and the fields of those kinds (with ObjectMeta) by
-their upstream field numbers; any other kind in protobuf gets 415, telling the
-client to send JSON.
+client-go clients (kubectl's generators, upstream's ``ovnkube``) send
+``application/vnd.kubernetes.protobuf`` bodies and may ask for it back.  The body is
+``k8s\\0`` followed by a ``runtime.Unknown`` (apiVersion and kind, then the object's
+message).  Which field numbers, types and JSON names a kind has is data:
+``k8s_proto_schema.json``, derived from Kubernetes' ``generated.proto`` files and Go
+struct tags by ``scripts/k8s_proto_schema.py``.  This module interprets it so that, as
+with kube-apiserver (which holds the typed Go object in between):
+
+* decoding gives the JSON Go's ``encoding/json`` writes for the same object: fields
+  without ``omitempty`` appear even when empty (``"imageID": ""``), pointers only when
+  set, empty lists and maps as ``null`` unless ``omitempty``;
+* encoding writes what Go's generated ``Marshal`` writes: non-pointer fields always
+  (zero values included), pointers, lists and maps only when set, map keys sorted, fields
+  in number order -- byte for byte the bytes kube-apiserver sends.
+
+Custom resources have no protobuf form (kube-apiserver answers JSON for them, see
+``negotiation``).  A body that cannot be decoded raises ``ProtobufError``; the caller
+words it as kube-apiserver does (``decode_request``).
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
+import binascii
+import json
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any
 
-from ovnk_local.apiserver.errors import JSON, ApiStatusError
+from ovnk_local.apiserver import protobuf_types as types
+from ovnk_local.apiserver import protowire as wire
+from ovnk_local.apiserver.errors import JSON, ApiStatusError, bad_request
+from ovnk_local.apiserver.protowire import ProtobufError
 
 MAGIC = b"k8s\x00"
-Schema = dict[int, tuple[str, Any, bool]]
+MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
+SCHEMA_FILE = Path(__file__).with_name("k8s_proto_schema.json")
+META = "k8s.io.apimachinery.pkg.apis.meta.v1"
+_UNSTRUCTURED = ("object *unstructured.Unstructured does not implement the protobuf "
+                 "marshalling interface and cannot be encoded to a protobuf message")
+_VARINT_TYPES = {"bool", "int32", "int64", "uint32", "uint64"}
+_ZERO: dict[str, Any] = {"string": "", "bool": False, "int32": 0, "int64": 0, "uint32": 0,
+                         "uint64": 0, "double": 0, "float": 0, "bytes": None}
 
-_OWNER_REF: Schema = {1: ("kind", "string", False), 3: ("name", "string", False),
-                      4: ("uid", "string", False), 5: ("apiVersion", "string", False),
-                      6: ("controller", "bool", False), 7: ("blockOwnerDeletion", "bool", False)}
-_OBJECT_META: Schema = {
-    1: ("name", "string", False), 2: ("generateName", "string", False),
-    3: ("namespace", "string", False), 5: ("uid", "string", False),
-    6: ("resourceVersion", "string", False), 11: ("labels", "map", False),
-    12: ("annotations", "map", False), 13: ("ownerReferences", _OWNER_REF, True),
-    14: ("finalizers", "string", True)}
-_SERVICE_PORT: Schema = {
-    1: ("name", "string", False), 2: ("protocol", "string", False),
-    3: ("port", "int", False), 4: ("targetPort", "intorstring", False),
-    5: ("nodePort", "int", False), 6: ("appProtocol", "string", False)}
-_SERVICE_SPEC: Schema = {
-    1: ("ports", _SERVICE_PORT, True), 2: ("selector", "map", False),
-    3: ("clusterIP", "string", False), 4: ("type", "string", False),
-    5: ("externalIPs", "string", True), 7: ("sessionAffinity", "string", False),
-    10: ("externalName", "string", False), 11: ("externalTrafficPolicy", "string", False),
-    17: ("ipFamilyPolicy", "string", False), 18: ("clusterIPs", "string", True),
-    19: ("ipFamilies", "string", True), 22: ("internalTrafficPolicy", "string", False)}
-_POLICY_RULE: Schema = {1: ("verbs", "string", True), 2: ("apiGroups", "string", True),
-                        3: ("resources", "string", True), 4: ("resourceNames", "string", True),
-                        5: ("nonResourceURLs", "string", True)}
-_SUBJECT: Schema = {1: ("kind", "string", False), 2: ("apiGroup", "string", False),
-                    3: ("name", "string", False), 4: ("namespace", "string", False)}
-_ROLE_REF: Schema = {1: ("apiGroup", "string", False), 2: ("kind", "string", False),
-                     3: ("name", "string", False)}
-_ROLE: Schema = {1: ("metadata", _OBJECT_META, False), 2: ("rules", _POLICY_RULE, True)}
-_BINDING: Schema = {1: ("metadata", _OBJECT_META, False), 2: ("subjects", _SUBJECT, True),
-                    3: ("roleRef", _ROLE_REF, False)}
-_RESOURCE_ATTRIBUTES: Schema = {
-    1: ("namespace", "string", False), 2: ("verb", "string", False),
-    3: ("group", "string", False), 4: ("version", "string", False),
-    5: ("resource", "string", False), 6: ("subresource", "string", False),
-    7: ("name", "string", False)}
-_NON_RESOURCE_ATTRIBUTES: Schema = {1: ("path", "string", False), 2: ("verb", "string", False)}
-_ACCESS_SPEC: Schema = {1: ("resourceAttributes", _RESOURCE_ATTRIBUTES, False),
-                        2: ("nonResourceAttributes", _NON_RESOURCE_ATTRIBUTES, False),
-                        3: ("user", "string", False), 4: ("groups", "string", True),
-                        6: ("uid", "string", False)}
-_BOUND_OBJECT: Schema = {1: ("kind", "string", False), 2: ("apiVersion", "string", False),
-                         3: ("name", "string", False), 4: ("uid", "string", False)}
-_AUTHZ, _AUTHN, _RBAC = ("authorization.k8s.io/v1", "authentication.k8s.io/v1",
-                         "rbac.authorization.k8s.io/v1")
-_META_ONLY: Schema = {1: ("metadata", _OBJECT_META, False)}
-_KINDS: dict[tuple[str, str], Schema] = {
-    ("v1", "Service"): {1: ("metadata", _OBJECT_META, False),
-                        2: ("spec", _SERVICE_SPEC, False)},
-    ("v1", "Namespace"): {1: ("metadata", _OBJECT_META, False),
-                          2: ("spec", {1: ("finalizers", "string", True)}, False)},
-    ("v1", "ConfigMap"): {1: ("metadata", _OBJECT_META, False), 2: ("data", "map", False),
-                          3: ("binaryData", "bytesmap", False),
-                          4: ("immutable", "bool", False)},
-    ("v1", "ServiceAccount"): {1: ("metadata", _OBJECT_META, False),
-                               4: ("automountServiceAccountToken", "bool", False)},
-    (_RBAC, "Role"): _ROLE,
-    (_RBAC, "ClusterRole"): _ROLE,
-    (_RBAC, "RoleBinding"): _BINDING,
-    (_RBAC, "ClusterRoleBinding"): _BINDING,
-    (_AUTHZ, "SelfSubjectAccessReview"): {1: ("metadata", _OBJECT_META, False),
-                                          2: ("spec", _ACCESS_SPEC, False)},
-    (_AUTHZ, "SubjectAccessReview"): {1: ("metadata", _OBJECT_META, False),
-                                      2: ("spec", _ACCESS_SPEC, False)},
-    (_AUTHZ, "LocalSubjectAccessReview"): {1: ("metadata", _OBJECT_META, False),
-                                           2: ("spec", _ACCESS_SPEC, False)},
-    (_AUTHZ, "SelfSubjectRulesReview"): {
-        1: ("metadata", _OBJECT_META, False),
-        2: ("spec", {1: ("namespace", "string", False)}, False)},
-    (_AUTHN, "SelfSubjectReview"): _META_ONLY,
-    (_AUTHN, "TokenReview"): {1: ("metadata", _OBJECT_META, False), 2: ("spec", {
-        1: ("token", "string", False), 2: ("audiences", "string", True)}, False)},
-    (_AUTHN, "TokenRequest"): {1: ("metadata", _OBJECT_META, False), 2: ("spec", {
-        1: ("audiences", "string", True), 3: ("boundObjectRef", _BOUND_OBJECT, False),
-        4: ("expirationSeconds", "int", False)}, False)},
+
+class InvalidUtf8(ProtobufError):
+    """A string field holds bytes that are not UTF-8 (Python strings cannot hold them)."""
+
+
+@dataclass(frozen=True)
+class Field:
+    number: int
+    json: str
+    type: str
+    repeated: bool
+    map: bool
+    pointer: bool
+    omitempty: bool
+    omitzero: bool
+    inline: bool
+
+    @property
+    def scalar(self) -> bool:
+        return self.type in _ZERO
+
+
+class Schema:
+    """The messages of ``k8s_proto_schema.json`` and the API versions they serve."""
+
+    def __init__(self, data: JSON) -> None:
+        self.packages: dict[str, str] = {v: p for p, v in data["packages"].items()}
+        self.raw: dict[str, JSON] = data["messages"]
+        self._fields: dict[str, tuple[Field, ...]] = {}
+
+    def message_for(self, api_version: str, kind: str) -> str | None:
+        """The message of a kind (``v1``/``Pod``); meta/v1's kinds (Status, WatchEvent,
+        DeleteOptions, ...) are registered in every API version, as in Go's schemes."""
+        package = self.packages.get(api_version)
+        for name in (f"{package}.{kind}" if package else "", f"{META}.{kind}"):
+            if name in self.raw and "fields" in self.raw[name]:
+                return name
+        return None
+
+    def fields(self, message: str) -> tuple[Field, ...]:
+        cached = self._fields.get(message)
+        if cached is None:
+            cached = self._fields[message] = tuple(
+                Field(number, name, type_, mode == "r", mode == "m", "p" in flags,
+                      "o" in flags, "z" in flags, "i" in flags)
+                for number, name, type_, mode, flags in self.raw[message]["fields"])
+        return cached
+
+
+@cache
+def schema() -> Schema:
+    """The checked-in schema (read once)."""
+    return Schema(json.loads(SCHEMA_FILE.read_text()))
+
+
+# -- protobuf -> JSON ----------------------------------------------------------------------
+def _scalar_to_json(type_: str, kind: int, value: int | bytes, field: str) -> Any:
+    if type_ in _VARINT_TYPES:
+        if kind != wire.VARINT or not isinstance(value, int):
+            raise ProtobufError(f"proto: wrong wireType = {kind} for field {field}")
+        if type_ == "bool":
+            return bool(value)
+        if type_ in ("int32", "int64"):
+            return wire.signed(value, 32 if type_ == "int32" else 64)
+        return value & (0xFFFFFFFF if type_ == "uint32" else (1 << 64) - 1)
+    if not isinstance(value, bytes):
+        raise ProtobufError(f"proto: wrong wireType = {kind} for field {field}")
+    if type_ == "string":
+        try:
+            return value.decode()
+        except UnicodeDecodeError as exc:
+            raise InvalidUtf8(f"a string field is not valid UTF-8: {exc}") from None
+    if type_ == "bytes":
+        return base64.b64encode(value).decode()
+    number = wire.double(value) if type_ == "double" else wire.float32(value)
+    return int(number) if number.is_integer() and abs(number) < 1e21 else number
+
+
+def _value_to_json(type_: str, kind: int, value: int | bytes, field: str) -> Any:
+    if type_ in _ZERO:
+        return _scalar_to_json(type_, kind, value, field)
+    if not isinstance(value, bytes):
+        raise ProtobufError(f"proto: wrong wireType = {kind} for field {field}")
+    return to_json(type_, value)
+
+
+def _repeated_values(field: Field, kind: int, value: int | bytes) -> list[Any]:
+    if field.type in _VARINT_TYPES and kind == wire.BYTES and isinstance(value, bytes):
+        return [_scalar_to_json(field.type, wire.VARINT, v, field.json)
+                for v in wire.packed_varints(value)]  # a packed encoder's form
+    return [_value_to_json(field.type, kind, value, field.json)]
+
+
+def _map_entry(field: Field, value: int | bytes) -> tuple[str, Any]:
+    if not isinstance(value, bytes):
+        raise ProtobufError(f"proto: wrong wireType = 0 for field {field.json}")
+    key, item = "", None
+    seen = False
+    for number, kind, part in wire.fields(value):
+        if number == 1:
+            key = _scalar_to_json("string", kind, part, field.json)
+        elif number == 2:
+            item, seen = _value_to_json(field.type, kind, part, field.json), True
+    if not seen:
+        item = _ZERO[field.type] if field.scalar else to_json(field.type, b"")
+    return key, item
+
+
+def to_json(message: str, data: bytes) -> Any:
+    """The JSON value of a message, as Go's ``encoding/json`` writes the typed object."""
+    spec = schema().raw.get(message)
+    if spec is None:
+        raise ProtobufError(f"no protobuf schema for {message}")
+    special = spec.get("special")
+    if special is not None:
+        return _SPECIAL_TO_JSON[special](data)
+    if "list" in spec:
+        item_type = spec["list"]
+        return [_value_to_json(item_type, kind, value, "items")
+                for number, kind, value in wire.fields(data) if number == 1] or None
+    fields = schema().fields(message)
+    by_number = {f.number: f for f in fields}
+    values: dict[int, Any] = {}
+    for number, kind, value in wire.fields(data):
+        field = by_number.get(number)
+        if field is None:
+            continue  # a field this version does not know: skipped, as Go skips it
+        if field.map:
+            key, item = _map_entry(field, value)
+            values.setdefault(number, {})[key] = item
+        elif field.repeated:
+            values.setdefault(number, []).extend(_repeated_values(field, kind, value))
+        else:
+            values[number] = _value_to_json(field.type, kind, value, field.json)
+    return _shape(fields, values)
+
+
+def _shape(fields: tuple[Field, ...], values: dict[int, Any]) -> JSON:
+    """The JSON object of decoded ``values`` with Go's omitempty/omitzero/pointer rules."""
+    out: JSON = {}
+    for field in fields:
+        present = field.number in values
+        value = values.get(field.number)
+        if field.inline:
+            inner = value if present else to_json(field.type, b"")
+            out.update(inner if isinstance(inner, dict) else {})
+            continue
+        if field.pointer:
+            if present:
+                out[field.json] = value
+            elif not field.omitempty:
+                out[field.json] = None
+            continue
+        if field.repeated or field.map or field.type == "bytes":
+            if present and (value or (field.type == "bytes" and not field.omitempty)):
+                out[field.json] = value
+            elif not field.omitempty:
+                out[field.json] = None
+            continue
+        if not present:
+            value = _ZERO[field.type] if field.scalar else to_json(field.type, b"")
+        if field.scalar and field.omitempty and not value:
+            continue
+        if field.omitzero and value == (_ZERO[field.type] if field.scalar
+                                        else to_json(field.type, b"")):
+            continue
+        out[field.json] = value
+    return out
+
+
+# -- JSON -> protobuf ----------------------------------------------------------------------
+def _go_type_error(value: Any, type_: str, field: str) -> ProtobufError:
+    kind = ("string" if isinstance(value, str) else "bool" if isinstance(value, bool)
+            else "number" if isinstance(value, int | float) else "array"
+            if isinstance(value, list) else "object" if isinstance(value, dict) else "null")
+    return ProtobufError(f"json: cannot unmarshal {kind} into Go struct field {field} of "
+                         f"type {type_}")
+
+
+def _integral(value: Any, type_: str, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or (
+            isinstance(value, float) and not value.is_integer()):
+        raise _go_type_error(value, type_, field)
+    return int(value)
+
+
+def _scalar_from_json(field: Field, number: int, value: Any) -> bytes:
+    type_ = field.type
+    if type_ == "string":
+        if not isinstance(value, str):
+            raise _go_type_error(value, "string", field.json)
+        return wire.length_delimited(number, value.encode("utf-8", "surrogatepass"))
+    if type_ == "bytes":
+        if not isinstance(value, str):
+            raise _go_type_error(value, "[]uint8", field.json)
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise ProtobufError(f"illegal base64 data in field {field.json}: {exc}") from None
+        return wire.length_delimited(number, raw)
+    if type_ == "bool":
+        if not isinstance(value, bool):
+            raise _go_type_error(value, "bool", field.json)
+        return wire.tag(number, wire.VARINT) + wire.varint(int(value))
+    if type_ in ("double", "float"):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _go_type_error(value, "float64", field.json)
+        return (wire.fixed_double if type_ == "double" else wire.fixed_float)(number, value)
+    return wire.tag(number, wire.VARINT) + wire.varint(_integral(value, type_, field.json))
+
+
+def _value_from_json(field: Field, number: int, value: Any) -> bytes:
+    if field.scalar:
+        return _scalar_from_json(field, number, value)
+    return wire.length_delimited(number, from_json(field.type, value, field.json))
+
+
+def from_json(message: str, value: Any, where: str = "") -> bytes:
+    """The message bytes of a JSON value, as Go's generated ``Marshal`` writes them."""
+    spec = schema().raw.get(message)
+    if spec is None:
+        raise ProtobufError(f"no protobuf schema for {message}")
+    special = spec.get("special")
+    if special is not None:
+        return _SPECIAL_FROM_JSON[special](value)
+    if "list" in spec:
+        if value is not None and not isinstance(value, list):
+            raise _go_type_error(value, "[]string", where)
+        element = Field(1, where, spec["list"], True, False, False, False, False, False)
+        return b"".join(_value_from_json(element, 1, v) for v in value or [])
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise _go_type_error(value, message.rsplit(".", 1)[1], where)
+    out = bytearray()
+    for field in schema().fields(message):
+        number = field.number
+        if field.inline:
+            out += wire.length_delimited(number, from_json(field.type, value, where))
+            continue
+        item = value.get(field.json)
+        if field.map:
+            if item is not None and not isinstance(item, dict):
+                raise _go_type_error(item, "map", field.json)
+            entries: dict[str, Any] = item or {}
+            for key in sorted(entries):
+                entry = _scalar_from_json(_KEY, 1, key)
+                if entries[key] is not None or not field.scalar:
+                    entry += _value_from_json(field, 2, entries[key])
+                elif field.type != "bytes":
+                    entry += _scalar_from_json(field, 2, _ZERO[field.type])
+                out += wire.length_delimited(number, entry)
+        elif field.repeated:
+            if item is not None and not isinstance(item, list):
+                raise _go_type_error(item, "slice", field.json)
+            for element in item or []:
+                out += _value_from_json(field, number, element)
+        elif item is None and (field.pointer or field.type == "bytes"):
+            continue
+        elif item is None and field.scalar:
+            out += _scalar_from_json(field, number, _ZERO[field.type])
+        else:
+            out += _value_from_json(field, number, item)
+    return bytes(out)
+
+
+_KEY = Field(1, "key", "string", False, False, False, False, False, False)
+
+
+# -- raw JSON and the CRD schema's either-or types -----------------------------------------
+def _raw_to_json(data: bytes) -> Any:
+    raw = next((v for n, _, v in wire.fields(data) if n == 1 and isinstance(v, bytes)), b"")
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise ProtobufError(f"an embedded JSON document is not JSON: {exc}") from None
+
+
+def _raw_from_json(value: Any) -> bytes:
+    if value is None:
+        return b""
+    return wire.length_delimited(1, json.dumps(value, separators=(",", ":"),
+                                               ensure_ascii=False).encode())
+
+
+_PROPS = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps"
+
+
+def _parts(data: bytes) -> dict[int, list[int | bytes]]:
+    parts: dict[int, list[int | bytes]] = {}
+    for number, _, value in wire.fields(data):
+        parts.setdefault(number, []).append(value)
+    return parts
+
+
+def _props(raw: int | bytes) -> Any:
+    return to_json(_PROPS, raw if isinstance(raw, bytes) else b"")
+
+
+def _props_or_array_to_json(data: bytes) -> Any:
+    parts = _parts(data)
+    if parts.get(2):
+        return [_props(raw) for raw in parts[2]]
+    return _props(parts[1][-1]) if parts.get(1) else None
+
+
+def _props_or_array_from_json(value: Any) -> bytes:
+    if isinstance(value, list):
+        return b"".join(wire.length_delimited(2, from_json(_PROPS, v)) for v in value)
+    return b"" if value is None else wire.length_delimited(1, from_json(_PROPS, value))
+
+
+def _props_or_bool_to_json(data: bytes) -> Any:
+    parts = _parts(data)
+    if parts.get(2):
+        return _props(parts[2][-1])
+    return bool(parts.get(1, [0])[-1])
+
+
+def _props_or_bool_from_json(value: Any) -> bytes:
+    allows = value if isinstance(value, bool) else True
+    out = wire.tag(1, wire.VARINT) + wire.varint(int(allows))
+    if isinstance(value, dict):
+        out += wire.length_delimited(2, from_json(_PROPS, value))
+    return out
+
+
+def _props_or_strings_to_json(data: bytes) -> Any:
+    parts = _parts(data)
+    if parts.get(2):
+        return [bytes(p).decode() if isinstance(p, bytes) else "" for p in parts[2]]
+    return _props(parts[1][-1]) if parts.get(1) else None
+
+
+def _props_or_strings_from_json(value: Any) -> bytes:
+    if isinstance(value, list):
+        return b"".join(wire.length_delimited(2, str(v).encode()) for v in value)
+    return b"" if value is None else wire.length_delimited(1, from_json(_PROPS, value))
+
+
+_SPECIAL_TO_JSON: dict[str, Callable[[bytes], Any]] = {
+    "time": types.time_to_json, "microtime": types.microtime_to_json,
+    "duration": types.duration_to_json, "quantity": types.quantity_to_json,
+    "intorstring": types.intorstring_to_json, "rawjson": _raw_to_json,
+    "propsorarray": _props_or_array_to_json, "propsorbool": _props_or_bool_to_json,
+    "propsorstringarray": _props_or_strings_to_json,
+}
+_SPECIAL_FROM_JSON: dict[str, Callable[[Any], bytes]] = {
+    "time": types.time_from_json, "microtime": types.microtime_from_json,
+    "duration": types.duration_from_json, "quantity": types.quantity_from_json,
+    "intorstring": types.intorstring_from_json, "rawjson": _raw_from_json,
+    "propsorarray": _props_or_array_from_json, "propsorbool": _props_or_bool_from_json,
+    "propsorstringarray": _props_or_strings_from_json,
 }
 
 
-class ProtobufError(ValueError):
-    """The body is not a protobuf envelope this server can read."""
+# -- the envelope --------------------------------------------------------------------------
+def _type_meta(data: bytes) -> tuple[str, str]:
+    parts = {n: v for n, _, v in wire.fields(data)}
+    api_version, kind = parts.get(1, b""), parts.get(2, b"")
+    if not isinstance(api_version, bytes) or not isinstance(kind, bytes):
+        raise ProtobufError("proto: wrong wireType = 0 for field TypeMeta")
+    return api_version.decode(errors="replace"), kind.decode(errors="replace")
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    result, shift = 0, 0
-    while True:
-        if pos >= len(data):
-            raise ProtobufError("truncated varint")
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-
-
-def _fields(data: bytes) -> Iterator[tuple[int, int | bytes]]:
-    pos = 0
-    while pos < len(data):
-        key, pos = _varint(data, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _varint(data, pos)
-            yield number, value
-        elif wire == 2:
-            length, pos = _varint(data, pos)
-            yield number, data[pos:pos + length]
-            pos += length
-        elif wire in (1, 5):
-            size = 8 if wire == 1 else 4
-            yield number, data[pos:pos + size]
-            pos += size
-        else:
-            raise ProtobufError(f"unsupported wire type {wire}")
-
-
-def _message(data: bytes, schema: Schema) -> JSON:
-    result: JSON = {}
-    for number, raw in _fields(data):
-        if number not in schema:
-            continue
-        name, kind, repeated = schema[number]
-        value: Any
-        if isinstance(kind, dict):
-            value = _message(bytes(raw) if isinstance(raw, bytes) else b"", kind)
-        elif kind in ("map", "bytesmap"):
-            entry = dict(_fields(raw if isinstance(raw, bytes) else b""))
-            key = bytes(entry.get(1, b"")).decode()
-            item = bytes(entry.get(2, b""))
-            text = item.decode() if kind == "map" else base64.b64encode(item).decode()
-            result.setdefault(name, {})[key] = text
-            continue
-        elif kind == "bool":
-            value = bool(raw)
-        elif kind == "intorstring":
-            parts = dict(_fields(raw if isinstance(raw, bytes) else b""))
-            int_value = parts.get(2, 0)
-            value = (bytes(parts.get(3, b"")).decode() if parts.get(1) == 1
-                     else int_value if isinstance(int_value, int) else 0)
-        else:
-            value = raw.decode() if isinstance(raw, bytes) else raw
-        if repeated:
-            result.setdefault(name, []).append(value)
-        elif value not in ("", {}, False):
-            result[name] = value
-    return result
-
-
-def decode(body: bytes) -> JSON:
-    """The JSON form of a protobuf-encoded Namespace or ConfigMap (a string that is not
-    valid UTF-8, an encoded surrogate included, is a ``ProtobufError``: 400)."""
-    try:
-        return _decode(body)
-    except UnicodeDecodeError as exc:
-        raise ProtobufError(f"a string field is not valid UTF-8: {exc}") from exc
-
-
-def _decode(body: bytes) -> JSON:
+def unwrap(body: bytes) -> tuple[str, str, bytes]:
+    """``(apiVersion, kind, message bytes)`` of an enveloped body."""
     if not body.startswith(MAGIC):
-        raise ProtobufError("missing the k8s protobuf prefix")
-    envelope = dict(_fields(body[len(MAGIC):]))
-    type_meta = dict(_fields(bytes(envelope.get(1, b""))))
-    api_version = bytes(type_meta.get(1, b"")).decode()
-    kind = bytes(type_meta.get(2, b"")).decode()
-    schema = _KINDS.get((api_version, kind))
-    if schema is None:
-        raise ApiStatusError(
-            415, "UnsupportedMediaType",
-            f"the body of the request was in an unknown format - this server reads "
-            f"{kind or 'this kind'} only as application/json or application/yaml")
-    obj = _message(bytes(envelope.get(2, b"")), schema)
-    return {"apiVersion": api_version, "kind": kind, **obj}
+        raise ProtobufError("provided data does not appear to be a protobuf message, "
+                            "expected prefix [107 56 115 0]")
+    if len(body) == len(MAGIC):
+        raise ProtobufError("empty body")
+    api_version = kind = ""
+    raw = b""
+    for number, _, value in wire.fields(body[len(MAGIC):]):
+        if number == 1 and isinstance(value, bytes):
+            api_version, kind = _type_meta(value)
+        elif number == 2 and isinstance(value, bytes):
+            raw = value
+    return api_version, kind, raw
+
+
+def decode(body: bytes, default: tuple[str, str] = ("", "")) -> JSON:
+    """The JSON object of an enveloped body (``default`` apiVersion/kind fill an empty
+    TypeMeta, as the endpoint's kind does in kube-apiserver)."""
+    api_version, kind, raw = unwrap(body)
+    api_version, kind = api_version or default[0], kind or default[1]
+    message = schema().message_for(api_version, kind)
+    if message is None:
+        raise ProtobufError(f'no kind "{kind}" is registered for version "{api_version}" in '
+                            'scheme "k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30"')
+    obj = to_json(message, raw)
+    return {"kind": kind, "apiVersion": api_version, **obj}
+
+
+def encodable(api_version: str, kind: str) -> bool:
+    """Whether this kind has a protobuf form (built-in kinds do, custom resources not)."""
+    return schema().message_for(api_version, kind) is not None
+
+
+def encode(obj: JSON) -> bytes:
+    """``k8s\\0`` + ``runtime.Unknown`` holding ``obj`` (which names its apiVersion/kind)."""
+    api_version, kind = str(obj.get("apiVersion") or ""), str(obj.get("kind") or "")
+    message = schema().message_for(api_version, kind)
+    if message is None:
+        raise ProtobufError(f"{api_version}/{kind} has no protobuf form")
+    type_meta = wire.length_delimited(1, api_version.encode()) + \
+        wire.length_delimited(2, kind.encode())
+    return (MAGIC + wire.length_delimited(1, type_meta) +
+            wire.length_delimited(2, from_json(message, obj)) +
+            wire.length_delimited(3, b"") + wire.length_delimited(4, b""))
+
+
+def watch_frame(event_type: str, envelope: bytes) -> bytes:
+    """One event of a ``;stream=watch`` response: a big-endian length, then a
+    ``metav1.WatchEvent`` whose object (a RawExtension) is the enveloped object."""
+    event = wire.length_delimited(1, event_type.encode()) + \
+        wire.length_delimited(2, wire.length_delimited(1, envelope))
+    return struct.pack(">I", len(event)) + event
+
+
+def read_watch_event(frame: bytes) -> tuple[str, JSON]:
+    """``(type, object)`` of one frame's WatchEvent bytes (without the length prefix)."""
+    event = to_json(f"{META}.WatchEvent", b"")  # zero values
+    event_type, envelope = str(event.get("type") or ""), b""
+    for number, _, value in wire.fields(frame):
+        if number == 1 and isinstance(value, bytes):
+            event_type = value.decode()
+        elif number == 2 and isinstance(value, bytes):
+            envelope = next((v for n, _, v in wire.fields(value)
+                             if n == 1 and isinstance(v, bytes)), b"")
+    return event_type, decode(envelope)
+
+
+# -- request bodies, worded as kube-apiserver words the failures --------------------------
+def _summary(body: bytes) -> str:
+    if not body:
+        return "<empty>"
+    text = body[:30]
+    shown = text.decode(errors="replace") if body[:1] == b"{" else text.hex()
+    return shown + (" ..." if len(body) > 30 else "")
+
+
+def decode_request(body: bytes, expected: tuple[str, str], custom: bool) -> JSON:
+    """A create/update body sent as protobuf to a resource of kind ``expected``
+    (apiVersion, kind); ``custom``: a custom resource, which has no protobuf form."""
+    expected_kind = expected[1]
+    try:
+        api_version, kind, _ = unwrap(body)
+    except ProtobufError as exc:
+        raise bad_request(f"the object provided is unrecognized (must be of type "
+                          f"{expected_kind}): {exc} ({_summary(body)})") from None
+    api_version, kind = api_version or expected[0], kind or expected_kind
+    version = api_version.rsplit("/", 1)[-1]
+    if custom:
+        raise bad_request(f'{kind} in version "{version}" cannot be handled as a '
+                          f"{expected_kind}: {_UNSTRUCTURED}")
+    try:
+        return decode(body, expected)
+    except InvalidUtf8 as exc:
+        raise bad_request(f"error decoding protobuf request body: {exc}") from None
+    except ProtobufError as exc:
+        raise bad_request(f'{kind} in version "{version}" cannot be handled as a '
+                          f"{expected_kind}: {exc}") from None
+
+
+__all__ = ["MAGIC", "MEDIA_TYPE", "ApiStatusError", "ProtobufError", "decode",
+           "decode_request", "encodable", "encode", "from_json", "read_watch_event",
+           "to_json", "unwrap", "watch_frame"]
