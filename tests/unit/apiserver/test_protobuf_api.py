@@ -196,3 +196,16 @@ def test_watch_accepts_no_yaml(raw: RawCall, namespace: str) -> None:
     assert reply.json()["message"] == (
         "only the following media types are accepted: application/json;stream=watch, "
         "application/vnd.kubernetes.protobuf;stream=watch")
+
+
+def test_a_protobuf_service_without_target_port_gets_its_port(raw: RawCall,
+                                                               namespace: str) -> None:
+    """Go's client writes an unset targetPort as IntOrString 0, which kube-apiserver
+    defaults to the port (as it does for an absent one in JSON)."""
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+               "spec": {"ports": [{"port": 80}], "selector": {"app": "web"}}}
+    created = raw("POST", "/api/v1/namespaces/blue/services", protobuf.encode(service),
+                  CLIENT_GO)
+    assert created.status == 201
+    [port] = protobuf.decode(created.body)["spec"]["ports"]
+    assert (port["port"], port["targetPort"], port["protocol"]) == (80, 80, "TCP")
