@@ -86,6 +86,13 @@ class Schema:
                 return name
         return None
 
+    def spec(self, message: str) -> JSON:
+        """A message's schema entry (fields, or the special or list form it has)."""
+        spec = self.raw.get(message)
+        if spec is None:
+            raise ProtobufError(f"no protobuf schema for {message}")
+        return spec
+
     def fields(self, message: str) -> tuple[Field, ...]:
         cached = self._fields.get(message)
         if cached is None:
@@ -157,9 +164,7 @@ def _map_entry(field: Field, value: int | bytes) -> tuple[str, Any]:
 
 def to_json(message: str, data: bytes) -> Any:
     """The JSON value of a message, as Go's ``encoding/json`` writes the typed object."""
-    spec = schema().raw.get(message)
-    if spec is None:
-        raise ProtobufError(f"no protobuf schema for {message}")
+    spec = schema().spec(message)
     special = spec.get("special")
     if special is not None:
         return _SPECIAL_TO_JSON[special](data)
@@ -266,9 +271,7 @@ def _value_from_json(field: Field, number: int, value: Any) -> bytes:
 
 def from_json(message: str, value: Any, where: str = "") -> bytes:
     """The message bytes of a JSON value, as Go's generated ``Marshal`` writes them."""
-    spec = schema().raw.get(message)
-    if spec is None:
-        raise ProtobufError(f"no protobuf schema for {message}")
+    spec = schema().spec(message)
     special = spec.get("special")
     if special is not None:
         return _SPECIAL_FROM_JSON[special](value)
