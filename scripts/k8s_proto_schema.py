@@ -5,9 +5,9 @@ The wire form of every built-in kind is a fact of Kubernetes: field numbers and 
 are in each API package's ``generated.proto``; how a field appears in JSON (its name,
 ``omitempty``/``omitzero``, whether Go holds it as a pointer, ``json:",inline"``) is in
 the Go struct tags of the same package.  This script reads both from a tree of Go
-packages -- the ``vendor/`` directory of upstream OVN-Kubernetes' snapshot by default --
+packages -- the ``vendor/`` directory of a snapshot of upstream OVN-Kubernetes --
 and writes ``local/ovnk_local/apiserver/k8s_proto_schema.json``: data only, which
-``ovnk_local.apiserver.protobuf`` interprets.  A built-in kind the server starts to
+``ovnk_local.apiserver.protobuf_messages`` interprets.  A built-in kind the server starts to
 serve needs no code: its message is already there.
 
 Usage (from the repository root):
