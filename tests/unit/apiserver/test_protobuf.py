@@ -35,6 +35,8 @@ def test_kubernetes_fixtures_encode_to_its_bytes_and_decode_to_its_json(name: st
 
 
 def test_the_fixtures_cover_every_served_builtin_kind() -> None:
+    """(and the kinds issue 29 adds: NetworkPolicy, Endpoints, Secret, Deployment,
+    DaemonSet; a kind served later needs its fixture here)"""
     served = {(rt.api_version, rt.kind) for rt in builtin_types()}
     covered = {(d["apiVersion"], d["kind"]) for d in
                (json.loads(p.read_text()) for p in FIXTURES.glob("*.json"))}
