@@ -91,12 +91,13 @@ def kubectl(kube_apiserver: ServerHandle, tmp_path: Path) -> Kubectl:
     cache = tmp_path / "kube-cache"
 
     def run(*args: str, stdin: str | None = None, check: bool = True,
-            timeout: float = 30) -> subprocess.CompletedProcess[str]:
+            timeout: float = 30, env: dict[str, str] | None = None,
+            ) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
             [KUBECTL, f"--kubeconfig={kubeconfig}", f"--cache-dir={cache}",
              "--request-timeout=20s", *args],
             input=stdin, capture_output=True, text=True, timeout=timeout,
-            env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
+            env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", **(env or {})})
         if check and result.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}): "
                                  f"{result.stderr}")
@@ -254,6 +255,45 @@ def test_create_generators_send_protobuf(kubectl: Kubectl, api: client.ApiClient
     assert service.spec.cluster_ip.startswith("10.96.")
     assert (service.spec.ports[0].port, service.spec.ports[0].target_port) == (80, 8080)
     assert service.spec.selector == {"app": "web"}
+
+
+def test_kubectl_reads_protobuf_replies(kubectl: Kubectl, api: client.ApiClient) -> None:
+    """kubectl's generators send protobuf and accept it first: the replies it decodes and
+    prints are the objects the server holds."""
+    kubectl("create", "namespace", "red")
+    printed = json.loads(kubectl("create", "service", "nodeport", "web", "-n", "red",
+                                 "--tcp=80:8080", "--node-port=30080", "-o", "json").stdout)
+    stored = client.CoreV1Api(api).read_namespaced_service("web", "red")
+    assert printed["metadata"]["uid"] == stored.metadata.uid
+    assert printed["spec"]["clusterIP"] == stored.spec.cluster_ip
+    assert printed["spec"]["ports"] == [{"name": "80-8080", "protocol": "TCP", "port": 80,
+                                         "targetPort": 8080, "nodePort": 30080}]
+    kubectl("create", "serviceaccount", "alice", "-n", "red")
+    token = kubectl("create", "token", "alice", "-n", "red").stdout.strip()
+    assert token.count(".") == 2
+    role = json.loads(kubectl("create", "role", "reader", "-n", "red", "--verb=get,list",
+                              "--resource=pods", "-o", "json").stdout)
+    assert role["rules"] == [{"verbs": ["get", "list"], "apiGroups": [""],
+                              "resources": ["pods"]}]
+
+
+def test_kubectl_wait_with_watch_list(kubectl: Kubectl, api: client.ApiClient) -> None:
+    """client-go's WatchList (here switched on in kubectl 1.32 by its feature variable):
+    the informer syncs only on the initial-events-end bookmark."""
+    kubectl("create", "namespace", "red")
+    core = client.CoreV1Api(api)
+    core.create_namespaced_config_map("red", {"metadata": {"name": "late"}})
+    timer = threading.Timer(1.0, lambda: core.patch_namespaced_config_map(
+        "late", "red", {"data": {"a": "b"}}))
+    timer.start()
+    try:
+        waited = kubectl("wait", "--for=jsonpath={.data.a}=b", "configmap/late", "-n", "red",
+                         "--timeout=20s", env={"KUBE_FEATURE_WatchListClient": "true"},
+                         check=False)
+    finally:
+        timer.join()
+    assert waited.returncode == 0, waited.stderr
+    assert "configmap/late condition met" in waited.stdout
 
 
 def _lines(process: subprocess.Popen[str]) -> queue.Queue[str]:

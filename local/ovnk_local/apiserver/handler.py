@@ -25,6 +25,7 @@ import yaml
 from ovnk_local.apiserver import nesting, protobuf
 from ovnk_local.apiserver.authn import UserInfo
 from ovnk_local.apiserver.errors import JSON, ApiStatusError, bad_request, internal
+from ovnk_local.apiserver.negotiation import Output
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,11 @@ class Request:
         self.body = handler.read_body()
         self.warnings: list[str] = []
         self.user: UserInfo | None = None  # set once authenticated
+        # how replies are encoded (negotiated from Accept for resource requests)
+        self.output = Output()
+        # the (apiVersion, kind) a body to this resource decodes to; custom: a CRD kind
+        self.expected_kind: tuple[str, str] = ("", "")
+        self.custom = False
 
     def peer_certificate(self) -> dict[str, Any] | None:
         """The client's verified certificate (``getpeercert()`` form), if it sent one."""
@@ -54,15 +60,16 @@ class Request:
             return None
         return connection.getpeercert() or None
 
-    def json_body(self) -> Any:
-        """The body as JSON (or YAML, when sent as such); ``None`` when empty."""
+    def json_body(self, expected_kind: str = "") -> Any:
+        """The body as JSON (or YAML or protobuf, when sent as such); ``None`` when empty.
+        ``expected_kind``: what the body must be when not the resource's own kind (e.g.
+        ``DeleteOptions``)."""
         if not self.body.strip():
             return None
-        if "protobuf" in self.content_type:
-            try:
-                return protobuf.decode(self.body)
-            except protobuf.ProtobufError as exc:
-                raise bad_request(f"error decoding protobuf request body: {exc}") from exc
+        if self.content_type.lower() == protobuf.MEDIA_TYPE:
+            expected = (self.expected_kind[0], expected_kind or self.expected_kind[1])
+            return protobuf.decode_request(self.body, expected,
+                                           self.custom and not expected_kind)
         if "cbor" in self.content_type:
             raise ApiStatusError(
                 415, "UnsupportedMediaType",
@@ -80,12 +87,14 @@ class Request:
         return value
 
     def reply(self, code: int, body: JSON | str, content_type: str = "application/json") -> None:
-        data = body.encode() if isinstance(body, str) else json.dumps(
-            body, separators=(",", ":")).encode()
+        data = body.encode() if isinstance(body, str) else self._encode(body, content_type)
+        if isinstance(body, str):
+            content_type = "text/plain; charset=utf-8"
+        elif self.output.protobuf and data.startswith(protobuf.MAGIC):
+            content_type = protobuf.MEDIA_TYPE
         h = self.handler
         h.send_response(code)
-        h.send_header("Content-Type", "text/plain; charset=utf-8" if isinstance(body, str)
-                      else content_type)
+        h.send_header("Content-Type", content_type)
         h.send_header("Content-Length", str(len(data)))
         h.send_header("Cache-Control", "no-cache, private")
         for warning in self.warnings:
@@ -94,18 +103,31 @@ class Request:
         if self.method != "HEAD":
             h.wfile.write(data)
 
+    def _encode(self, body: JSON, content_type: str) -> bytes:
+        """``body`` as protobuf when negotiated and the kind has a protobuf form (a Table,
+        a discovery document or a custom resource does not: JSON), else as JSON."""
+        api_version, kind = str(body.get("apiVersion") or ""), str(body.get("kind") or "")
+        if self.output.protobuf and content_type == "application/json" and \
+                protobuf.encodable(api_version, kind):
+            try:
+                return protobuf.encode(body)
+            except protobuf.ProtobufError as exc:
+                log.error("%s %s: reply not encodable as protobuf, sent as JSON: %s",
+                          self.method, self.path, exc)
+        return json.dumps(body, separators=(",", ":")).encode()
+
     def start_stream(self) -> None:
         h = self.handler
         h.send_response(200)
-        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Type", f"{protobuf.MEDIA_TYPE};stream=watch"
+                      if self.output.protobuf else "application/json")
         h.send_header("Transfer-Encoding", "chunked")
         h.send_header("Cache-Control", "no-cache, private")
         h.end_headers()
         h.wfile.flush()
 
-    def send_line(self, line: bytes) -> None:
-        """One JSON document already encoded (a watch event), as one chunk."""
-        data = line + b"\n"
+    def send_event(self, data: bytes) -> None:
+        """One watch event already encoded (a JSON line or a protobuf frame), as one chunk."""
         self.handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.handler.wfile.flush()
 

@@ -26,7 +26,9 @@ from ovnk_core.node.netns import NETNS_DIR
 from ovnk_local.apiserver import (
     discovery,
     exec_session,
+    listoptions,
     managedfields,
+    negotiation,
     openapi,
     routing,
     websocket,
@@ -189,10 +191,19 @@ class ApiServer:
             self._non_resource(request, path)
             return
         watch = _truthy(request.query.get("watch"))
+        request.expected_kind = (route.rt.api_version, route.rt.kind)
+        request.custom = route.rt.custom
+        try:  # negotiated first: a refusal (403 ...) is encoded as the client asked
+            request.output = negotiation.negotiate(request.accept, route.rt.custom, watch)
+            not_acceptable = None
+        except ApiStatusError as exc:
+            not_acceptable = exc
         self.security.require(Attributes(
             user, resource_verb(request.method, bool(route.name), watch, route.subresource),
             True, route.rt.group, route.rt.version, route.rt.plural, route.subresource,
             route.namespace, route.name))
+        if not_acceptable is not None and route.subresource != "exec":
+            raise not_acceptable
         self._resource(request, route)
 
     def _non_resource(self, request: Request, path: str) -> None:
@@ -274,6 +285,7 @@ class ApiServer:
                               f"{options.field_validation!r})")
         if method in ("GET", "HEAD") and not route.name:
             self._require_verb(route, "watch" if _truthy(q.get("watch")) else "list")
+            listoptions.validate(q, _truthy(q.get("watch")))
             if _truthy(q.get("watch")):
                 self._watch(request, route)
             else:
@@ -373,7 +385,7 @@ class ApiServer:
 
     @staticmethod
     def _delete_options(request: Request) -> JSON:
-        body = request.json_body() or {}
+        body = request.json_body("DeleteOptions") or {}
         if not isinstance(body, dict):
             raise bad_request("DeleteOptions must be a JSON object")
         for key in ("propagationPolicy", "gracePeriodSeconds", "orphanDependents"):
@@ -390,7 +402,7 @@ class ApiServer:
     @staticmethod
     def _reply_objects(request: Request, route: Route, objects: list[JSON], list_meta: JSON,
                        plain: JSON) -> None:
-        if routing.wants_table(request.accept):
+        if request.output.table:
             include = request.query.get("includeObject") or "Metadata"
             request.reply(200, to_table(route.rt, objects, list_meta, include))
         else:
@@ -398,19 +410,17 @@ class ApiServer:
 
     def _watch(self, request: Request, route: Route) -> None:
         q = request.query
-        rv = q.get("resourceVersion") or ""
-        try:
-            since = None if rv in ("", "0") else int(rv)
-        except ValueError as exc:
-            raise bad_request(f"invalid resource version: {rv}") from exc
+        start = listoptions.watch_start(q, self.store.resource_version)
         timeout = float(q.get("timeoutSeconds") or self.options.default_watch_timeout)
         watch = WatchRequest(
-            route.rt, route.namespace, since, matcher(q.get("labelSelector"),
-                                                      q.get("fieldSelector")),
-            _truthy(q.get("allowWatchBookmarks")), timeout, self.options.bookmark_interval,
-            routing.wants_table(request.accept), q.get("includeObject") or "Metadata")
+            route.rt, route.namespace, start.since, matcher(q.get("labelSelector"),
+                                                            q.get("fieldSelector")),
+            listoptions.go_bool(q.get("allowWatchBookmarks")), timeout,
+            self.options.bookmark_interval, request.output.table,
+            q.get("includeObject") or "Metadata", request.output.protobuf,
+            start.initial, start.initial_end)
         request.start_stream()
-        stream(self.store, watch, request.send_line, request.client_alive)
+        stream(self.store, watch, request.send_event, request.client_alive)
         request.end_stream()
 
     def _bind(self, request: Request, route: Route, options: WriteOptions) -> None:

@@ -37,7 +37,8 @@ class ServiceAllocator:
         for port in spec.get("ports") or []:
             if isinstance(port, dict):
                 port.setdefault("protocol", "TCP")
-                port.setdefault("targetPort", port.get("port"))
+                if port.get("targetPort") in (None, 0, ""):  # Go's zero IntOrString too
+                    port["targetPort"] = port.get("port")
         if spec["type"] == "ExternalName":
             return []
         spec.setdefault("internalTrafficPolicy", "Cluster")

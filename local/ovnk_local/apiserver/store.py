@@ -23,6 +23,8 @@ from ovnk_local.apiserver.objectmeta import key_of
 log = logging.getLogger(__name__)
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+# marks the end of a watch's initial ADDED events (a WatchList's "initial-events-end")
+INITIAL_END = "INITIAL_END"
 Key = tuple[str, str]
 
 
@@ -216,16 +218,24 @@ class Store:
             listener(event)
 
     # -- watch -----------------------------------------------------------------------------
-    def watch(self, storage: str, namespace: str, since: int | None) -> Watcher:
-        """Register a watcher.  ``since=None``: current objects as ADDED, then live events;
+    def watch(self, storage: str, namespace: str, since: int | None, *,
+              initial: bool | None = None, initial_end: bool = False) -> Watcher:
+        """Register a watcher.  ``since=None``: live events from now on, preceded (unless
+        ``initial`` is False) by every current object as ADDED and, with ``initial_end``,
+        by an ``INITIAL_END`` event carrying the resourceVersion of that snapshot;
         otherwise every kept event after ``since`` (410 Expired when it is compacted)."""
         with self.lock:
             watcher = Watcher(storage, namespace, self.max_watch_queue)
             if since is None:
-                items, _ = self.objects(storage, namespace or None)
-                for obj in items:
-                    rv = int(obj["metadata"]["resourceVersion"])
-                    watcher.push(Event(rv, storage, _key(obj)[0], ADDED, obj, initial=True))
+                if initial is not False:
+                    items, _ = self.objects(storage, namespace or None)
+                    for obj in items:
+                        rv = int(obj["metadata"]["resourceVersion"])
+                        watcher.push(Event(rv, storage, _key(obj)[0], ADDED, obj,
+                                           initial=True))
+                if initial_end:
+                    watcher.push(Event(self._rv, storage, namespace, INITIAL_END, {},
+                                       initial=True))
             else:
                 if since < self._compacted:
                     raise expired(f"too old resource version: {since} ({self._compacted + 1})")

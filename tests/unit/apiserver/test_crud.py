@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from ovnk_local.apiserver.protobuf import decode
 
 
 def status_of(exc: ApiException) -> dict[str, Any]:
@@ -285,13 +284,6 @@ def test_pod_binding_sets_node(core: client.CoreV1Api, namespace: str) -> None:
             _preload_content=False)
     assert status_of(err.value)["message"] == (
         'Operation cannot be fulfilled on pods "p": pod p is already assigned to node "node1"')
-
-
-def test_protobuf_envelope_from_kubectl_create_namespace() -> None:
-    captured = (b'k8s\x00\n\x0f\n\x02v1\x12\tNamespace\x12\x1b\n\x13\n\x03red\x12\x00\x1a\x00"'
-                b'\x00*\x002\x008\x00B\x00\x12\x00\x1a\x02\n\x00\x1a\x00"\x00')
-    assert decode(captured) == {"apiVersion": "v1", "kind": "Namespace",
-                                "metadata": {"name": "red"}}
 
 
 def test_leases_and_endpoint_slices(kube_client: client.ApiClient, namespace: str) -> None:

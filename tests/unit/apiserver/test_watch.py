@@ -251,7 +251,7 @@ def test_an_event_is_encoded_once_for_every_stream_and_reads_as_before() -> None
     assert event["type"] == "MODIFIED" and event["object"]["metadata"]["labels"] == {
         "app": "web"}
     assert event["object"]["apiVersion"] == "v1" and event["object"]["kind"] == "ConfigMap"
-    assert everything == json.dumps(event, separators=(",", ":")).encode()
+    assert everything == json.dumps(event, separators=(",", ":")).encode() + b"\n"
     assert json.loads(labelled) == {**event, "type": "ADDED"}
     [recorded] = [e for e in store._history if e.rv == since + 1]
     assert list(recorded.encoded) == ["v1/ConfigMap"]  # once, for both streams
