@@ -308,3 +308,32 @@ def test_itp_local_on_a_layer2_network_is_the_same_on_its_one_switch_and_reporte
                 if e.get("reason") == "InternalTrafficPolicyNotApplied"]
     [event] = wait_until(reported, timeout=30)
     assert "one switch spans its nodes" in event["message"]
+
+
+def test_client_ip_affinity_at_the_longest_timeout_is_upstreams_selection_fields(
+        client: KubeClient, manager: ClusterManager, plane: ControlPlane,
+        ovn_stack: OvnStack) -> None:
+    """86400 s (Kubernetes' maximum) is ``selection_fields=[ip_src,ip_dst]`` without
+    ``affinity_timeout`` (upstream's ``loadbalancer.go``); any other timeout is
+    ``affinity_timeout``; a change of timeout updates the row in place."""
+    namespace(client, "plain", None)
+    service(client, "plain", "10.96.10.60")
+    body = client.get(SERVICES, "web", "plain")
+    body["spec"].update(sessionAffinity="ClientIP",
+                        sessionAffinityConfig={"clientIP": {"timeoutSeconds": 86400}})
+    client.update(SERVICES, body)
+    zone = plane.start_zone(ovn_stack.nb.remote)
+    name = "Service_plain/web_TCP_cluster"
+    wait_until(lambda: name in load_balancers(zone.nb), timeout=30)
+    settled(zone)
+    row = load_balancers(zone.nb)[name]
+    assert sorted(row.selection_fields) == ["ip_dst", "ip_src"]
+    assert "affinity_timeout" not in row.options
+    uuid = row.uuid
+    body = client.get(SERVICES, "web", "plain")
+    body["spec"]["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": 600}}
+    client.update(SERVICES, body)
+    wait_until(lambda: load_balancers(zone.nb)[name].options.get("affinity_timeout") == "600",
+               timeout=30)
+    row = load_balancers(zone.nb)[name]
+    assert list(row.selection_fields) == [] and row.uuid == uuid
