@@ -209,6 +209,38 @@ def _masquerade_subnet(network: NetworkState, version: int) -> IPNetwork | None:
     return next((s for s in network.masquerade_subnets if s.version == version), None)
 
 
+def gateway_router_options(netinfo: NetInfo, node: NodeState) -> dict[str, str]:
+    """A gateway router's options, as upstream's ``createGWRouter``: the default network's
+    router SNATs in conntrack zone 0 (upstream shares it with the host's own
+    connections), a user-defined network's lets OVN pick its zone; a user-defined
+    network's router sends no gratuitous ARP/RARP (``disable_garp_rarp``: its only
+    external addresses are masquerade IPs, the same on every node).  OVN 23.03 does not
+    know ``disable_garp_rarp`` yet and ignores it; nothing asks these routers for GARPs
+    there anyway (their ``etor-`` ports have no ``nat-addresses``)."""
+    options = {"lb_force_snat_ip": "router_ip",
+               "mac_binding_age_threshold": MAC_BINDING_AGE_THRESHOLD,
+               "chassis": node.chassis_id,
+               "always_learn_from_arp_request": "false",
+               "dynamic_neigh_routers": "false"}
+    if netinfo.is_default:
+        options["snat-ct-zone"] = "0"
+    else:
+        options["disable_garp_rarp"] = "true"
+    return options
+
+
+def external_switch_router_port_options(netinfo: NetInfo, rtoe: str) -> dict[str, str]:
+    """``etor-GR_<node>``'s options, as upstream's ``addExternalSwitch``: on the default
+    network the router's NAT addresses are announced by gratuitous ARP (``nat-addresses``,
+    so that neighbours follow an address that moves between nodes), its load balancer VIPs
+    not; a user-defined network's masquerade addresses are never announced."""
+    options = {"router-port": rtoe}
+    if netinfo.is_default:
+        options["nat-addresses"] = "router"
+        options["exclude-lb-vips-from-garp"] = "true"
+    return options
+
+
 def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
     """Gateway router, join and external ports, egress routes and SNAT of one node."""
     netinfo = network.netinfo
@@ -241,12 +273,7 @@ def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
 
     rows = [
         DesiredRow("Logical_Router", gr,
-                   {"name": gr_name,
-                    "options": {"lb_force_snat_ip": "router_ip",
-                                "mac_binding_age_threshold": MAC_BINDING_AGE_THRESHOLD,
-                                "chassis": node.chassis_id,
-                                "always_learn_from_arp_request": "false",
-                                "dynamic_neigh_routers": "false"}},
+                   {"name": gr_name, "options": gateway_router_options(netinfo, node)},
                    extra_external_ids={"physical_ip": str(node_ips[0].ip),
                                        "physical_ips": ",".join(physical_ips)}),
         DesiredRow("Logical_Router_Port", _ids(netinfo, owner, "RouterToJoinPort", gr_name,
@@ -265,12 +292,15 @@ def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
                                                False),
                    {"name": rtoe, "mac": gateway.mac or mac_from_ip(node_ips[0].ip),
                     "networks": rtoe_networks},
-                   links=link_gr("ports")),
+                   links=link_gr("ports"),
+                   extra_external_ids={"gateway-physical-ip": "yes"} if netinfo.is_default
+                   else {}),
         DesiredRow("Logical_Switch", ext, {"name": "ext_" + switch_name}),
         DesiredRow("Logical_Switch_Port", _ids(netinfo, owner, "ExternalToRouterPort", gr_name,
                                                False),
                    {"name": f"etor-{gr_name}", "type": LSP_TYPE_ROUTER,
-                    "addresses": [gateway.mac or "router"], "options": {"router-port": rtoe}},
+                    "addresses": [gateway.mac or "router"],
+                    "options": external_switch_router_port_options(netinfo, rtoe)},
                    links=(Link(Ref.to("Logical_Switch", ext), "ports"),)),
         DesiredRow("Logical_Switch_Port", _ids(netinfo, owner, "ExternalLocalnetPort",
                                                node.name, False),

@@ -48,6 +48,16 @@ NODES = (NodeState("ovn-worker", (net("10.100.0.0/24"),), 2, "chassis-1", gatewa
          NodeState("ovn-worker2", (net("10.100.1.0/24"),), 3, "chassis-2", gateway(3)))
 
 
+def default_network() -> NetworkState:
+    netinfo = NetInfo(name="default", topology="layer3", role="default", mtu=1400,
+                      subnets=(ClusterSubnet(net("10.244.0.0/16"), 24),))
+    return NetworkState(netinfo, 0, MASQUERADE, (net("100.64.0.0/16"),))
+
+
+DEFAULT_NODES = (NodeState("ovn-worker", (net("10.244.0.0/24"),), 2, "chassis-1", gateway(2)),
+                 NodeState("ovn-worker2", (net("10.244.1.0/24"),), 3, "chassis-2", gateway(3)))
+
+
 def pod(network: NetworkState, name: str, node: str, ip: str) -> PodAttachment:
     namespace = network.netinfo.name.split("_")[0]
     return PodAttachment(namespace, name, f"uid-{name}", node, f"{namespace}/{namespace}",
@@ -147,11 +157,7 @@ def test_pod_traffic_to_its_node_goes_through_the_management_port(ovn_stack: Ovn
 
 def test_default_network_pods_reach_each_other_and_leave_as_the_node(ovn_stack: OvnStack
                                                                       ) -> None:
-    netinfo = NetInfo(name="default", topology="layer3", role="default", mtu=1400,
-                      subnets=(ClusterSubnet(net("10.244.0.0/16"), 24),))
-    default = NetworkState(netinfo, 0, MASQUERADE, (net("100.64.0.0/16"),))
-    nodes = (NodeState("ovn-worker", (net("10.244.0.0/24"),), 2, "chassis-1", gateway(2)),
-             NodeState("ovn-worker2", (net("10.244.1.0/24"),), 3, "chassis-2", gateway(3)))
+    default, nodes = default_network(), DEFAULT_NODES
     a = PodAttachment("kube-system", "a", "uid-a", "ovn-worker", "default",
                       mac_from_ip("10.244.0.3"), ("10.244.0.3/24",))
     b = PodAttachment("kube-system", "b", "uid-b", "ovn-worker2", "default",
@@ -253,3 +259,34 @@ def test_names_and_external_ids_follow_upstream(ovn_stack: OvnStack) -> None:
         node_policy = policies['inport == "rtos-ns1_blue.net_ovn-worker" && ip4.dst == '
                                '172.18.0.2 /* ns1_blue.net_ovn-worker */']
         assert node_policy.priority == 1004 and node_policy.nexthops == ["10.100.0.2"]
+
+
+def test_gateway_options_and_external_port_ids_are_upstreams_per_network(
+        ovn_stack: OvnStack) -> None:
+    """Upstream's ``createGWRouter`` and ``addExternalSwitch``: the default network's
+    gateway router SNATs in conntrack zone 0, its ``etor-`` port announces the router's
+    NAT addresses (not its load balancer VIPs) and its ``rtoe-`` port is marked
+    ``gateway-physical-ip``; a user-defined network's router has ``disable_garp_rarp``
+    and its external ports none of these."""
+    blue = network("blue_blue")
+    with NbWriter([ovn_stack.nb.remote]).start() as nb:
+        render(nb, default_network(), [], DEFAULT_NODES)
+        render(nb, blue, [])
+        routers = {row.name: row for row in read_rows(nb.remote, "Logical_Router")}
+        switch_ports = {row.name: row for row in read_rows(nb.remote, "Logical_Switch_Port")}
+        router_ports = {row.name: row for row in read_rows(nb.remote, "Logical_Router_Port")}
+        assert not render(nb, default_network(), [], DEFAULT_NODES)  # converged
+    common = {"lb_force_snat_ip": "router_ip", "mac_binding_age_threshold": "300",
+              "chassis": "chassis-1", "always_learn_from_arp_request": "false",
+              "dynamic_neigh_routers": "false"}
+    assert routers["GR_ovn-worker"].options == {**common, "snat-ct-zone": "0"}
+    assert routers["GR_blue_blue_ovn-worker"].options == {**common,
+                                                          "disable_garp_rarp": "true"}
+    assert switch_ports["etor-GR_ovn-worker"].options == {
+        "router-port": "rtoe-GR_ovn-worker", "nat-addresses": "router",
+        "exclude-lb-vips-from-garp": "true"}
+    assert switch_ports["etor-GR_blue_blue_ovn-worker"].options == {
+        "router-port": "rtoe-GR_blue_blue_ovn-worker"}
+    assert router_ports["rtoe-GR_ovn-worker"].external_ids["gateway-physical-ip"] == "yes"
+    assert "gateway-physical-ip" not in router_ports[
+        "rtoe-GR_blue_blue_ovn-worker"].external_ids
