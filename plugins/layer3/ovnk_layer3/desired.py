@@ -49,6 +49,10 @@ CLUSTER_ROUTER = "ovn_cluster_router"
 JOIN_SWITCH = "join"
 NODE_SUBNET_POLICY_PRIORITY = 1004
 MAC_BINDING_AGE_THRESHOLD = "300"
+# upstream's KubeVirt ARP proxy (pkg/kubevirt): a link-local gateway for migrating VMs
+ARP_PROXY_IPV4 = "169.254.1.1"
+ARP_PROXY_IPV6 = "fe80::1"
+ARP_PROXY_MAC = "0a:58:a9:fe:01:01"  # generated from ARP_PROXY_IPV4 (mac_from_ip)
 
 
 def _ids(netinfo: NetInfo, owner: Owner, kind: str, name: str, switch_or_router: bool
@@ -137,6 +141,25 @@ def build_network(network: NetworkState) -> list[DesiredRow]:
     return rows
 
 
+def arp_proxy(netinfo: NetInfo) -> str:
+    """The default network's ``arp_proxy`` on ``stor-<node>``, as upstream's
+    ``ComposeARPProxyLSPOption``: the router port answers ARP/ND for a link-local gateway
+    address (KubeVirt VMs keep it as their default gateway when they migrate between
+    nodes) and for the cluster subnets (a migrated VM still reaches its old neighbours),
+    with the MAC generated from that address; the cluster subnets in configured order."""
+    return " ".join([ARP_PROXY_MAC, ARP_PROXY_IPV4, ARP_PROXY_IPV6,
+                     *(str(subnet.cidr) for subnet in netinfo.subnets)])
+
+
+def switch_router_port_options(netinfo: NetInfo, rtos: str) -> dict[str, str]:
+    """``stor-<node>``'s options: its router port, and on the default network only (as
+    upstream) the ARP proxy (``arp_proxy``)."""
+    options = {"router-port": rtos}
+    if netinfo.is_default:
+        options["arp_proxy"] = arp_proxy(netinfo)
+    return options
+
+
 def build_node(network: NetworkState, node: NodeState) -> list[DesiredRow]:
     """The node's switch and router port pair; management port and gateway when primary.
 
@@ -173,7 +196,7 @@ def build_node(network: NetworkState, node: NodeState) -> list[DesiredRow]:
         DesiredRow("Logical_Switch_Port", _ids(netinfo, owner, "SwitchToRouterPort", node.name,
                                                False),
                    {"name": f"stor-{switch_name}", "type": LSP_TYPE_ROUTER, "addresses": ["router"],
-                    "options": {"router-port": rtos}},
+                    "options": switch_router_port_options(netinfo, rtos)},
                    links=(Link(Ref.to("Logical_Switch", switch), "ports"),)),
     ]
     if has_gateway(netinfo):

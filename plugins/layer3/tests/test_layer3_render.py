@@ -290,3 +290,20 @@ def test_gateway_options_and_external_port_ids_are_upstreams_per_network(
     assert router_ports["rtoe-GR_ovn-worker"].external_ids["gateway-physical-ip"] == "yes"
     assert "gateway-physical-ip" not in router_ports[
         "rtoe-GR_blue_blue_ovn-worker"].external_ids
+
+
+def test_the_default_networks_switch_router_ports_carry_upstreams_arp_proxy(
+        ovn_stack: OvnStack) -> None:
+    """``stor-<node>`` of the default network (only) has upstream's KubeVirt ARP proxy:
+    its MAC, the link-local gateway addresses and the cluster subnets."""
+    blue = network("blue_blue")
+    with NbWriter([ovn_stack.nb.remote]).start() as nb:
+        render(nb, default_network(), [], DEFAULT_NODES)
+        render(nb, blue, [])
+        ports = {row.name: row for row in read_rows(nb.remote, "Logical_Switch_Port")}
+    for node in ("ovn-worker", "ovn-worker2"):
+        assert ports[f"stor-{node}"].options == {
+            "router-port": f"rtos-{node}",
+            "arp_proxy": "0a:58:a9:fe:01:01 169.254.1.1 fe80::1 10.244.0.0/16"}
+        assert ports[f"stor-blue_blue_{node}"].options == {
+            "router-port": f"rtos-blue_blue_{node}"}
