@@ -27,7 +27,6 @@ from collections.abc import Iterable
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.networks import port_names
 from ovnk_core.networks.addressing import (
-    HOST_MASQUERADE_OFFSET,
     MASQUERADE_NEXT_HOP_OFFSET,
     IPAddress,
     gateway_ip,
@@ -372,13 +371,13 @@ def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
     for ip in join_ips:
         rows.append(route("ClusterRouterJoinRoute", f"{node.name}:{ip}", router_ref,
                           str(ip), str(ip)))
-    # Traffic from the node's pods to the node itself goes through the management port.
+    # Traffic from the node's pods to the node goes through the management port: to the
+    # node's IPs and, on a user-defined network, to the network's own masquerade IP (as
+    # upstream's ``AddSameNodeIPPolicy``, which is given those as the node's addresses).
+    # The host's masquerade IP (.2) is not among them: the pods reach it through their
+    # gateway router, SNATed to the network's masquerade IP, as any other address.
     mgmt_ips = {s.version: management_ip(s) for s in node.subnets}
-    host_destinations = [ip.ip for ip in node_ips]
-    for version in (4, 6):
-        subnet = _masquerade_subnet(network, version)
-        if subnet is not None and version in mgmt_ips and not netinfo.is_default:
-            host_destinations.append(subnet.network_address + HOST_MASQUERADE_OFFSET)
+    host_destinations = [ip.ip for ip in node_ips] + [gr_ip for gr_ip, _ in masq.values()]
     for destination in host_destinations:
         if destination.version not in mgmt_ips:
             continue
