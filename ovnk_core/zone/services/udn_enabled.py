@@ -74,6 +74,7 @@ class UdnEnabledServices:
                  families: Iterable[int]) -> None:
         self.nb = nb
         self.allowed = tuple(dict.fromkeys(allowed))
+        self._allowed_keys = frozenset(self.allowed)
         self.families = tuple(sorted(set(families)))
         self.services = informers.get(SERVICES)
         self.controller = Controller(CONTROLLER_NAME, self.reconcile,
@@ -81,7 +82,7 @@ class UdnEnabledServices:
         self.controller.watch(self.services, key_func=self._key_of)
 
     def _key_of(self, service: JSON) -> list[str]:
-        return [KEY] if object_key(service) in self.allowed else []
+        return [KEY] if object_key(service) in self._allowed_keys else []
 
     def cluster_ips(self) -> list[str]:
         """Every ClusterIP of the allowed services that exist (headless ones have none)."""
