@@ -5,11 +5,13 @@ is optional and gives two things: the ``config`` the host passes when it
 instantiates the plugin, and the declaration of the flags the feature needs,
 checked at startup through ``ovnk_configure`` so that a feature enabled by
 name (``--enable-feature``) without its prerequisites fails loudly instead
-of doing nothing.
+of doing nothing.  A feature that needs API rights beyond its component's role
+declares them in ``rbac_rules`` (``ovnk_core.manifests.plugin_rbac``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from ovnk_core.config import Config
@@ -28,11 +30,19 @@ class Feature:
         agent on which the feature is installed but not enabled deletes that table at start
         (the class is then imported to read this attribute, never instantiated), so claim
         a table only when the feature alone writes it on the node.
+    :cvar rbac_rules: the Kubernetes API rights the feature's controllers need beyond what
+        their component's identity has: component (``cluster-manager``, ``zone``,
+        ``node``) → PolicyRules (``{"apiGroups": [""], "resources": ["configmaps"],
+        "verbs": ["get", "create"]}``).  They become ClusterRoles aggregated into the
+        component's role (``ovnk_core.manifests.plugin_rbac``), applied by ``ovnk local`` and
+        printed by ``python -m ovnk_core.manifests.rbac``; the class is read for it, never
+        instantiated.
     """
 
     name: ClassVar[str]
     required_flags: ClassVar[tuple[str, ...]] = ()
     nft_table_name: ClassVar[str | None] = None
+    rbac_rules: ClassVar[Mapping[str, Sequence[Mapping[str, Sequence[str]]]]] = {}
 
     def __init__(self, config: Config) -> None:
         self.config = config

@@ -10,6 +10,9 @@ runs in a known component (``HOOKS``):
 * node: ``ovnk_node_controllers``;
 * every process: ``ovnk_configure`` (a configuration check).
 
+A plugin's ``rbac_rules`` (``ovnk_core.manifests.plugin_rbac``) show as **API
+rights** under each component they are for.
+
 A topology's own column lists what it overrides of ``Topology``:
 ``parse_netconf`` (parse — networks of its kind are accepted), ``pod_routing``
 (routes), ``default_mtu`` (mtu), the ``build_*`` methods with ``renders`` set
@@ -42,7 +45,9 @@ import pluggy
 
 from ovnk_core import hookspecs
 from ovnk_core.config import Config
+from ovnk_core.errors import PluginLoadError
 from ovnk_core.feature import Feature
+from ovnk_core.manifests.plugin_rbac import rbac_rules_of
 from ovnk_core.plugins import (
     FEATURE_GROUP,
     TOPOLOGY_GROUP,
@@ -89,8 +94,12 @@ TOPOLOGY_MEMBERS: dict[str, str] = {
 of the base class is shown by its name."""
 RENDER_METHODS = ("build_network", "build_node", "build_pod")
 TOPOLOGY_DECLARATIONS = frozenset({"name", "renders", "renders_default_network",
-                                   "serves_services", "supports_primary"})
+                                   "serves_services", "supports_primary", "rbac_rules"})
 """``Topology`` class attributes that describe the topology rather than contribute to it."""
+
+API_RIGHTS = "API rights"
+RBAC_COMPONENTS = {"cluster-manager": CLUSTER_MANAGER, "zone": ZONE, "node": NODE}
+"""``rbac_rules`` keys → the component they are shown under."""
 
 NOT_RENDERED = "parses only — its networks are not rendered into OVN"
 NOTHING = "contributes nothing in any component"
@@ -141,6 +150,11 @@ def inspect_plugin(plugin: Any, group: str, name: str | None = None) -> Contribu
         where, label = HOOKS.get(hook, ((EVERY_PROCESS,), hook))
         for component in where:
             found[component].append(label)
+    try:
+        for component in rbac_rules_of(plugin, f"{group}:{name or '?'}"):
+            found[RBAC_COMPONENTS[component]].append(API_RIGHTS)
+    except PluginLoadError as exc:
+        problems.append(str(exc))
     renders: bool | None = None
     if group == TOPOLOGY_GROUP:
         renders = _inspect_topology(plugin, name, found[TOPOLOGY], problems)

@@ -101,11 +101,14 @@ class Topology(abc.ABC):
         that selects it, its CRD schema, its admission rules and its NAD keys), one
         stateless instance.  ``None`` (the default): no UDN/CUDN can ask for this
         topology; its networks come from NADs written by hand.
+    :cvar rbac_rules: Kubernetes API rights the plugin's hooks need beyond what their
+        component's identity has, as ``Feature.rbac_rules`` (component → PolicyRules).
     """
 
     name: ClassVar[str]
     supports_primary: ClassVar[bool] = True
     udn_section: ClassVar[UdnSection | None] = None
+    rbac_rules: ClassVar[Mapping[str, Sequence[Mapping[str, Sequence[str]]]]] = {}
 
     def __init__(self, config: Config) -> None:
         self.config = config

@@ -361,7 +361,7 @@ class LocalCluster:
                     client.create(NAMESPACES, {"metadata": {"name": namespace}})
                 except AlreadyExists:
                     pass
-            self.credentials(port).issue_all(client, state.nodes)
+            self.credentials(port).issue_all(client, state.nodes, config)
             for index, name in enumerate(state.nodes):
                 self._register_node(client, name, index)
             if dataplane:

@@ -6,6 +6,13 @@ arguments and returning an exit code.  Errors meant for the operator
 (``OvnkError``) are printed as one clear line and exit 2; nothing else is
 caught, so a real bug still shows its traceback.
 
+**A reader that stops early** (``ovnk plugins | head``): once the reader of standard
+output is gone, writing to it raises ``BrokenPipeError``.  As the Python documentation of
+``signal`` advises for SIGPIPE, ``main`` then points standard output at ``os.devnull`` (so
+the interpreter's final flush has nowhere to fail) and exits 1 without a word, for every
+subcommand.  A ``BrokenPipeError`` while standard output is still readable (a socket the
+command writes to, say) is a real error and is not hidden.
+
 **Subcommands of other distributions** (entry point group ``ovnk.cli``): the
 core's own subcommands are ``SUBCOMMANDS``; another installed distribution adds
 one with an entry point ``NAME = "package.module"`` in group ``ovnk.cli`` naming
@@ -22,6 +29,8 @@ to load is reported on stderr and left out, the rest of ``ovnk`` still works.
 from __future__ import annotations
 
 import argparse
+import os
+import select
 import sys
 from collections.abc import Iterable, Sequence
 from importlib.metadata import entry_points
@@ -44,6 +53,8 @@ from ovnk_core.logsetup import setup_logging
 SUBCOMMANDS = (plugins_cmd, config_cmd, cluster_manager_cmd, controller_cmd, node_cmd,
                reachability_cmd, show_cmd, version_cmd)
 
+READER_GONE_EXIT = 1
+"""The exit code when the reader of standard output went away (Python's own on EPIPE)."""
 
 
 class Subcommand(Protocol):
@@ -112,10 +123,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError:
         setup_logging("warning")  # the configuration check reports the bad --loglevel
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # here, not at exit: a reader that is gone is seen in this try
+        return code
     except OvnkError as exc:
         print(f"ovnk {args.command}: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        if not stdout_reader_gone():
+            raise
+        silence_stdout()
+        return READER_GONE_EXIT
+
+
+def stdout_reader_gone() -> bool:
+    """Whether standard output is a pipe (or socket) whose reader has closed it."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by an object without a file
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & select.POLLERR for _fd, events in poller.poll(0))
+
+
+def silence_stdout() -> None:
+    """Send what is left of standard output to ``os.devnull`` (the documented way to end
+    quietly on a broken pipe: the interpreter flushes it once more at exit)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
 
 
 if __name__ == "__main__":

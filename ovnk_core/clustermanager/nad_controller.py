@@ -17,7 +17,10 @@ blocks other NADs, other networks or startup.  A primary NAD in a namespace
 that already has another network's primary NAD is refused, and a NAD that
 names no network because its config is broken is reported too
 (``nad_checks``).  An ID is released when no NAD
-names its network any more.
+names its network any more — not when the plugin of its topology is left out
+or uninstalled: a network whose accepted NADs name a topology no loaded plugin
+provides keeps its ID, with a Warning ``NetworkNotRendered`` on its NADs, until
+they are deleted (``unrendered_networks``).
 """
 
 from __future__ import annotations
@@ -43,7 +46,12 @@ from ovnk_core.clustermanager.nad_checks import (
     primary_network_of,
     primary_networks_in_namespace,
 )
-from ovnk_core.errors import NetworkConfigError, NotReady, PermanentError
+from ovnk_core.clustermanager.unrendered_networks import (
+    held_nads,
+    owned_by_udn,
+    unrendered_message,
+)
+from ovnk_core.errors import NetworkConfigError, NotReady, PermanentError, TopologyNotSupported
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.errors import Conflict, NotFound
@@ -55,6 +63,7 @@ from ovnk_core.networks import definition
 from ovnk_core.networks.nad_config import nad_network_name
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.networks.registry import NetworkEntry, NetworkRegistry, comparable
+from ovnk_core.networks.rendering import REASON as NOT_RENDERED_REASON
 from ovnk_core.plugins import PluginHost
 
 log = logging.getLogger(__name__)
@@ -142,9 +151,16 @@ class NadController:
             self._reconciled_once("")
 
     def _parse(self, nad: JSON) -> NetInfo | None:
+        """The NAD's network, or ``None`` (reported on the NAD) when it is invalid.
+
+        :raises TopologyNotSupported: no loaded plugin provides its topology; the caller
+            decides what to report (``unrendered_networks``).
+        """
         key = object_key(nad)
         try:
             netinfo = self.host.parse_netconf(nad["spec"]["config"])
+        except TopologyNotSupported:
+            raise
         except NetworkConfigError as exc:
             self._report(nad, exc.reason, f"NAD {key} is invalid: {exc}")
             return None
@@ -189,10 +205,15 @@ class NadController:
         nads = sorted(self.nads.by_index("network", network), key=object_key)
         previous = self.registry.get(network)
         candidates: list[tuple[JSON, NetInfo]] = []
+        unloaded: list[tuple[JSON, TopologyNotSupported]] = []  # no plugin for its topology
         for nad in nads:
             if nad["metadata"].get("deletionTimestamp"):
                 continue
-            netinfo = self._parse(nad)
+            try:
+                netinfo = self._parse(nad)
+            except TopologyNotSupported as exc:
+                unloaded.append((nad, exc))
+                continue
             if netinfo is not None and netinfo.is_primary:
                 conflict = primary_conflict(
                     nad, network, self.nads.peek_by_index("namespace", nad["metadata"][
@@ -216,6 +237,13 @@ class NadController:
                 self._strip(nad, network)
         for nad, _ in accepted:
             self._reported.pop(object_key(nad), None)
+        held = held_nads(network, unloaded) if not accepted else []
+        for nad, unsupported in unloaded:
+            if not any(nad is other for other, _ in held):
+                self._report(nad, unsupported.reason,
+                             f"NAD {object_key(nad)} is invalid: {unsupported}")
+        if held and self._hold(network, held):
+            return
         if not accepted:
             if self.ids.get(network) is not None:
                 self.ids.release(network)
@@ -233,6 +261,32 @@ class NadController:
                   TUNNEL_KEYS_ANNOTATION: serialize_tunnel_keys(keys)}
         for nad, _ in accepted:
             self._annotate(nad, wanted)
+
+    def _hold(self, network: str, held: list[tuple[JSON, TopologyNotSupported]]) -> bool:
+        """Keep the ID of a network whose accepted NADs name a topology no loaded plugin
+        provides (``held``, oldest first) and say why it is not rendered; False when its ID
+        cannot be kept (another network was given it meanwhile: reported on the NADs)."""
+        defining, exc = held[0]
+        if self.ids.get(network) is None:
+            network_id = definition.accepted_id(defining, network)
+            assert network_id is not None  # held NADs carry the network's ID
+            try:
+                self.ids.reserve(network, network_id)
+                self.tunnel_keys.reserve(network, annotated_tunnel_keys(defining))
+            except ValueError as error:
+                for nad, _ in held:
+                    self._report(nad, exc.reason, f"NAD {object_key(nad)} is invalid: {exc}; "
+                                                  f"its network ID is lost: {error}")
+                return False
+        message = unrendered_message(network, exc.topology, self.host.topologies)
+        for nad, _ in held:
+            if owned_by_udn(nad):
+                self._reported.pop(object_key(nad), None)  # its UDN/CUDN's controller says it
+            else:
+                self._report(nad, NOT_RENDERED_REASON, message)
+        log.debug("network %s: topology %r not loaded; network ID %s kept until its NADs "
+                  "are deleted", network, exc.topology, self.ids.get(network))
+        return True
 
     def _register(self, network: str, previous: NetworkEntry | None,
                   accepted: list[tuple[JSON, NetInfo]]) -> None:

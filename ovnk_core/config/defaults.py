@@ -25,3 +25,8 @@ the order ``Config.enabled_features`` lists them."""
 
 DEFAULT_NETWORK_TOPOLOGY = "layer3"
 """The topology that renders the cluster default network unless configured otherwise."""
+
+BUNDLED_TOPOLOGIES = ("layer2", "layer3", "localnet")
+"""The topology plugins that ship with ovnk: the checked-in CRD files
+(``ovnk_core/manifests/crds/``) are built from their UDN sections alone, whatever else is
+installed."""

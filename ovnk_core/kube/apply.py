@@ -1,5 +1,11 @@
 """Apply manifests: create each object, or replace the one that exists (``kubectl apply``'s
-effect for objects nobody else edits, such as CRDs and the RBAC ovnk ships)."""
+effect for objects nobody else edits, such as CRDs and the RBAC ovnk ships).
+
+One field is someone else's: the ``rules`` of a ClusterRole with an
+``aggregationRule`` belong to the API server's aggregation controller (a
+manifest leaves them out), so replacing such a role keeps the rules it has —
+rights granted through it never lapse while ovnk's manifests are applied again.
+"""
 
 from __future__ import annotations
 
@@ -47,6 +53,9 @@ def apply_documents(client: KubeClient, documents: Iterable[JSON | None]) -> int
             if resource is SERVICE_ACCOUNTS:
                 continue  # keep its uid: tokens issued for it stay valid
             meta["resourceVersion"] = current["metadata"]["resourceVersion"]
+            if resource is CLUSTER_ROLES and document.get("aggregationRule") and \
+                    "rules" not in document:
+                document = {**document, "rules": current.get("rules") or []}
             client.update(resource, document)
         count += 1
     return count

@@ -10,21 +10,32 @@ The UDN and CUDN schemas are made of the topology plugins' sections
 (``UdnSection``, ``ovnk_core.udn_section``): a cluster applies the CRDs built
 from the sections of the topologies its configuration enables
 (``build_crds(sections_for(config))``), so the API server itself rejects a
-topology nobody renders.  Without sections, and for the checked-in files,
-every installed topology's section is used (in development: the bundled
-plugins).
+topology nobody renders.  Without sections every installed topology's section
+is used.  The checked-in files are made of the bundled topologies' sections
+only (``shipped_sections``), so installing another topology changes neither
+them nor the test that compares them with the builders.
+
+``python -m ovnk_core.manifests.crds`` rewrites the checked-in files;
+``--check`` only compares, ``--topologies`` with ``--dir`` writes the CRDs of
+other topology plugins (a cluster with a third-party topology) elsewhere, and
+``--help`` says so.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ovnk_core.config import load_config
+from ovnk_core.config.defaults import BUNDLED_TOPOLOGIES
+from ovnk_core.errors import OvnkError
 from ovnk_core.manifests.crd_schemas import conditions_status, cudn_spec, udn_spec
-from ovnk_core.udn.sections import UdnSections, installed_sections
+from ovnk_core.udn.sections import UdnSections, installed_sections, sections_for
 
 JSON = dict[str, Any]
 CRD_DIR = Path(__file__).resolve().parent / "crds"
@@ -127,8 +138,25 @@ def render(obj: JSON) -> str:
     return yaml.safe_dump(obj, sort_keys=False, width=100)
 
 
+def sections_of(topologies: Sequence[str]) -> UdnSections:
+    """The UDN sections of the named topology plugins (loaded as ``--topologies`` would).
+
+    :raises PluginLoadError: one of them is not installed or fails to load.
+    """
+    return sections_for(load_config({"topologies": ",".join(topologies)}, env={}))
+
+
+def shipped_sections() -> UdnSections:
+    """The sections the checked-in CRD files are built from: the bundled topologies'
+    (``config.defaults.BUNDLED_TOPOLOGIES``), never another installed one's."""
+    return sections_of(BUNDLED_TOPOLOGIES)
+
+
 def write_crd_files(directory: Path = CRD_DIR,
                     sections: UdnSections | None = None) -> list[Path]:
+    """Write every CRD into ``directory`` (default: the checked-in files, from
+    ``shipped_sections``)."""
+    sections = shipped_sections() if sections is None else sections
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for obj in build_crds(sections):
@@ -138,7 +166,63 @@ def write_crd_files(directory: Path = CRD_DIR,
     return written
 
 
+def crd_file_differences(directory: Path = CRD_DIR,
+                         sections: UdnSections | None = None) -> list[str]:
+    """How the YAML files in ``directory`` differ from what the builders make of
+    ``sections`` (default: the checked-in files and ``shipped_sections``); empty: none."""
+    sections = shipped_sections() if sections is None else sections
+    built = {crd_file_name(obj): render(obj) for obj in build_crds(sections)}
+    present = {path.name for path in directory.glob("*.yaml")}
+    problems = [f"{name}: missing" for name in sorted(set(built) - present)]
+    problems += [f"{name}: not built by ovnk_core.manifests.crds"
+                 for name in sorted(present - set(built))]
+    problems += [f"{name}: differs from what the builders make" for name in sorted(built)
+                 if name in present and (directory / name).read_text() != built[name]]
+    return problems
+
+
+def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m ovnk_core.manifests.crds",
+        description="Write the CustomResourceDefinitions ovnk needs as YAML files. Without "
+                    "options: rewrite the checked-in files (ovnk_core/manifests/crds/), whose "
+                    "UDN/CUDN topologies are the bundled topology plugins' "
+                    f"({', '.join(BUNDLED_TOPOLOGIES)}), whatever else is installed.")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1, naming each file, if the files differ "
+                             "from what the builders make")
+    parser.add_argument("--dir", type=Path, default=None,
+                        help="the directory to write (or check); default: the checked-in "
+                             "files")
+    parser.add_argument("--topologies", default=None,
+                        help="comma-separated topology plugins whose UDN sections the "
+                             "UDN/CUDN CRDs offer (as the components' --topologies); needs "
+                             "--dir, the checked-in files are the bundled topologies'")
+    args = parser.parse_args(argv)
+    if args.topologies is not None and args.dir is None:
+        parser.error("--topologies needs --dir: the checked-in files are built from the "
+                     "bundled topologies only")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_arguments(argv)
+    directory = CRD_DIR if args.dir is None else args.dir
+    try:
+        sections = shipped_sections() if args.topologies is None else sections_of(
+            [name.strip() for name in args.topologies.split(",") if name.strip()])
+        if args.check:
+            problems = crd_file_differences(directory, sections)
+            for problem in problems:
+                print(f"{directory}/{problem}", file=sys.stderr)
+            return 1 if problems else 0
+        for written_path in write_crd_files(directory, sections):
+            print(written_path)
+    except OvnkError as exc:
+        print(f"python -m ovnk_core.manifests.crds: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 if __name__ == "__main__":
-    for written_path in write_crd_files():
-        print(written_path)
-    sys.exit(0)
+    sys.exit(main())

@@ -13,7 +13,11 @@ removed only when no pod's ``k8s.ovn.org/pod-networks`` references it; until
 then the condition names the pods and the key is retried with a growing
 delay that does not count as a failure.  A network whose topology no enabled
 plugin renders into OVN keeps ``NetworkCreated=True`` (its NAD exists) and
-gets a Warning event on the NAD and the resource (``udn.unrendered``).
+gets a Warning event on the NAD and the resource (``udn.unrendered``).  So does
+one whose topology no loaded plugin provides any more (left out of
+``--topologies``, or uninstalled) while the NAD made when it was there exists:
+that NAD is kept as it is (nothing can render it again); a NAD that does not
+exist yet cannot be made, and the condition says why.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 
 from ovnk_core.annotations import pod_networks
 from ovnk_core.config import Config
-from ovnk_core.errors import NetworkConfigError, NotReady, OvnkError
+from ovnk_core.errors import NetworkConfigError, NotReady, OvnkError, TopologyNotSupported
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.conditions import Condition, set_conditions
 from ovnk_core.kube.controller import Controller
@@ -196,6 +200,8 @@ class UdnControllers:
                     raise NetworkConfigError(invalid_primary_network_message(namespace))
             desired = nadlib.build_nad(obj, namespace, self.config, self.sections)
             topology = str(self.host.parse_netconf(desired["spec"]["config"]).topology)
+        except TopologyNotSupported as exc:
+            return self._without_topology_plugin(obj, namespace, exc)
         except NetworkConfigError as exc:
             return NadOutcome(namespace, str(exc))
         existing = self.nads.get(f"{namespace}/{name}")
@@ -226,6 +232,23 @@ class UdnControllers:
                 raise NotReady(f"NAD {namespace}/{name} changed meanwhile", delay=0.1) from None
             log.info("updated NAD %s/%s back to its rendered state", namespace, name)
         self.unrendered.check(obj, existing, nadlib.network_name_of(obj), topology)
+        return NadOutcome(namespace)
+
+    def _without_topology_plugin(self, obj: JSON, namespace: str,
+                                 exc: TopologyNotSupported) -> NadOutcome:
+        """The outcome for ``obj`` in ``namespace`` when no loaded plugin provides its
+        topology: its existing NAD stays as it is, with the reason it is not rendered;
+        without one, the error (no NAD can be made)."""
+        name = obj["metadata"]["name"]
+        existing = self.nads.get(f"{namespace}/{name}")
+        if existing is None or not nadlib.is_controlled_by(existing, obj):
+            return NadOutcome(namespace, str(exc))
+        if existing["metadata"].get("deletionTimestamp"):
+            return NadOutcome(namespace, deleting=True)
+        config = nad_config.ovn_config_of(existing) or {}
+        topology = config.get("topology")
+        self.unrendered.check(obj, existing, nadlib.network_name_of(obj),
+                              topology if isinstance(topology, str) else exc.topology.lower())
         return NadOutcome(namespace)
 
     def _other_primary_nad(self, namespace: str, name: str) -> str | None:

@@ -8,7 +8,10 @@ Two level-driven controllers share the zone's informers:
   now names a topology that does not render loses every row it had (its NAD
   was edited to name such a topology, say); another topology's rows replace
   the old ones owner by owner.  A network whose last NAD is
-  gone loses every row its controller owns (pods, nodes, network).  NAD
+  gone loses every row its controller owns (pods, nodes, network), and so does
+  one whose accepted NADs name a topology no loaded plugin provides (left out of
+  ``--topologies``, or uninstalled): at startup, since the initial sync enqueues
+  every network owning rows, as a disabled feature's rows go.  NAD
   changes enqueue their network; node changes enqueue every network.
   A network's definition comes only from the NADs the cluster manager
   accepted (``zone.networks``): a NAD claiming its name from another
@@ -83,7 +86,7 @@ from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
 from ovnk_core.topology import RenderingNotSupported, ServiceAttachment, Topology
 from ovnk_core.zone import attachment_checks, owners
 from ovnk_core.zone.attachment_checks import PodContext
-from ovnk_core.zone.networks import GONE, READY, lookup_network
+from ovnk_core.zone.networks import GONE, READY, UNRENDERED, lookup_network
 from ovnk_core.zone.node_facts import (
     NODE_FACT_ANNOTATIONS,
     NodeFacts,
@@ -383,6 +386,11 @@ class ZoneController:
         if lookup.status == GONE:
             self.delete_network(name)
             self._set_accepted(name, None)
+            return
+        if lookup.status == UNRENDERED:
+            self._set_accepted(name, lookup.nads)
+            self._note(f"network/{name}", f"network {name} is not rendered: {lookup.reason}")
+            self.delete_network(name)  # its ID stays the network's: the cluster manager's
             return
         if lookup.status != READY or lookup.state is None:
             self._note(f"network/{name}", f"network {name} not rendered yet: {lookup.reason}")

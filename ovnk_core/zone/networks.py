@@ -11,6 +11,11 @@ module answers one of:
 * ``ready``: a ``NetworkState`` to render, from the accepted NADs (``nads``);
 * ``waiting``: NADs name the network but it cannot be rendered yet (none is accepted
   yet, or none of those parses right now); whatever was rendered before is left alone;
+* ``unrendered``: NADs the cluster manager accepted name a topology no loaded plugin
+  provides (left out of ``--topologies``, or uninstalled) and none parses; the
+  network keeps its ID (the cluster manager holds it until those NADs are deleted),
+  but nothing here can render it: its rows are to be removed, as a disabled
+  feature's are, and rendered again when the plugin is back;
 * ``gone``: no NAD names the network any more; its rows are to be removed.
 
 The default network is always ``ready``, built from the cluster configuration.
@@ -23,7 +28,7 @@ from dataclasses import dataclass
 from ovnk_core.annotations.tunnel_keys import annotated_tunnel_keys
 from ovnk_core.config import Config
 from ovnk_core.config.values import IPNetwork
-from ovnk_core.errors import NetworkConfigError
+from ovnk_core.errors import NetworkConfigError, TopologyNotSupported
 from ovnk_core.kube.client import JSON
 from ovnk_core.kube.resources import object_key
 from ovnk_core.networks import definition
@@ -32,7 +37,7 @@ from ovnk_core.networks.registry import comparable
 from ovnk_core.plugins import PluginHost
 from ovnk_core.render_state import NetworkState
 
-READY, WAITING, GONE = "ready", "waiting", "gone"
+READY, WAITING, UNRENDERED, GONE = "ready", "waiting", "unrendered", "gone"
 
 
 @dataclass(frozen=True)
@@ -68,16 +73,22 @@ def lookup_network(name: str, nads: list[JSON], config: Config, host: PluginHost
         return NetworkLookup(GONE)
     candidates: list[tuple[JSON, NetInfo]] = []
     problems = []
+    unloaded = []  # accepted NADs whose topology no loaded plugin provides
     for nad in live:
         if definition.accepted_id(nad, name) is None:
             continue  # not accepted by the cluster manager (yet, or ever)
         try:
             candidates.append((nad, host.parse_netconf(nad["spec"]["config"])))
+        except TopologyNotSupported as exc:
+            unloaded.append(object_key(nad))
+            problems.append(f"NAD {object_key(nad)}: {exc}")
         except (NetworkConfigError, KeyError, TypeError) as exc:
             problems.append(f"NAD {object_key(nad)}: {exc}")
     decision = definition.decide(name, candidates,
                                  lambda a, b: comparable(a) == comparable(b),
                                  accepted_only=True)
+    if decision.definition is None and unloaded:
+        return NetworkLookup(UNRENDERED, reason="; ".join(problems), nads=tuple(unloaded))
     if decision.definition is None or decision.network_id is None:
         reason = "; ".join(problems) or ("the cluster manager has not accepted any of its "
                                          "NADs yet (none carries a network ID)")

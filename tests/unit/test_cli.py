@@ -7,6 +7,8 @@ import json
 import logging
 import os
 import re
+import subprocess
+import sys
 import time
 import tomllib
 from collections.abc import Iterator
@@ -19,6 +21,7 @@ import pytest
 from ovnk_local.apiserver.server import ServerHandle
 from ovnk_localnet.topology import LocalnetTopology
 
+from ovnk_core.cli import version_cmd
 from ovnk_core.cli.main import build_parser, main, split_command
 from ovnk_core.config.options import OPTIONS
 
@@ -702,3 +705,34 @@ def test_local_exec_on_a_missing_directory_says_there_is_no_cluster(
                "ip", "a") == (2, "", f"ovnk local: no local cluster in {missing}; run 'ovnk "
                                      "local up'\n")
     assert not missing.exists()
+
+
+# ----------------------------------------------------------------- a reader that stops early
+
+@pytest.mark.parametrize("argv", [["plugins"], ["version"], ["config"]],
+                         ids=["plugins", "version", "config"])
+def test_a_reader_that_closes_early_ends_the_command_quietly(argv: list[str]) -> None:
+    """``ovnk plugins | head``: the reader is gone before ovnk writes; no traceback, no
+    'Exception ignored' from the interpreter's last flush, exit 1 (Python's code on EPIPE)."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("OVNK_")}
+    process = subprocess.Popen([sys.executable, "-m", "ovnk_core.cli.main", *argv],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=environment)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader closes before reading anything
+    err = process.stderr.read().decode()
+    code = process.wait(timeout=60)
+    assert "Traceback" not in err and "BrokenPipeError" not in err and \
+        "Exception ignored" not in err, err
+    assert (code, err) == (1, "")
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_not_hidden(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A BrokenPipeError while standard output is fine (a peer closed a socket the command
+    writes to) is a real error: it is raised, not turned into a quiet exit."""
+    def broken(_args: argparse.Namespace) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+    monkeypatch.setattr(version_cmd, "run", broken)
+    with pytest.raises(BrokenPipeError):
+        main(["version"])

@@ -271,3 +271,39 @@ def test_an_import_failure_is_reported_not_raised(monkeypatch: pytest.MonkeyPatc
     assert plugin.contributions.problems == (
         "ovnk_no_such_module.plugin:Broken fails to import: ModuleNotFoundError: No module "
         "named 'ovnk_no_such_module'",)
+
+
+# --------------------------------------------------------------------------- API rights
+
+class WithRights(Feature):
+    name = "rights"
+    rbac_rules = {"cluster-manager": [{"apiGroups": [""], "resources": ["configmaps"],
+                                       "verbs": ["get"]}],
+                  "node": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}
+
+
+class BadRights(Feature):
+    name = "bad"
+    rbac_rules = {"scheduler": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}
+
+
+class RightsWithoutVerbs(Feature):
+    name = "noverbs"
+    rbac_rules = {"zone": [{"apiGroups": [""], "resources": ["pods"]}]}
+
+
+def test_api_rights_show_under_their_components_and_count_as_a_contribution() -> None:
+    found = inspect_plugin(WithRights, FEATURE_GROUP, "rights")
+    assert found.components == ((CLUSTER_MANAGER, ("API rights",)), (NODE, ("API rights",)))
+    assert found.contributes and found.problems == ()
+    assert status_of(True, True, found) == "enabled"
+
+
+@pytest.mark.parametrize(("plugin", "problem"), [
+    (BadRights, "plugin ovnk.features:bad: rbac_rules names component 'scheduler'; "
+                "components: cluster-manager, zone, node"),
+    (RightsWithoutVerbs, "plugin ovnk.features:noverbs: rbac_rules['zone']: a rule without "
+                         "verbs grants nothing")])
+def test_malformed_api_rights_are_a_problem(plugin: type, problem: str) -> None:
+    found = inspect_plugin(plugin, FEATURE_GROUP, plugin.name)  # type: ignore[attr-defined]
+    assert found.problems == (problem,)

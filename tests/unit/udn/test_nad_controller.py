@@ -164,3 +164,53 @@ def test_primary_networks_beyond_the_masquerade_subnet_are_refused(client: KubeC
     finally:
         controller.stop()
         informers.stop()
+
+
+def test_a_network_whose_topology_is_left_out_keeps_its_id_until_its_nad_goes(
+        client: KubeClient) -> None:
+    """The plugin of a network's topology is left out (``--topologies``) after the network
+    got its ID: the ID stays the network's (a new network gets another one), the NAD says
+    why it is not rendered, and deleting the NAD releases the ID."""
+    first = Running(client, CONFIG)
+    try:
+        client.create(NADS, nad("green", "green", "green_green", subnets="10.50.0.0/24",
+                                topology="layer2", role="secondary"))
+        held = int(wait_until(lambda: annotated(client, "green", "green"))[
+            "k8s.ovn.org/network-id"])
+    finally:
+        first.stop()
+    without = load_config({**{k: "true" for k in ("enable_multi_network",
+                                                 "enable_network_segmentation")},
+                           "v4_masquerade_subnet": "169.254.0.0/17", "topologies": "layer3"},
+                          env={})
+    second = Running(client, without)
+    try:
+        client.create(NADS, nad("blue", "blue", "blue_blue"))
+        fresh = int(wait_until(lambda: annotated(client, "blue", "blue"))[
+            "k8s.ovn.org/network-id"])
+        assert fresh != held
+        assert second.ids.get("green_green") == held
+        assert second.registry.get("green_green") is None  # known, not described: no NetInfo
+        assert annotations(client, "green", "green")["k8s.ovn.org/network-id"] == str(held)
+        message = ('network green_green is not rendered: no enabled topology plugin provides '
+                   'topology "layer2" (plugins that render into OVN: layer3); its pods get no '
+                   'network')
+        wait_until(lambda: [(e["reason"], e["message"]) for e in client.list(EVENTS, "green")[
+            "items"] if e["involvedObject"]["name"] == "green"] == [
+            ("NetworkNotRendered", message)])
+        client.delete(NADS, "green", "green")
+        wait_until(lambda: second.ids.get("green_green") is None)
+    finally:
+        second.stop()
+
+
+def test_a_new_nad_of_a_topology_nobody_provides_gets_no_id(client: KubeClient,
+                                                            running: Running) -> None:
+    """Only a network that had its ID keeps it: a NAD that names a topology no loaded
+    plugin provides, and carries no ID, is invalid and gets none."""
+    client.create(NADS, nad("green", "green", "green_green", topology="flat",
+                            role="secondary"))
+    wait_until(lambda: [e["reason"] for e in client.list(EVENTS, "green")["items"]] == [
+        "TopologyNotSupported"])
+    assert annotated(client, "green", "green") is None
+    assert running.ids.get("green_green") is None

@@ -261,8 +261,11 @@ def test_a_network_whose_nad_turns_invalid_keeps_its_subnets_until_it_is_deleted
     nad["spec"]["config"] = json.dumps({**config, "topology": "layer9"})
     client.update(NADS, nad)
     second = start_manager()
-    wait_until(lambda: any(e["reason"] == "TopologyNotSupported" and "side/l3" in e["message"]
-                           for e in client.list(EVENTS, "side")["items"]))
+    # the NAD it was accepted by now names a topology no plugin provides: the network is
+    # not rendered, yet keeps what it was given (its ID, its nodes' subnets)
+    wait_until(lambda: any(e["reason"] == "NetworkNotRendered" and e["message"].startswith(
+        'network side_l3 is not rendered: no enabled topology plugin provides topology "layer9"')
+        for e in client.list(EVENTS, "side")["items"]))
     client.create(NODES, {"metadata": {"name": "ovn-worker3"}})  # churn: every node reconciled
     wait_until(lambda: node_subnets(client, "ovn-worker3").get("default"))
     settle(second)

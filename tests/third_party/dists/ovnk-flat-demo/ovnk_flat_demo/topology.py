@@ -6,8 +6,12 @@ the network declares no ``NetworkNeeds``), and its port on the one switch.
 Pods on different nodes reach each other over the switch (OVN tunnels between
 the chassis); nothing leaves the network.
 
+UserDefinedNetworks and ClusterUserDefinedNetworks may ask for it
+(``topology: Flat``, section ``flat``: ``udn_section``).
+
 Written only against ovnk-core's plugin surface: ``Topology``, the netconf
-helpers, ``DesiredRow`` and the owners of ``ovnk_core.zone.owners``.
+helpers, ``DesiredRow``, the owners of ``ovnk_core.zone.owners`` and the UDN
+section building blocks.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from ovnk_core.ovn.declarative import DesiredRow, Link, Ref
 from ovnk_core.ovn.ownership import ObjectIDs
 from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
 from ovnk_core.zone.owners import network_owner, pod_owner
+from ovnk_flat_demo.udn_section import FlatSection
 
 SWITCH = "flat_switch"
 
@@ -39,6 +44,7 @@ class FlatTopology(Topology):
     name = "flat"
     supports_primary = False
     renders = True
+    udn_section = FlatSection()  # UDNs and CUDNs may ask for it: spec.topology "Flat"
 
     def parse_netconf(self, netconf: NetConf) -> NetInfo:
         if netconf.role != "secondary":

@@ -5,14 +5,20 @@
   Address_Set ``podset_<namespace>_<name>`` holding every IP the pod has on any network,
   under the feature's owner ``feature_owner("podset", "pod:<ns>/<name>")``, and deletes
   it when the pod goes.
+* In the cluster manager (``ovnk_cluster_manager_controllers``): one controller keyed by
+  namespace keeps a ConfigMap ``podset`` there listing each running pod's addresses
+  (``<pod>: <ip>,<ip>``), and deletes it when the namespace has none.  ovnk's cluster
+  manager may not touch ConfigMaps: the feature ships that right (``rbac_rules``), which
+  ovnk aggregates into the cluster manager's role.
 * In the node agent (``ovnk_node_controllers``): one controller keeps the feature's own
   nftables table (``context.nft_table("podset")``, family ``inet``) in the node's network
   namespace: one base chain counting forwarded packets.  A host whose nftables refuses is
   reported with a Warning event on the Node, never a crash.
 
 Written only against ovnk-core's plugin surface (``ovnk_core.contexts``, the hooks, the
-declarative NB writer and the nft helpers); disabling the feature is cleaned up by the
-core, which removes the feature's NB rows and its table when the feature is not enabled.
+declarative NB writer, the nft helpers and the Kubernetes client); disabling the feature
+is cleaned up by the core, which removes the feature's NB rows and its table when the
+feature is not enabled.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import logging
 from ovnk_core import hookimpl
 from ovnk_core.contexts import (
     FEATURE_TABLE_FAMILY,
+    ClusterManagerContext,
     NodeContext,
     ZoneContext,
     feature_owner,
@@ -32,8 +39,10 @@ from ovnk_core.errors import CapabilityError
 from ovnk_core.feature import Feature
 from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
+from ovnk_core.kube.errors import AlreadyExists, NotFound
 from ovnk_core.kube.events import WARNING
-from ovnk_core.kube.resources import NODES, PODS
+from ovnk_core.kube.informer import index_by_namespace
+from ovnk_core.kube.resources import CONFIGMAPS, NODES, PODS
 from ovnk_core.node import nft
 from ovnk_core.ovn.declarative import DesiredRow, apply, delete_owner
 from ovnk_core.ovn.ownership import Owner
@@ -45,6 +54,7 @@ CHAIN = "forward"
 NODE_KEY = "node"
 UNSUPPORTED = "PodsetUnsupported"
 POD_NETWORKS = "k8s.ovn.org/pod-networks"
+SUMMARY = "podset"  # the ConfigMap of each namespace
 
 
 def pod_owner(key: str) -> Owner:
@@ -94,6 +104,44 @@ class PodAddressSets:
             delete_owner(self.context.nb, pod_owner(key))
 
 
+class NamespaceSummaries:
+    """The cluster-manager side: a ConfigMap per namespace listing its pods' addresses.
+
+    Nothing but the feature writes it, so the controller reads it with a plain GET (no
+    informer: the feature needs no list or watch right on ConfigMaps)."""
+
+    def __init__(self, context: ClusterManagerContext) -> None:
+        self.client = context.client
+        self.pods = context.informers.get(PODS, indexers={"namespace": index_by_namespace})
+        self.controller = Controller(f"{FEATURE}-cluster-manager-controller", self.reconcile)
+        self.controller.watch(self.pods, key_func=lambda pod: [pod["metadata"]["namespace"]])
+
+    def desired(self, namespace: str) -> dict[str, str]:
+        return {pod["metadata"]["name"]: ",".join(ips)
+                for pod in self.pods.peek_by_index("namespace", namespace)
+                if (ips := pod_ips(pod))}
+
+    def reconcile(self, namespace: str) -> None:
+        data = self.desired(namespace)
+        try:
+            current: JSON | None = self.client.get(CONFIGMAPS, SUMMARY, namespace)
+        except NotFound:
+            current = None
+        if not data:
+            if current is not None:
+                self.client.delete_if_exists(CONFIGMAPS, SUMMARY, namespace)
+            return
+        if current is None:
+            try:
+                self.client.create(CONFIGMAPS, {"metadata": {"name": SUMMARY,
+                                                             "namespace": namespace},
+                                                "data": data}, namespace)
+            except AlreadyExists:
+                self.controller.requeue(namespace)
+        elif (current.get("data") or {}) != data:
+            self.client.update(CONFIGMAPS, {**current, "data": data})
+
+
 def node_table(context: NodeContext) -> nft.NftTable:
     """The feature's whole table on a node: a forward chain that counts."""
     return nft.NftTable(
@@ -128,6 +176,14 @@ class NodeTable:
 
 class PodsetFeature(Feature):
     name = FEATURE
+    # ovnk's cluster manager has no right on ConfigMaps: the feature brings its own
+    rbac_rules = {"cluster-manager": [{"apiGroups": [""], "resources": ["configmaps"],
+                                       "verbs": ["get", "create", "update", "delete"]}]}
+
+    @hookimpl
+    def ovnk_cluster_manager_controllers(self, context: ClusterManagerContext
+                                         ) -> list[Controller]:
+        return [NamespaceSummaries(context).controller]
 
     @hookimpl
     def ovnk_zone_controllers(self, context: ZoneContext) -> list[Controller]:
