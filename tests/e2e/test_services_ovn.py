@@ -100,6 +100,16 @@ def endpoint_slice(client: KubeClient, ns: str, ips_nodes: list[tuple[str, str]]
     return created
 
 
+def restarted_writing_nothing(plane: ControlPlane, zone: Zone, ovn_stack: OvnStack) -> Zone:
+    """``zone`` stopped and started again on its NB: with nothing changed it writes nothing."""
+    zone.stop()
+    plane.zones.remove(zone)
+    again = plane.start_zone(ovn_stack.nb.remote)
+    settled(again)
+    assert again.writer.transactions == 0
+    return again
+
+
 def load_balancers(nb: NbClient) -> dict[str, Any]:
     return {row.name: row for row in nb.row_list("Load_Balancer")}
 
@@ -218,12 +228,7 @@ def test_services_are_balanced_inside_their_network_only(
     assert blue_lb in changed  # and its NodePort ones; no other service's
     assert all(n.startswith(f"{BLUE_P}Service_blue/web_TCP_") for n in changed)
 
-    # a restart with nothing changed writes nothing
-    zone.stop()
-    plane.zones.remove(zone)
-    again = plane.start_zone(ovn_stack.nb.remote)
-    settled(again)
-    assert again.writer.transactions == 0
+    again = restarted_writing_nothing(plane, zone, ovn_stack)
 
     # a deleted service takes its load balancers with it
     client.delete(SERVICES, "web", "blue")
@@ -380,11 +385,7 @@ def test_the_allowed_default_services_address_set_is_upstreams(
     assert sorted(row.addresses) == ["10.96.0.1", "10.96.0.10"]
     uuid = row.uuid
 
-    zone.stop()
-    plane.zones.remove(zone)
-    again = plane.start_zone(ovn_stack.nb.remote)
-    settled(again)
-    assert again.writer.transactions == 0
+    again = restarted_writing_nothing(plane, zone, ovn_stack)
 
     client.delete(SERVICES, "kube-dns", "kube-system")
     wait_until(lambda: list(address_sets(again.nb)[name].addresses) == ["10.96.0.1"],
