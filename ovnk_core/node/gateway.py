@@ -68,6 +68,7 @@ from ovnk_core.node.gateway_host import (
     ensure_host_gateway,
     host_masquerade_ip,
     masquerade_next_hop,
+    ovn_masquerade_ip,
     packet_mark,
     service_redirects,
 )
@@ -83,6 +84,7 @@ log = logging.getLogger(__name__)
 
 CT_ZONE = 64000  # upstream's conntrack zone for the shared gateway bridge
 CT_MARK_OVN = 1  # connections of the default network's gateway router
+OVN_MASQ_CT_ZONE = 64002  # upstream's: service traffic of a router to an endpoint on the host
 GATEWAY_KEY = "gateway"
 Vsctl = Callable[..., str]
 
@@ -139,6 +141,32 @@ def patch_port_name(bridge: str, network: str, node: str) -> str:
     """The patch port ovn-controller creates on ``bridge`` for a network's port onto the
     physical network, ``<bridge>_<prefix><node>`` (the gateway router's external switch)."""
     return f"patch-{bridge}_{network_prefix(network)}{node}-to-br-int"
+
+
+def _host_endpoint_hairpin(node_ip: str, bridge_mac: str, patch: int, masq: str) -> list[str]:
+    """Service traffic the default router sends to an endpoint on this host, as upstream.
+
+    The router reaches the host's endpoint at the host's masquerade IP, from its own
+    address, the node IP, which the host would drop as its own; so the bridge makes it
+    node IP to node IP's port, from OVN's masquerade IP (``.1``, conntrack zone 64002), and
+    undoes both on the host's replies before they go back to the router.  Upstream undoes
+    the destination in a second zone; the userspace datapath loses a packet recirculated
+    from a second ``ct`` here, and every such connection was addressed to ``.2``, so the
+    destination is rewritten without conntrack.
+    """
+    host_ip, ovn_ip = host_masquerade_ip(masq), ovn_masquerade_ip(masq)
+    back = f"mod_nw_src:{host_ip},mod_dl_dst:{bridge_mac},output:{patch}"
+    return [
+        f"table=0,priority=115,in_port={patch},ip,nw_src={node_ip},nw_dst={host_ip} "
+        f"actions=mod_nw_dst:{node_ip},ct(commit,zone={OVN_MASQ_CT_ZONE},"
+        f"nat(src={ovn_ip}),table=3)",
+        f"table=3,priority=100 actions=move:NXM_OF_ETH_DST[]->NXM_OF_ETH_SRC[],"
+        f"mod_dl_dst:{bridge_mac},LOCAL",
+        f"table=0,priority=115,in_port=LOCAL,ip,nw_dst={ovn_ip} "
+        f"actions=ct(zone={OVN_MASQ_CT_ZONE},nat,table=5)",
+        f"table=5,priority=100,ip,ct_state=+trk+est actions={back}",
+        f"table=5,priority=100,ip,ct_state=+trk+rel actions={back}",
+    ]
 
 
 def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
@@ -207,6 +235,7 @@ def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
             # the default router's replies to the host and to the UDNs' masquerade IPs
             flows.append(f"table=0,priority=110,in_port={default_patch},ip,nw_dst={masq} "
                          f"actions=mod_dl_dst:{bridge_mac},LOCAL")
+            flows += _host_endpoint_hairpin(node_ip, bridge_mac, default_patch, masq)
     if default_patch is not None:
         # The default network's router SNATs pod egress to the node IP itself: its
         # connections are committed to conntrack (marked) on the way out, and their

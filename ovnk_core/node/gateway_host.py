@@ -32,7 +32,11 @@ import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ovnk_core.networks.addressing import HOST_MASQUERADE_OFFSET, MASQUERADE_NEXT_HOP_OFFSET
+from ovnk_core.networks.addressing import (
+    HOST_MASQUERADE_OFFSET,
+    MASQUERADE_NEXT_HOP_OFFSET,
+    OVN_MASQUERADE_OFFSET,
+)
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
 from ovnk_core.node import netlink, nft
 from ovnk_core.node.netns import run_in_netns
@@ -54,6 +58,13 @@ def host_masquerade_ip(masquerade_subnet: str) -> str:
     """The host's masquerade IP (``.2``): the source of the host's own service traffic."""
     network = ipaddress.ip_network(masquerade_subnet)
     return str(network.network_address + HOST_MASQUERADE_OFFSET)
+
+
+def ovn_masquerade_ip(masquerade_subnet: str) -> str:
+    """OVN's masquerade IP (``.1``): the bridge makes a gateway router's service traffic to
+    an endpoint on the host come from it (the router's own address is the node IP)."""
+    network = ipaddress.ip_network(masquerade_subnet)
+    return str(network.network_address + OVN_MASQUERADE_OFFSET)
 
 
 def packet_mark(network_id: int) -> int:
@@ -162,7 +173,8 @@ def ensure_host_gateway(netns: str | None, masquerade_subnet: str, bridge: str,
                         mtu: int | None = None) -> None:
     """Forwarding on, the masquerade subnet on the bridge and (``service_cidrs`` with
     ``bridge_mac``) the service CIDRs via the masquerade next hop, from the host's
-    masquerade IP (the table is applied apart: ``build_host_table``)."""
+    masquerade IP, with the next hop and OVN's masquerade IP pinned to the bridge MAC (the
+    table is applied apart: ``build_host_table``)."""
     network = ipaddress.ip_network(masquerade_subnet)
     cidrs = [str(c) for c in service_cidrs]
 
@@ -183,6 +195,9 @@ def ensure_host_gateway(netns: str | None, masquerade_subnet: str, bridge: str,
         next_hop = masquerade_next_hop(str(network))
         netlink.ensure_address(bridge, f"{host_ip}/32", netns=netns)
         netlink.ensure_neighbor(next_hop, bridge_mac, bridge, netns=netns)
+        # replies to OVN's masquerade IP go back onto the bridge (no ARP for it there)
+        netlink.ensure_neighbor(ovn_masquerade_ip(str(network)), bridge_mac, bridge,
+                                netns=netns)
         for cidr in cidrs:
             netlink.ensure_route(cidr, gateway=next_hop, oif=bridge, netns=netns, onlink=True,
                                  prefsrc=host_ip, mtu=mtu)

@@ -63,8 +63,9 @@ def test_host_routes_the_service_cidr_via_the_masquerade_next_hop(netns: str) ->
     assert netlink.list_addresses("breth0", netns) == ["169.254.0.2/32"]
     neighbours = json.loads(subprocess.run(["ip", "-n", netns, "-j", "neigh"],
                                            capture_output=True, text=True, check=True).stdout)
-    [entry] = [n for n in neighbours if n["dst"] == "169.254.0.4"]
-    assert entry["lladdr"] == "0a:58:ac:12:00:02" and "PERMANENT" in entry["state"]
+    for pinned in ("169.254.0.4", "169.254.0.1"):  # the next hop, OVN's masquerade IP
+        [entry] = [n for n in neighbours if n["dst"] == pinned]
+        assert entry["lladdr"] == "0a:58:ac:12:00:02" and "PERMANENT" in entry["state"]
     redirects = subprocess.run(["ip", "netns", "exec", netns, "cat",
                                 "/proc/sys/net/ipv4/conf/breth0/send_redirects"],
                                capture_output=True, text=True, check=True).stdout.strip()

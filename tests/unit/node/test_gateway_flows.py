@@ -207,6 +207,24 @@ def test_host_reaches_every_default_service_and_udn_pods_only_the_allowed_ones()
     assert not [f for f in plain if "10.96." in f]
 
 
+def test_the_default_routers_traffic_to_an_endpoint_on_the_host_is_hairpinned() -> None:
+    steering = DefaultServiceSteering(("10.96.0.0/16",), ())
+    flows = build_gateway_flows("172.18.0.2", "0a:58:ac:12:00:02", 1, {DEFAULT_PATCH: 2}, [],
+                                "breth0", "ovn-worker", MASQ, default_services=steering)
+    # the router's (node IP to .2) becomes .1 to the node IP (SNAT in conntrack zone 64002)
+    assert "table=0,priority=115,in_port=2,ip,nw_src=172.18.0.2,nw_dst=169.254.0.2 " \
+           "actions=mod_nw_dst:172.18.0.2,ct(commit,zone=64002,nat(src=169.254.0.1)," \
+           "table=3)" in flows
+    assert "table=3,priority=100 actions=move:NXM_OF_ETH_DST[]->NXM_OF_ETH_SRC[]," \
+           "mod_dl_dst:0a:58:ac:12:00:02,LOCAL" in flows
+    # the host's replies to .1: both undone, back to the router
+    assert "table=0,priority=115,in_port=LOCAL,ip,nw_dst=169.254.0.1 " \
+           "actions=ct(zone=64002,nat,table=5)" in flows
+    for state in ("est", "rel"):
+        assert f"table=5,priority=100,ip,ct_state=+trk+{state} actions=mod_nw_src:169.254.0.2," \
+               "mod_dl_dst:0a:58:ac:12:00:02,output:2" in flows
+
+
 def test_host_connections_to_a_udn_node_port_go_to_that_networks_router() -> None:
     steering = DefaultServiceSteering(("10.96.0.0/16",), ())
     blue = GatewayNetwork("blue_net", "169.254.0.11", "169.254.0.12", packet_mark(1))
