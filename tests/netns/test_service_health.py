@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 from ovnk_local.apiserver.server import ServerHandle
-from ovnk_local.testing.apiserver_fixtures import component_client
-from ovnk_local.testing.control_plane import cluster_with_nodes
+from ovnk_local.testing.apiserver_fixtures import client_for, component_client
 
 from ovnk_core.identities import NODES_GROUP, node_agent_user
 from ovnk_core.kube.client import KubeClient
@@ -34,7 +33,8 @@ Answer = tuple[int, dict[str, str], bytes]
 
 @pytest.fixture
 def admin(kube_apiserver: ServerHandle) -> KubeClient:
-    client = cluster_with_nodes(kube_apiserver)
+    """The admin, with the namespace of the test's services (no Node is needed)."""
+    client = KubeClient(client_for(kube_apiserver))
     client.create(NAMESPACES, {"metadata": {"name": NS}})
     return client
 

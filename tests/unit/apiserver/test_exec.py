@@ -82,6 +82,20 @@ def upgrade(handle: ServerHandle, path: str, protocol: str = "v5.channel.k8s.io"
         head += sock.recv(1)
     return sock, head
 
+def exec_stdout(sock: socket.socket) -> bytes:
+    """What an exec session wrote on stdout, up to its final status."""
+    out, stream = b"", sock.makefile("rb")
+    while True:
+        first, second = stream.read(2)
+        length = second & 0x7F
+        if length == 126:
+            length = struct.unpack("!H", stream.read(2))[0]
+        payload = stream.read(length)
+        if first & 0x0F == websocket.OP_CLOSE or (payload and payload[0] == 3):
+            return out
+        if payload and payload[0] == 1:
+            out += payload[1:]
+
 
 def pod(client: KubeClient) -> None:
     client.create(PODS, {"metadata": {"name": "web", "namespace": "default"},
@@ -188,38 +202,13 @@ def test_exec_runs_unprivileged(kube_apiserver_factory: ServerFactory, netns: st
     sock, head = upgrade(handle, f"/api/v1/namespaces/default/pods/web/exec?{query}"
                                  "&stdout=true&stderr=true")
     assert head.startswith(b"HTTP/1.1 101")
-    out = b""
-    stream = sock.makefile("rb")
-    while True:
-        first, second = stream.read(2)
-        length = second & 0x7F
-        if length == 126:
-            length = struct.unpack("!H", stream.read(2))[0]
-        payload = stream.read(length)
-        if first & 0x0F == websocket.OP_CLOSE or (payload and payload[0] == 3):
-            break
-        if payload and payload[0] == 1:
-            out += payload[1:]
+    out = exec_stdout(sock)
     sock.close()
     lines = out.decode().split()
     assert lines[:2] == ["65534", "65534"]
     assert "0000000000000000" in out.decode()
     assert b"read-shadow" not in out and b"added" not in out
 
-
-def exec_stdout(sock: socket.socket) -> bytes:
-    """What an exec session wrote on stdout, up to its final status."""
-    out, stream = b"", sock.makefile("rb")
-    while True:
-        first, second = stream.read(2)
-        length = second & 0x7F
-        if length == 126:
-            length = struct.unpack("!H", stream.read(2))[0]
-        payload = stream.read(length)
-        if first & 0x0F == websocket.OP_CLOSE or (payload and payload[0] == 3):
-            return out
-        if payload and payload[0] == 1:
-            out += payload[1:]
 
 
 @pytest.mark.netns
