@@ -21,6 +21,7 @@ from ovnk_local.cluster import (
 )
 from ovnk_local.components import COMPONENTS as STAND_INS
 from ovnk_local.components import run_component
+from ovnk_local.dataplane import EXTERNAL_HOST_IPS, UNDERLAY_NETWORKS
 from ovnk_local.physical_networks import VLANS
 from ovnk_local.settings import IP_FAMILIES, OWNED, ComponentSettings
 from ovnk_local.supervision import BACKOFF_BASE, BACKOFF_CAP, Supervisor
@@ -125,6 +126,8 @@ def run_up(args: argparse.Namespace) -> int:
     if state.dataplane:
         print(f"  real dataplane: network namespaces {cluster.dataplane.prefix}-* (ip netns), "
               "one OVS + ovn-controller + node agent per node")
+        print("  underlay " + ", ".join(str(UNDERLAY_NETWORKS[v]) for v in state.ip_families)
+              + ": external host " + ", ".join(EXTERNAL_HOST_IPS[v] for v in state.ip_families))
         for network in cluster.physical_networks(state):
             print(f"  physical network {network.name} (Localnet physicalNetworkName): nodes' "
                   f"{network.bridge}, host {network.host_netns} at "

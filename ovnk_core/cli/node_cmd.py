@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
                               allowed_default_services=(
                                   config.udn_allowed_default_services
                                   if config.enable_network_segmentation else ()),
-                              mtu=config.mtu)
+                              mtu=config.mtu, recorder=recorder)
     ports = ManagementPorts(informers, node, vsctl, args.node_netns,
                             [str(s.cidr) for s in config.cluster_subnets],
                             recorder, topologies)

@@ -58,9 +58,10 @@ from pathlib import Path
 from ovnk_core.annotations.node_gateway import GATEWAY_CONFIG_ANNOTATION, GatewayConfigError
 from ovnk_core.annotations.node_gateway import parse as parse_gateway_config
 from ovnk_core.config.values import IPNetwork
-from ovnk_core.errors import NotReady, OvnkError, PermanentError
+from ovnk_core.errors import CapabilityError, NotReady, OvnkError, PermanentError
 from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
+from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import SERVICES
 from ovnk_core.networks.addressing import mac_from_ip, masquerade_ips
@@ -96,6 +97,7 @@ CT_ZONE = 64000  # upstream's conntrack zone for the shared gateway bridge
 CT_MARK_OVN = 1  # connections of the default network's gateway router
 OVN_MASQ_CT_ZONE = 64002  # upstream's: service traffic of a router to an endpoint on the host
 GATEWAY_KEY = "gateway"
+FAMILY_UNSUPPORTED_REASON = "IPFamilyUnsupported"
 Vsctl = Callable[..., str]
 
 
@@ -455,16 +457,18 @@ class NodeGateway:
                  physical_network: str, uplink: str = "eth0", resync: float = 2.0,
                  topologies: Mapping[str, Topology] | None = None,
                  service_cidrs: Iterable[str] = (), allowed_default_services: Iterable[str] = (),
-                 mtu: int | None = None) -> None:
+                 mtu: int | None = None, recorder: EventRecorder | None = None) -> None:
         """:param masquerade_subnets: the masquerade subnet of each IP family (the node's
-            gateway serves the families of its addresses).
+            gateway serves the families of its addresses that the kernel has).
         :param topologies: the enabled topology plugins (they say which networks need a
             gateway); none: only the default network is served.
         :param service_cidrs: the cluster's service CIDRs (routed from the host through the
             bridge); none: the host's service traffic is left alone.
         :param allowed_default_services: ``<ns>/<name>`` of the default services UDN pods
             may reach (``--udn-allowed-default-services``).
-        :param mtu: MTU of the host's service route (the default network's)."""
+        :param mtu: MTU of the host's service route (the default network's).
+        :param recorder: says on the Node that a family of its addresses cannot be served
+            (the kernel lacks it: Warning ``FAMILY_UNSUPPORTED_REASON``)."""
         self.topologies: Mapping[str, Topology] = topologies or {}
         self.node = node
         self.vsctl = vsctl
@@ -478,6 +482,7 @@ class NodeGateway:
         self.service_cidrs = tuple(str(c) for c in service_cidrs)
         self.allowed_default_services = tuple(allowed_default_services)
         self.mtu = mtu
+        self.recorder = recorder
         self.controller = Controller(f"node-gateway-{node}", self.reconcile)
         self.nodes, self.nads = watch_node_and_networks(informers, node, self.controller,
                                                         GATEWAY_KEY)
@@ -488,6 +493,7 @@ class NodeGateway:
         self._applied: list[str] | None = None
         self._applied_table: nft.NftTable | None = None
         self._host_ready: set[int] = set()
+        self._unsupported: dict[int, str] = {}  # IP version → why the kernel cannot serve it
         self._neighbors: set[str] = set()
 
     def networks(self, version: int = 4) -> list[GatewayNetwork]:
@@ -523,12 +529,7 @@ class NodeGateway:
         if self.vsctl("--if-exists", "get", "bridge", bridge,
                       "other-config:hwaddr").strip('"') != gateway.mac:
             self.vsctl("set", "bridge", bridge, f'other-config:hwaddr="{gateway.mac}"')
-        for version in sorted(set(node_ips) - self._host_ready):
-            ensure_host_gateway(self.node_netns, str(self.masquerade_subnets[version]), bridge,
-                                self.service_cidrs, gateway.mac, self.mtu)
-            if not self._host_ready:  # an IPv4-only release's table is replaced by ours
-                nft.delete_table(LEGACY_TABLE_FAMILY, GATEWAY_TABLE, netns=self.node_netns)
-            self._host_ready.add(version)
+        node_ips = self.serve_host_families(node or {}, node_ips, bridge, gateway.mac)
         ports = bridge_ports(self.vsctl, bridge)
         if self.uplink not in ports:
             raise NotReady(f"uplink {self.uplink} is not on {bridge} yet", delay=1.0)
@@ -585,6 +586,30 @@ class NodeGateway:
             write_bridge_mappings(self.vsctl, mappings)
             log.info("gateway: ovn-bridge-mappings=%s", mappings)
         self.controller.reconcile_after(GATEWAY_KEY, self.resync)
+
+    def serve_host_families(self, node: JSON, node_ips: dict[int, str], bridge: str,
+                            bridge_mac: str) -> dict[int, str]:
+        """Set the host's side up for each IP family of ``node_ips`` (once per family);
+        the families it serves.  A family the kernel lacks (IPv6 disabled at boot) is left
+        out, with a Warning on the Node, so that the other family keeps working."""
+        for version in sorted(set(node_ips) - self._host_ready - set(self._unsupported)):
+            try:
+                ensure_host_gateway(self.node_netns, str(self.masquerade_subnets[version]),
+                                    bridge, self.service_cidrs, bridge_mac, self.mtu)
+            except CapabilityError as exc:
+                self._unsupported[version] = str(exc)
+                log.warning("gateway: IPv%d of node %s not served: %s", version, self.node,
+                            exc)
+                if self.recorder is not None:
+                    self.recorder.event(node, WARNING, FAMILY_UNSUPPORTED_REASON,
+                                        f"the node's IPv{version} address "
+                                        f"{node_ips[version]} is not served by its gateway: "
+                                        f"{exc}")
+                continue
+            if not self._host_ready:  # an IPv4-only release's table is replaced by ours
+                nft.delete_table(LEGACY_TABLE_FAMILY, GATEWAY_TABLE, netns=self.node_netns)
+            self._host_ready.add(version)
+        return {version: ip for version, ip in node_ips.items() if version in self._host_ready}
 
     def start(self) -> None:
         """Start the controller (the informers belong to the agent's factory)."""

@@ -299,10 +299,15 @@ class TestDualStack:
     def test_cluster_ips_and_node_ports_answer_on_both_families(
             self, dual: LocalCluster) -> None:
         check_services_answer(dual, tuple(NODE_PORTS))
-        # the node's own processes reach a default-network ClusterIP over IPv6
+        # the node's own processes reach a default-network ClusterIP over IPv6, and NodePorts
+        # on its IPv6 address (a UDN's too: through that network's gateway router)
+        host = dual.dataplane.node_netns("ovn-worker")
         plain = get(dual, "service", "-n", "plain", "web")["spec"]["clusterIPs"]
-        assert answers(dual.dataplane.node_netns("ovn-worker"), url(plain[1], 80)) == {
-            "plain-1", "plain-2"}
+        assert answers(host, url(plain[1], 80)) == {"plain-1", "plain-2"}
+        node6 = of_version(node_ips(dual)["ovn-worker"], 6)
+        for namespace in ("plain", "blue"):
+            assert answers(host, url(node6, NODE_PORTS[namespace])) == {
+                f"{namespace}-1", f"{namespace}-2"}, namespace
 
     def test_a_udn_pods_default_ipv6_address_is_closed_but_to_its_kubelet(
             self, dual: LocalCluster) -> None:

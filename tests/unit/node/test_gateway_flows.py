@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ovnk_core.node.bridge_mappings import parse_bridge_mappings, with_bridge_mapping
@@ -446,3 +448,41 @@ def test_service_redirects_of_the_ipv6_cluster_ip() -> None:
     assert service_redirects(services, {}, {}, version=6) == [
         ServiceRedirect("tcp", 30080, "fd00::5", 80),
         ServiceRedirect("tcp", 80, "fd00::5", 80, "2001:db8::1")]
+
+
+def test_a_family_the_kernel_lacks_is_left_out_and_said_on_the_node(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from ovnk_core.errors import CapabilityError
+    from ovnk_core.kube.factory import InformerFactory
+    from ovnk_core.node import gateway as gateway_module
+
+    set_up: list[str] = []
+
+    def ensure(_netns: object, masquerade: str, *_args: object) -> None:
+        if ":" in masquerade:
+            raise CapabilityError("IPv6", "/proc/sys/net/ipv6/conf/all/forwarding is missing: "
+                                          "the kernel has no IPv6")
+        set_up.append(masquerade)
+
+    class Recorder:
+        events: list[tuple[str, str, str]] = []
+
+        def event(self, _obj: object, kind: str, reason: str, message: str) -> None:
+            self.events.append((kind, reason, message))
+
+    monkeypatch.setattr(gateway_module, "ensure_host_gateway", ensure)
+    monkeypatch.setattr(gateway_module.nft, "delete_table", lambda *_a, **_k: None)
+    recorder = Recorder()
+    node_gateway = gateway_module.NodeGateway(
+        InformerFactory(None), "ovn-worker", lambda *_a: "", Path("/run"), "netns",  # type: ignore[arg-type]
+        [MASQ, MASQ6], "physnet", recorder=recorder)  # type: ignore[arg-type]
+    ips = {4: "172.18.0.2", 6: NODE6}
+    for _ in range(2):  # said once
+        assert node_gateway.serve_host_families({}, ips, "breth0", "0a:58:ac:12:00:02") == {
+            4: "172.18.0.2"}
+    assert set_up == [MASQ]
+    assert recorder.events == [(
+        "Warning", "IPFamilyUnsupported",
+        f"the node's IPv6 address {NODE6} is not served by its gateway: kernel capability "
+        "'IPv6' is not available: /proc/sys/net/ipv6/conf/all/forwarding is missing: the "
+        "kernel has no IPv6")]
