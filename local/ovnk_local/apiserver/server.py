@@ -46,15 +46,17 @@ from ovnk_local.apiserver.errors import (
     method_not_allowed,
     path_not_found,
 )
+from ovnk_local.apiserver.go_json import DecodeError, round_trip
 from ovnk_local.apiserver.handler import ApiHTTPServer, Request
 from ovnk_local.apiserver.kubeconfig import write_kubeconfig
+from ovnk_local.apiserver.objectmeta import key_of
 from ovnk_local.apiserver.persistence import Persistence, read_snapshot
 from ovnk_local.apiserver.rbac import STORAGES as RBAC_STORAGES
 from ovnk_local.apiserver.rbac import escalation_check, validate_rbac_object
 from ovnk_local.apiserver.rbac_aggregation import ClusterRoleAggregator
 from ovnk_local.apiserver.rbac_bootstrap import AUTOUPDATE, bootstrap_policy
 from ovnk_local.apiserver.resources import ResourceRegistry
-from ovnk_local.apiserver.rest import Api, Result, WriteOptions
+from ovnk_local.apiserver.rest import Api, Result, WriteOptions, go_type
 from ovnk_local.apiserver.routing import Route
 from ovnk_local.apiserver.security import ADMIN_USER, Security, SecurityOptions, is_loopback
 from ovnk_local.apiserver.selectors import matcher
@@ -140,7 +142,7 @@ class ApiServer:
         """Load a snapshot, serve its CRDs, make sure the default namespaces exist and put
         the bootstrap RBAC policy in place."""
         if snapshot is not None:
-            self.store.load(snapshot)
+            self.store.load(self._through_go_types(snapshot))
             self.security.rbac.rebuild()
         for crd in self.store.objects(CRD_STORAGE)[0]:
             self.registry.replace_crd(crd["metadata"]["name"], types_from_crd(crd))
@@ -150,6 +152,22 @@ class ApiServer:
             if self.store.get(namespaces.storage, "", name) is None:
                 self.api.create(namespaces, "", {"metadata": {"name": name}}, WriteOptions())
         self._reconcile_bootstrap_policy()
+
+    def _through_go_types(self, snapshot: JSON) -> JSON:
+        """The snapshot's built-in objects as this server stores them (one written by an
+        older server may lack fields Kubernetes always serializes)."""
+        for storage, objects in (snapshot.get("objects") or {}).items():
+            rt = self.registry.storage_type(storage)
+            type_key = go_type(rt) if rt is not None else None
+            if type_key is None:
+                continue
+            for index, obj in enumerate(objects):
+                try:
+                    objects[index] = round_trip(type_key, obj)
+                except DecodeError as exc:  # kept as it was: never lose state
+                    log.warning("snapshot: %s %s does not decode: %s", storage, key_of(obj),
+                                exc)
+        return snapshot
 
     def _reconcile_bootstrap_policy(self) -> None:
         """Create missing default roles and bindings; put back the rules, subjects and
