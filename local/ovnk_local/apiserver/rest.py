@@ -212,7 +212,7 @@ class Api:
         else:
             _through_go_types(rt, obj, unknown)
         errors = (strategy.validate_meta(rt, obj) + errors
-                  + strategy.validate_builtin(rt, obj))
+                  + strategy.validate_builtin(rt, obj, old))
         if rt.storage == crds.CRD_STORAGE:
             errors += crds.validate_crd(obj, old)
         if old is not None:

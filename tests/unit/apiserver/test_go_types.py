@@ -98,6 +98,14 @@ def test_a_value_of_the_wrong_type_does_not_decode(raw: RawCall, namespace: str,
     assert answer.json()["message"] == f'Pod in version "v1" cannot be handled as a Pod: {message}'
 
 
+def test_secret_data_must_be_base64(raw: RawCall, namespace: str) -> None:
+    answer = raw("POST", f"/api/v1/namespaces/{namespace}/secrets",
+                 {"metadata": {"name": "s"}, "data": {"key": "not base64!"}})
+    assert answer.status == 400
+    assert answer.json()["message"] == ('Secret in version "v1" cannot be handled as a Secret: '
+                                        "illegal base64 data at input byte 3")
+
+
 def test_what_an_older_server_stored_is_served_complete(tmp_path: Path,
                                                         kube_apiserver_factory: ServerFactory) \
         -> None:
