@@ -38,6 +38,7 @@ from ovnk_local.apiserver.authn import MASTERS, UserInfo
 from ovnk_local.apiserver.authz import Attributes, resource_verb
 from ovnk_local.apiserver.builtins import builtin_types
 from ovnk_local.apiserver.crds import CRD_STORAGE, types_from_crd
+from ovnk_local.apiserver.default_serviceaccounts import DefaultServiceAccounts
 from ovnk_local.apiserver.errors import (
     JSON,
     ApiStatusError,
@@ -116,6 +117,7 @@ class ApiServer:
                        ServiceAllocator(options.service_cidrs))
         self.security = Security(options.security, self.store)
         self.aggregator = ClusterRoleAggregator(self.store, self.api, self.registry)
+        self.service_accounts = DefaultServiceAccounts(self.store, self.api, self.registry)
         for storage in RBAC_STORAGES:
             self.admission.register_validating(
                 "rbac.authorization.k8s.io", storage.split("/", 1)[1],
@@ -514,6 +516,7 @@ class ServerHandle:
         self._stopped = True
         self.http.shutdown()
         self.app.aggregator.stop()
+        self.app.service_accounts.stop()
         self.store.close_all_watchers()
         self.http.close_connections()
         self.http.server_close()
@@ -552,6 +555,7 @@ def serve(host: str = "127.0.0.1", port: int = 0, data_file: Path | str | None =
     else:
         app.bootstrap(None)
     app.aggregator.start()
+    app.service_accounts.start()
     http = ApiHTTPServer((host, port), app, app.security.ssl_context())
     thread = threading.Thread(target=http.serve_forever, kwargs={"poll_interval": 0.05},
                               name=f"apiserver-{http.server_address[1]}", daemon=True)
