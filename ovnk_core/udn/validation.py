@@ -60,7 +60,7 @@ def check_network(spec: JSON, old: JSON | None, path: str, allowed: UdnSections,
             return [no_plugin(f"{path}.topology", topology, allowed.values())]
         return [unsupported(f"{path}.topology", topology, allowed.values())]
     if old is not None and old.get("topology") != topology:
-        errors.append(FieldError(f"{path}.topology", "Topology is immutable", "string"))
+        errors.append(FieldError(f"{path}.topology", "Topology is immutable", topology))
     for section in allowed:
         key = section.key
         present = key in spec and spec[key] is not None

@@ -64,14 +64,12 @@ from ovnk_local.apiserver.selectors import matcher
 from ovnk_local.apiserver.services import ServiceAllocator
 from ovnk_local.apiserver.store import Store
 from ovnk_local.apiserver.table import to_table
+from ovnk_local.apiserver.version import version_info
 from ovnk_local.apiserver.watch import WatchRequest, stream
 
 log = logging.getLogger(__name__)
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-VERSION_INFO = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-ovnk", "gitCommit": "",
-                "gitTreeState": "clean", "buildDate": "2025-01-01T00:00:00Z",
-                "goVersion": "python3", "compiler": "cpython", "platform": "linux/amd64"}
 NOT_ALLOWED = "the server does not allow this method on the requested resource"
 
 
@@ -232,7 +230,7 @@ class ApiServer:
             request.reply(200, "ok")
             return
         if path == "/version":
-            request.reply(200, dict(VERSION_INFO))
+            request.reply(200, version_info())
             return
         document = self._discovery(request, path) or self._openapi(path)
         if document is not None:

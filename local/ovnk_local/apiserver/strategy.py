@@ -217,8 +217,10 @@ def validate_meta(rt: ResourceType, obj: JSON) -> list[FieldError]:
         path = f"metadata.ownerReferences[{index}]"
         for field in ("apiVersion", "kind", "name", "uid"):
             if not isinstance(ref, dict) or not ref.get(field):
-                errors.append(FieldError("Invalid", f"{path}.{field}", "",
-                                         f"{field} must not be empty"))
+                # 1.36's words: only the apiVersion's message names what is empty
+                detail = "version must not be empty" if field == "apiVersion" \
+                    else "must not be empty"
+                errors.append(FieldError("Invalid", f"{path}.{field}", "", detail))
     return errors
 
 
