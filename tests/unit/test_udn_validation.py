@@ -471,3 +471,38 @@ def test_admission_hook_turns_errors_into_api_causes() -> None:
     assert [(e.reason, e.field) for e in unsupported] == [("FieldValueNotSupported",
                                                            "spec.topology")]
 
+
+@pytest.mark.parametrize(("target", "problems"), [
+    ("65000:100", []), ("4200000000:100", []), ("10.0.0.1:100", []), ("*:4294967295", []),
+    ("65000", ["RT must contain exactly one colon"]),
+    ("1:2:3", ["RT must contain exactly one colon"]),
+    ("as:100", ["RT global administrator must be either '*', an IPv4 address, or a number"]),
+    ("65000:x", ["RT local administrator must be a number"]),
+    ("*:4294967296", ["RT with wildcard global administrator must have format *:OPQR where "
+                      "OPQR <= 4294967295"]),
+    ("10.0.0.1:70000", ["RT with IPv4 global administrator must have format A.B.C.D:MN where "
+                        "MN <= 65535"]),
+    ("4200000000:70000", ["RT with 4-byte ASN global administrator must have format GHJK:MN "
+                          "where GHJK <= 4294967295 and MN <= 65535"]),
+    ("65000:4294967296", ["RT with 2-byte ASN global administrator must have format EF:OPQR "
+                          "where EF <= 65535 and OPQR <= 4294967295"]),
+])
+def test_route_targets(target: str, problems: list[str]) -> None:
+    network = {"topology": "Layer2", "layer2": L2, "transport": "EVPN",
+               "evpn": {"vtep": "v", "macVRF": {"vni": 10, "routeTarget": target}}}
+    assert [str(e) for e in validate_cudn(cudn(network))] == [
+        f'spec.network.evpn.macVRF.routeTarget: Invalid value: "{target}": {problem}'
+        for problem in problems]
+
+
+def test_evpn_vrfs() -> None:
+    def errors(evpn: dict[str, Any]) -> list[str]:
+        network = {"topology": "Layer3", "layer3": L3, "transport": "EVPN",
+                   "evpn": {"vtep": "v", **evpn}}
+        return [str(e) for e in validate_cudn(cudn(network))]
+
+    assert "spec.network.evpn: Invalid value: at least one of macVRF or ipVRF must be " \
+           "specified" in errors({})
+    assert "spec.network.evpn: Invalid value: macVRF and ipVRF must use different VNIs" in \
+        errors({"macVRF": {"vni": 5}, "ipVRF": {"vni": 5}})
+    assert errors({"ipVRF": {"vni": 5}}) == []
