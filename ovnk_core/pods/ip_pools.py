@@ -93,8 +93,8 @@ def excluded_subnets(netinfo: NetInfo | None, subnet: IPNetwork) -> list[IPNetwo
 def empty_pool_problems(netinfo: NetInfo) -> list[str]:
     """The subnets of a network with cluster-wide IPAM that leave no address for pods once
     the addresses an allocator never hands out are kept (``allocators.ips``: network and
-    IPv4 broadcast addresses, ``excluded_subnets``): a Layer2 ``/30`` primary network, say,
-    whose every pod would fail with ``subnet ... is full``.  Per-node subnets are left to
+    IPv4 broadcast addresses, ``excluded_subnets``): a primary network's shared ``/30``,
+    say, whose every pod would fail with ``subnet ... is full``.  Per-node subnets are left to
     their topology's prefix rules."""
     if uses_node_subnets(netinfo):
         return []
