@@ -176,6 +176,22 @@ class UdnSection(abc.ABC):
             no NAD is written.
         """
 
+    def ignored_fields(self, section: JSON, config: Config) -> str | None:
+        """What ``render`` leaves out of the NAD with this configuration although the
+        section sets it (a field whose feature flag is off), said in a sentence that names
+        the fields and the flag; ``None`` (the default): nothing is left out.
+
+        **When:** in the cluster manager, after the UDN/CUDN's NADs are rendered (the
+        network is created as upstream creates it, without those fields).  Must be pure.
+
+        :param section: the section, as admitted (``validate`` passed).
+        :param config: the cluster manager's configuration.
+        :returns: the message of a Warning event ``FieldsIgnored`` on the UDN/CUDN (once
+            per message; ``NetworkCreated`` is unchanged), so no field is dropped without a
+            word.
+        """
+        return None
+
     def default_mtu(self, config: Config) -> int | None:
         """The NAD's ``mtu`` when the section sets none; ``None`` (the default): the key is
         left out and the network gets its topology's default when the NAD is parsed."""

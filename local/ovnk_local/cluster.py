@@ -229,7 +229,8 @@ class LocalCluster:
              "--cert-dir", str(self.pki_dir),
              # kubectl exec: the command runs in the pod's namespace (real dataplane)
              "--pod-netns-template",
-             self.dataplane.pod_netns_prefix("{node}") + "{namespace}.{name}"],
+             self.dataplane.pod_netns_prefix("{node}") + "{namespace}.{name}",
+             "--node-netns-template", self.dataplane.node_netns("{node}")],
             str(self.log_dir / "apiserver.log"),
             env={CONFIG_FILE_ENV: str(self.config_file), **as_environment(settings.given)})]
         for name in ("nb", "sb"):
@@ -460,7 +461,8 @@ class LocalCluster:
         node = (pod.get("spec") or {}).get("nodeName")
         if not node:
             raise LocalClusterError(f"pod {namespace}/{name} is not scheduled yet")
-        netns = self.dataplane.pod_netns_prefix(str(node)) + f"{namespace}.{name}"
+        netns = self.dataplane.node_netns(str(node)) if (pod.get("spec") or {}).get(
+            "hostNetwork") else self.dataplane.pod_netns_prefix(str(node)) + f"{namespace}.{name}"
         if not (NETNS_DIR / netns).exists():
             raise LocalClusterError(f"pod {namespace}/{name} has no network namespace yet "
                                     f"({netns}); is it Ready?")

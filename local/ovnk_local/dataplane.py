@@ -153,7 +153,11 @@ class Dataplane:
         return f"{self.prefix}-external"
 
     def node(self, name: str, index: int) -> NodeDataplane:
-        return NodeDataplane(name, index, f"{self.prefix}-{name}", self.dir / name)
+        return NodeDataplane(name, index, self.node_netns(name), self.dir / name)
+
+    def node_netns(self, node: str) -> str:
+        """A node's namespace (hostNetwork pods run there): ``<prefix>-<node>``."""
+        return f"{self.prefix}-{node}"
 
     def pod_netns_prefix(self, node: str) -> str:
         """Pods of ``node`` live in namespaces ``<prefix>-<node>-pod-<namespace>.<name>``."""

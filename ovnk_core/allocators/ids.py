@@ -5,7 +5,8 @@ the next search starts after the last ID handed out, so a released ID is not
 reused at once — an object deleted and recreated does not inherit the
 previous owner's ID while stale state may still name it.  ``reserve`` claims
 a specific ID (after a restart, from an annotation); an owner always gets its
-own ID back.
+own ID back.  ``reserve_limit`` lets IDs beyond the allocation range be kept (upstream's
+allocator reserves any ID it is given: node IDs an older release handed out stay).
 """
 
 from __future__ import annotations
@@ -19,11 +20,15 @@ class IdAllocationError(ValueError):
 
 
 class IdAllocator:
-    def __init__(self, name: str, max_id: int, reserved: Iterable[int] = (0,)) -> None:
+    def __init__(self, name: str, max_id: int, reserved: Iterable[int] = (0,),
+                 reserve_limit: int | None = None) -> None:
+        """:param max_id: IDs are handed out from ``0..max_id-1``.
+        :param reserve_limit: ``reserve`` accepts IDs below it (default ``max_id``)."""
         if max_id < 1:
             raise ValueError("max_id must be positive")
         self.name = name
         self.max_id = max_id
+        self.reserve_limit = max(max_id, reserve_limit or max_id)
         self._reserved = frozenset(reserved)
         self._by_owner: dict[str, int] = {}
         self._by_id: dict[int, str] = {}
@@ -41,10 +46,10 @@ class IdAllocator:
     def reserve(self, owner: str, value: int) -> None:
         """Claim ``value`` for ``owner`` (idempotent for the same pair)."""
         with self._lock:
-            if not 0 <= value < self.max_id or value in self._reserved:
+            if not 0 <= value < self.reserve_limit or value in self._reserved:
                 raise IdAllocationError(
-                    f"{self.name}: ID {value} is not allocatable (range 0..{self.max_id - 1}, "
-                    f"reserved {sorted(self._reserved)})")
+                    f"{self.name}: ID {value} is not allocatable (range "
+                    f"0..{self.reserve_limit - 1}, reserved {sorted(self._reserved)})")
             holder = self._by_id.get(value)
             if holder is not None and holder != owner:
                 raise IdAllocationError(

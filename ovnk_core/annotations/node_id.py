@@ -15,7 +15,10 @@ import re
 from ovnk_core.annotations import AnnotationError
 
 NODE_ID_ANNOTATION = "k8s.ovn.org/node-id"
-MAX_NODE_ID = 65535  # node IDs are below this (the cluster manager's node ID allocator)
+MAX_NODE_ID = 65535  # node IDs are below this: what a node may carry (and is kept)
+# new IDs are handed out up to upstream's maxNodeIDs (5000; an older ovnk release went up
+# to MAX_NODE_ID - 1, and the nodes it numbered keep their IDs)
+HIGHEST_ALLOCATED_NODE_ID = 5000
 RESERVED_NODE_IDS = (0, 1)  # never handed out: base + 1 is the cluster router's join address
 FIRST_NODE_ID = max(RESERVED_NODE_IDS) + 1
 _DECIMAL = re.compile(r"[0-9]+")
@@ -44,5 +47,5 @@ def serialize(node_id: int) -> str:
     return str(node_id)
 
 
-__all__ = ["FIRST_NODE_ID", "MAX_NODE_ID", "NODE_ID_ANNOTATION", "RESERVED_NODE_IDS",
-           "NodeIdError", "parse", "serialize"]
+__all__ = ["FIRST_NODE_ID", "HIGHEST_ALLOCATED_NODE_ID", "MAX_NODE_ID", "NODE_ID_ANNOTATION",
+           "RESERVED_NODE_IDS", "NodeIdError", "parse", "serialize"]

@@ -21,6 +21,7 @@ from ovnk_core.node.agent import NodeAgent
 from ovnk_core.node.feature_controllers import NodeFeatureControllers
 from ovnk_core.node.gateway import NodeGateway
 from ovnk_core.node.management_port import ManagementPorts
+from ovnk_core.node.service_health import ServiceHealthChecks
 from ovnk_core.plugins import PluginHost
 
 OWN_ARGUMENTS = ("ready_file", "func", "command", "ovs_db", "cni_socket", "pod_netns_prefix",
@@ -104,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
                       node_netns=args.node_netns, gateway=gateway, management_ports=ports,
                       informers=informers, topologies=topologies, recorder=recorder,
                       config=config)
+    # health-check node ports of ETP=Local LoadBalancer services, in the node's namespace
+    health_checks = ServiceHealthChecks(informers, node, args.node_netns, recorder)
     features = NodeFeatureControllers(host, NodeContext(
         config, client, informers, recorder, node, args.node_netns))
     stop = threading.Event()
@@ -114,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     # restarts it, rather than leaving an agent whose controllers never start
     informers.wait_for_sync(config.informer_sync_timeout)
     agent.start()
+    health_checks.start()
     features.start()
     if args.ready_file is not None:
         args.ready_file.parent.mkdir(parents=True, exist_ok=True)
@@ -122,5 +126,6 @@ def run(args: argparse.Namespace) -> int:
     if args.ready_file is not None:
         args.ready_file.unlink(missing_ok=True)
     features.stop()
+    health_checks.stop()
     agent.stop()
     return 0

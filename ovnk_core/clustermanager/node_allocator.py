@@ -16,6 +16,13 @@ still names it; only a network without NADs is dropped and its slices freed.
 A network that has no slice left fails for that node only:
 ``NetworkAllocationSucceeded=False`` on its UDN/CUDN and a Warning event
 ``NetworkAllocationFailed``; other networks and the node itself are served.
+
+Node IDs follow upstream's allocator (``nodeAllocationController``): round robin over
+2..5000 (0 and 1 are never handed out), an ID released with its node not handed out
+again at once; at start every node keeps the ID it carries, and nodes whose ID cannot
+be kept are renumbered before any node without an ID is numbered (``_reserve_node_ids``).
+Nodes that exist at start are numbered in the order the informer lists them (by name);
+upstream's order for them is not defined (its informer hands them to parallel queues).
 """
 
 from __future__ import annotations
@@ -25,7 +32,13 @@ from typing import Any
 
 from ovnk_core.allocators.ids import IdAllocationError, IdAllocator
 from ovnk_core.allocators.subnets import HostSubnetAllocator, SubnetConflict, SubnetsExhausted
-from ovnk_core.annotations.node_id import MAX_NODE_ID, NODE_ID_ANNOTATION, RESERVED_NODE_IDS
+from ovnk_core.annotations.node_id import (
+    HIGHEST_ALLOCATED_NODE_ID,
+    MAX_NODE_ID,
+    NODE_ID_ANNOTATION,
+    RESERVED_NODE_IDS,
+    NodeIdError,
+)
 from ovnk_core.annotations.node_id import parse as parse_node_id
 from ovnk_core.annotations.node_id import serialize as serialize_node_id
 from ovnk_core.annotations.node_subnets import NODE_SUBNETS_ANNOTATION, parse_node_subnets
@@ -73,7 +86,10 @@ class NodeAllocator:
         self.recorder = recorder
         self.catalog = catalog
         self.nodes = informers.get(NODES)
-        self.node_ids = IdAllocator("NodeIDs", MAX_NODE_ID, reserved=RESERVED_NODE_IDS)
+        # new IDs 2..5000 as upstream's allocator (round robin, 0 and 1 never handed out);
+        # an ID up to MAX_NODE_ID - 1 a node already carries is kept
+        self.node_ids = IdAllocator("NodeIDs", HIGHEST_ALLOCATED_NODE_ID + 1,
+                                    reserved=RESERVED_NODE_IDS, reserve_limit=MAX_NODE_ID)
         self.subnets: dict[str, HostSubnetAllocator] = {}
         self.failing: dict[str, set[str]] = {}
         self.controller = Controller("cluster-manager-node-allocator", self.reconcile,
@@ -135,16 +151,30 @@ class NodeAllocator:
             for network in parse_node_subnets(node):
                 if network != DEFAULT_NETWORK_NAME:
                     self.activity.assume_active(network, node["metadata"]["name"])
+        self._reserve_node_ids()
+        for network, subnets in self.node_subnet_networks().items():
+            self._allocator(network, subnets)
+
+    def _reserve_node_ids(self) -> None:
+        """Upstream's ``syncNodeIDs``: every node keeps the ID it carries (one an older
+        release handed out beyond today's range too); a node whose ID cannot be kept —
+        another node's, a reserved one, out of range — gets a new one now, in the order
+        the nodes are listed, before any node without an ID gets one.  An annotation that
+        is no number at all counts as none: that node gets its ID at its turn."""
+        conflicting: list[str] = []
         for node in self._cached_nodes():
             name = node["metadata"]["name"]
             raw = (node["metadata"].get("annotations") or {}).get(NODE_ID_ANNOTATION)
-            if raw is not None:
-                try:
-                    self.node_ids.reserve(name, parse_node_id(raw))
-                except (IdAllocationError, ValueError) as exc:
-                    log.warning("node %s: annotated node ID %r not reused: %s", name, raw, exc)
-        for network, subnets in self.node_subnet_networks().items():
-            self._allocator(network, subnets)
+            if raw is None:
+                continue
+            try:
+                self.node_ids.reserve(name, parse_node_id(raw))
+            except (IdAllocationError, NodeIdError) as exc:
+                log.warning("node %s: annotated node ID %r not reused: %s", name, raw, exc)
+                if isinstance(raw, str) and raw.isdigit():
+                    conflicting.append(name)
+        for name in conflicting:
+            log.info("node %s: new node ID %d", name, self.node_ids.allocate(name))
 
     def networks_changed(self) -> None:
         """Called when the registry changes: every node gets the new set of networks."""

@@ -16,8 +16,10 @@ from ovnk_core.config.values import IPNetwork
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 MASQUERADE_BASE_OFFSET = 10
-# Global addresses of the masquerade subnet (offsets from its base), as upstream: .2 the host,
+# Global addresses of the masquerade subnet (offsets from its base), as upstream: .1 OVN (what
+# the host sees a gateway router's service traffic to a host endpoint come from), .2 the host,
 # .4 the gateway routers' next hop towards it, .5 the source of OVN's service hairpin SNAT.
+OVN_MASQUERADE_OFFSET = 1
 HOST_MASQUERADE_OFFSET = 2
 MASQUERADE_NEXT_HOP_OFFSET = 4
 OVN_SERVICE_HAIRPIN_OFFSET = 5

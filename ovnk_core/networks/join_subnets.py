@@ -5,8 +5,9 @@ gateway router, which takes the address ``base + node ID``.  A join subnet of
 a family the network has no subnets in is never used, so a network whose
 only join subnet is of the other family renders no gateway at all; one too
 small for the node IDs gives gateway routers addresses outside it.  Node IDs
-are handed out round-robin up to ``MAX_NODE_ID - 1`` (node churn reaches high
-IDs in small clusters too), so the subnet must hold all of them.  Shared by
+are handed out round-robin (node churn reaches high IDs in small clusters too)
+and a node keeps any ID up to ``MAX_NODE_ID - 1`` it carries (an older release
+handed out that many), so the subnet must hold all of them.  Shared by
 the UDN/CUDN admission rules and the netconf parsing of NADs, which word the
 same problem for their own field names.
 """

@@ -17,20 +17,25 @@ the node agent owns the bridge's flows, as upstream's gateway code does:
 * the default network's gateway router SNATs to the node IP itself: its
   connections are committed to conntrack on the way out, so their replies
   (addressed to the node IP) go back to it and everything else to the host;
+* service traffic from the host (``gateway_host`` routes the service CIDRs via the
+  masquerade next hop ``.4``): the host's own (from its masquerade IP ``.2``) goes to the
+  default network's gateway router, whose load balancers answer every default-network
+  ClusterIP; the replies (to the masquerade subnet) go back to the host.  The host's
+  connections to a user-defined network's NodePorts leave from that network's host-service
+  IP and go to its gateway router instead.
 * default services that user-defined networks may use
   (``--udn-allowed-default-services``): a UDN pod's packet to such a ClusterIP
   leaves its network's gateway router like egress (SNATed to the network's
-  masquerade IP), the host routes the service CIDR via the masquerade next hop
-  (``.4``) back onto the bridge, and the bridge sends that ClusterIP to the default
-  network's gateway router, whose load balancer answers; the replies (to the
-  masquerade subnet) go back to the host and on to the UDN's router.  Every other
-  address of the service CIDR from the host is dropped: a UDN pod cannot reach
-  the default network's other services, nor another UDN's.  The bridge answers
-  the routers' ARP for ``.4`` with a MAC of its own, so that their packets to it
-  leave the router (the bridge MAC is the routers' own).
+  masquerade IP), the host routes the service CIDR back onto the bridge, and the
+  bridge sends that ClusterIP to the default network's gateway router.  Every
+  other address of the service CIDR the host forwards is dropped: a UDN pod
+  reaches neither the default network's other services nor another UDN's.  The
+  bridge answers the routers' ARP for ``.4`` with a MAC of its own, so that their
+  packets to it leave the router (the bridge MAC is the routers' own).
 
 The pod's address never leaves the node: the external host sees the node IP.
-``build_gateway_flows`` is pure; ``ensure_*`` apply, idempotently.
+``build_gateway_flows`` is pure; ``ensure_*`` apply, idempotently.  The host's side (routes,
+nftables) is ``gateway_host``.
 """
 
 from __future__ import annotations
@@ -50,12 +55,7 @@ from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import SERVICES
-from ovnk_core.networks.addressing import (
-    HOST_MASQUERADE_OFFSET,
-    MASQUERADE_NEXT_HOP_OFFSET,
-    mac_from_ip,
-    masquerade_ips,
-)
+from ovnk_core.networks.addressing import mac_from_ip, masquerade_ips
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, network_prefix
 from ovnk_core.node import netlink, nft
 from ovnk_core.node.bridge_mappings import (
@@ -63,7 +63,15 @@ from ovnk_core.node.bridge_mappings import (
     with_bridge_mapping,
     write_bridge_mappings,
 )
-from ovnk_core.node.netns import run_in_netns
+from ovnk_core.node.gateway_host import (
+    build_host_table,
+    ensure_host_gateway,
+    host_masquerade_ip,
+    masquerade_next_hop,
+    ovn_masquerade_ip,
+    packet_mark,
+    service_redirects,
+)
 from ovnk_core.node.networks import (
     primary_namespaces,
     primary_networks,
@@ -74,9 +82,9 @@ from ovnk_core.zone.services.lb_config import ServiceSpec, parse_service
 
 log = logging.getLogger(__name__)
 
-GATEWAY_TABLE = "ovnk-gateway"
 CT_ZONE = 64000  # upstream's conntrack zone for the shared gateway bridge
 CT_MARK_OVN = 1  # connections of the default network's gateway router
+OVN_MASQ_CT_ZONE = 64002  # upstream's: service traffic of a router to an endpoint on the host
 GATEWAY_KEY = "gateway"
 Vsctl = Callable[..., str]
 
@@ -87,10 +95,19 @@ class GatewayError(OvnkError):
 
 @dataclass(frozen=True)
 class GatewayNetwork:
-    """A primary user-defined network with a gateway router on this node."""
+    """A primary user-defined network with a gateway router on this node.
+
+    :ivar masquerade_ip: its gateway router's masquerade IP (the source of its egress).
+    :ivar service_ip: the source of the host's connections to its services (its second
+        masquerade IP); empty: the host does not reach its services.
+    :ivar mark: its packet mark (``gateway_host.packet_mark``): the host's connections to
+        its NodePorts carry it.
+    """
 
     name: str
     masquerade_ip: str
+    service_ip: str = ""
+    mark: int = 0
 
 
 NodePort = tuple[str, int]  # (tcp|udp|sctp, port)
@@ -111,19 +128,6 @@ class DefaultServiceSteering:
     cluster_ips: tuple[str, ...]
 
 
-def masquerade_next_hop(masquerade_subnet: str) -> str:
-    """The masquerade next hop (``.4``): the host's route to services and the gateway
-    routers' route to the masquerade subnet go through it."""
-    network = ipaddress.ip_network(masquerade_subnet)
-    return str(network.network_address + MASQUERADE_NEXT_HOP_OFFSET)
-
-
-def host_masquerade_ip(masquerade_subnet: str) -> str:
-    """The host's masquerade IP (``.2``): the source of the host's own service traffic."""
-    network = ipaddress.ip_network(masquerade_subnet)
-    return str(network.network_address + HOST_MASQUERADE_OFFSET)
-
-
 def _arp_responder(port: int, ip: str, mac: str) -> str:
     """Answer an ARP request for ``ip`` from ``port`` with ``mac``, back out ``port``."""
     return (f"table=0,priority=110,in_port={port},arp,arp_op=1,arp_tpa={ip} actions="
@@ -137,6 +141,32 @@ def patch_port_name(bridge: str, network: str, node: str) -> str:
     """The patch port ovn-controller creates on ``bridge`` for a network's port onto the
     physical network, ``<bridge>_<prefix><node>`` (the gateway router's external switch)."""
     return f"patch-{bridge}_{network_prefix(network)}{node}-to-br-int"
+
+
+def _host_endpoint_hairpin(node_ip: str, bridge_mac: str, patch: int, masq: str) -> list[str]:
+    """Service traffic the default router sends to an endpoint on this host, as upstream.
+
+    The router reaches the host's endpoint at the host's masquerade IP, from its own
+    address, the node IP, which the host would drop as its own; so the bridge makes it
+    node IP to node IP's port, from OVN's masquerade IP (``.1``, conntrack zone 64002), and
+    undoes both on the host's replies before they go back to the router.  Upstream undoes
+    the destination in a second zone; the userspace datapath loses a packet recirculated
+    from a second ``ct`` here, and every such connection was addressed to ``.2``, so the
+    destination is rewritten without conntrack.
+    """
+    host_ip, ovn_ip = host_masquerade_ip(masq), ovn_masquerade_ip(masq)
+    back = f"mod_nw_src:{host_ip},mod_dl_dst:{bridge_mac},output:{patch}"
+    return [
+        f"table=0,priority=115,in_port={patch},ip,nw_src={node_ip},nw_dst={host_ip} "
+        f"actions=mod_nw_dst:{node_ip},ct(commit,zone={OVN_MASQ_CT_ZONE},"
+        f"nat(src={ovn_ip}),table=3)",
+        f"table=3,priority=100 actions=move:NXM_OF_ETH_DST[]->NXM_OF_ETH_SRC[],"
+        f"mod_dl_dst:{bridge_mac},LOCAL",
+        f"table=0,priority=115,in_port=LOCAL,ip,nw_dst={ovn_ip} "
+        f"actions=ct(zone={OVN_MASQ_CT_ZONE},nat,table=5)",
+        f"table=5,priority=100,ip,ct_state=+trk+est actions={back}",
+        f"table=5,priority=100,ip,ct_state=+trk+rel actions={back}",
+    ]
 
 
 def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
@@ -186,16 +216,26 @@ def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
                   _arp_responder(port, next_hop, mac_from_ip(next_hop))]
     default_patch = patches.get(patch_port_name(bridge, DEFAULT_NETWORK_NAME, node))
     if default_services is not None:
+        host_ip = host_masquerade_ip(masq)
         for cidr in default_services.service_cidrs:
-            # never onto the uplink: not the default network's, not another UDN's
+            # what the host forwards (UDN pods' traffic) never goes onto the uplink: not to
+            # the default network's other services, not to another UDN's
             flows.append(f"table=0,priority=105,in_port=LOCAL,ip,nw_dst={cidr} actions=drop")
         if default_patch is not None:
+            for cidr in default_services.service_cidrs:
+                # the host's own: every default-network ClusterIP (a UDN's finds no load
+                # balancer there, and the router's attempt to route it on is dropped)
+                flows += [f"table=0,priority=112,in_port=LOCAL,ip,nw_src={host_ip},"
+                          f"nw_dst={cidr} actions=output:{default_patch}",
+                          f"table=0,priority=105,in_port={default_patch},ip,nw_dst={cidr} "
+                          "actions=drop"]
             for ip in sorted(set(default_services.cluster_ips)):
-                flows.append(f"table=0,priority=110,in_port=LOCAL,ip,nw_dst={ip} "
-                             f"actions=output:{default_patch}")
+                flows.append(f"table=0,priority=110,in_port=LOCAL,ip,nw_src={masq},"
+                             f"nw_dst={ip} actions=output:{default_patch}")
             # the default router's replies to the host and to the UDNs' masquerade IPs
             flows.append(f"table=0,priority=110,in_port={default_patch},ip,nw_dst={masq} "
                          f"actions=mod_dl_dst:{bridge_mac},LOCAL")
+            flows += _host_endpoint_hairpin(node_ip, bridge_mac, default_patch, masq)
     if default_patch is not None:
         # The default network's router SNATs pod egress to the node IP itself: its
         # connections are committed to conntrack (marked) on the way out, and their
@@ -223,6 +263,13 @@ def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
             f"table=0,priority=100,in_port=LOCAL,ip,nw_dst={ip} actions={patch}",
             f"table=0,priority=100,in_port=LOCAL,arp,arp_tpa={ip} actions={patch}",
         ]
+        if default_services is not None and network.service_ip:
+            # the host's connections to its NodePorts (redirected to its ClusterIPs)
+            flows += [f"table=0,priority=112,in_port=LOCAL,ip,nw_src={network.service_ip},"
+                      f"nw_dst={cidr} actions=output:{patch}"
+                      for cidr in default_services.service_cidrs]
+            flows.append(f"table=0,priority=110,in_port={patch},ip,"
+                         f"nw_dst={network.service_ip} actions=mod_dl_dst:{bridge_mac},LOCAL")
         if (node_ports or {}).get(network.name):
             # its NodePorts' replies, from the node IP
             flows.append(f"table=0,priority=100,in_port={patch},ip,nw_src={node_ip} "
@@ -301,53 +348,6 @@ def ensure_gateway_flows(ofctl_target: str, flows: list[str]) -> None:
         raise GatewayError(f"ovs-ofctl replace-flows {ofctl_target}: {result.stderr.strip()}")
 
 
-def build_host_table(masquerade_subnet: str, bridge: str,
-                     service_cidrs: Iterable[str] = ()) -> nft.NftTable:
-    """nftables of the host: masquerade UDN egress (masquerade source) to the node IP.
-
-    Traffic to the service CIDRs keeps its masquerade source: it goes to a gateway
-    router on this node, which answers to that source.
-    """
-    kept = ", ".join([masquerade_subnet, *service_cidrs])
-    return nft.NftTable("ip", GATEWAY_TABLE, chains=(
-        nft.NftChain("postrouting", "nat", "postrouting", "srcnat"),), rules=(
-        nft.NftRule("postrouting", f'ip saddr {masquerade_subnet} ip daddr != '
-                                   f'{{ {kept} }} oifname "{bridge}" masquerade',
-                    comment="UDN egress: network masquerade IP to node IP"),))
-
-
-def ensure_host_gateway(netns: str | None, masquerade_subnet: str, bridge: str,
-                        service_cidrs: Iterable[str] = (), bridge_mac: str | None = None,
-                        mtu: int | None = None) -> None:
-    """Forwarding on, the masquerade subnet on the bridge, the masquerade rule, and
-    (``service_cidrs`` with ``bridge_mac``) the service CIDRs via the masquerade next hop,
-    from the host's masquerade IP."""
-    network = ipaddress.ip_network(masquerade_subnet)
-    cidrs = [str(c) for c in service_cidrs]
-
-    def sysctls() -> None:
-        # the host hands service traffic from a gateway router back onto the same bridge:
-        # no ICMP redirects for that
-        for path, value in (("/proc/sys/net/ipv4/ip_forward", "1"),
-                            ("/proc/sys/net/ipv4/conf/all/rp_filter", "0"),
-                            (f"/proc/sys/net/ipv4/conf/{bridge}/rp_filter", "0"),
-                            ("/proc/sys/net/ipv4/conf/all/send_redirects", "0"),
-                            (f"/proc/sys/net/ipv4/conf/{bridge}/send_redirects", "0")):
-            with open(path, "w") as handle:
-                handle.write(value)
-    run_in_netns(netns, sysctls)
-    netlink.ensure_route(str(network), oif=bridge, netns=netns)
-    if cidrs and bridge_mac:
-        host_ip = host_masquerade_ip(str(network))
-        next_hop = masquerade_next_hop(str(network))
-        netlink.ensure_address(bridge, f"{host_ip}/32", netns=netns)
-        netlink.ensure_neighbor(next_hop, bridge_mac, bridge, netns=netns)
-        for cidr in cidrs:
-            netlink.ensure_route(cidr, gateway=next_hop, oif=bridge, netns=netns, onlink=True,
-                                 prefsrc=host_ip, mtu=mtu)
-    nft.apply_table(build_host_table(str(network), bridge, cidrs), netns=netns)
-
-
 def allowed_default_cluster_ips(services: Callable[[str], JSON | None],
                                 allowed: Iterable[str], network_of_namespace: Mapping[str, str]
                                 ) -> tuple[str, ...]:
@@ -401,23 +401,27 @@ class NodeGateway:
         self.controller = Controller(f"node-gateway-{node}", self.reconcile)
         self.nodes, self.nads = watch_node_and_networks(informers, node, self.controller,
                                                         GATEWAY_KEY)
-        # NodePorts are steered to their network's gateway router
+        # NodePorts are steered to their network's gateway router, and the host's own
+        # connections to them redirected to their ClusterIPs
         self.services = informers.get(SERVICES)
         self.controller.watch(self.services, key_func=lambda _obj: [GATEWAY_KEY])
         self._applied: list[str] | None = None
+        self._applied_table: nft.NftTable | None = None
         self._host_ready = False
         self._neighbors: set[str] = set()
 
     def networks(self) -> list[GatewayNetwork]:
         """Primary user-defined networks that need a node gateway, with their masquerade
-        IPs."""
+        IPs and packet marks."""
         found = []
         for network in primary_networks(self.nads.peek_all(), self.topologies):
             try:
-                ip = masquerade_ips(self.masquerade_subnet, network.network_id)[0]
+                router_ip, service_ip = masquerade_ips(self.masquerade_subnet,
+                                                       network.network_id)
             except ValueError:
                 continue
-            found.append(GatewayNetwork(network.name, str(ip)))
+            found.append(GatewayNetwork(network.name, str(router_ip), str(service_ip),
+                                        packet_mark(network.network_id)))
         return found
 
     def reconcile(self, _key: str) -> None:
@@ -456,9 +460,9 @@ class NodeGateway:
                                     networks, bridge, self.node, str(self.masquerade_subnet),
                                     node_ports, steering,
                                     service_external_ips(services, namespaces))
-        for network in networks:
-            if patch_port_name(bridge, network.name, self.node) not in patches:
-                continue  # no gateway router of it here (not rendered on this node yet)
+        here = [network for network in networks
+                if patch_port_name(bridge, network.name, self.node) in patches]
+        for network in here:  # (a network not rendered on this node yet has no router here)
             if network.masquerade_ip not in self._neighbors:
                 # the routers' external ports use the node's MAC: no ARP needed (upstream
                 # pins its masquerade next hops the same way)
@@ -469,6 +473,15 @@ class NodeGateway:
             ensure_gateway_flows(f"unix:{self.ovs_rundir / bridge}.mgmt", flows)
             self._applied = flows
             log.info("gateway %s: %d flows (%d patch ports)", bridge, len(flows), len(patches))
+        table = build_host_table(
+            str(self.masquerade_subnet), bridge, self.service_cidrs,
+            service_redirects(services, namespaces, {n.name: n.mark for n in here}),
+            {n.mark: n.service_ip for n in here})
+        if table != self._applied_table:
+            nft.apply_table(table, netns=self.node_netns)
+            self._applied_table = table
+            log.info("gateway: host table %s %s, %d rules", table.family, table.name,
+                     len(table.rules))
         current = read_bridge_mappings(self.vsctl)
         mappings = with_bridge_mapping(current, self.physical_network, bridge)
         if current != mappings:

@@ -98,6 +98,7 @@ from ovnk_core.zone.services import desired as service_rows
 from ovnk_core.zone.services import names as service_names
 from ovnk_core.zone.services.controller import ServicesController
 from ovnk_core.zone.services.desired import carries_services
+from ovnk_core.zone.services.udn_enabled import UdnEnabledServices
 
 log = logging.getLogger(__name__)
 
@@ -133,19 +134,17 @@ def pod_ip_keys(pod: JSON) -> list[str]:
 
 
 def pod_entries(pod: JSON) -> dict[str, pod_networks.PodNetwork]:
-    """NAD key → entry of the pod's annotation, for the entries that have an address (a
-    network without IPAM gives its pods a MAC only).
+    """NAD key → entry of the pod's annotation (every entry has a MAC; a network without
+    IPAM gives its pods nothing else).
 
     :raises PermanentError: the annotation is malformed (reported on the pod).
     """
     meta = pod["metadata"]
     try:
-        entries = pod_networks.parse(
+        return pod_networks.parse(
             (meta.get("annotations") or {}).get(pod_networks.POD_NETWORKS_ANNOTATION))
     except pod_networks.PodAnnotationError as exc:
         raise PermanentError(str(exc), reason="ErrorReconcilingPod") from None
-    return {nad_key: entry for nad_key, entry in entries.items()
-            if entry.ip_addresses or entry.mac_address}
 
 
 def attachment_of(pod: JSON, nad_key: str, entry: pod_networks.PodNetwork,
@@ -226,6 +225,10 @@ class ZoneController:
         self.services = ServicesController(informers, self, nb, recorder, commit=self.commit)
         self.render_listeners.append(self.services.network_rendered)
         self.network_listeners.append(self.services.network_rendered)
+        # upstream's address set of the default services UDN pods may use
+        self.udn_enabled_services = UdnEnabledServices(
+            informers, nb, config.udn_allowed_default_services, config.ip_families) \
+            if config.enable_network_segmentation else None
 
     def rendered_network(self, name: str) -> NetworkState | None:
         """The network as last rendered (``None``: not rendered, or removed)."""
@@ -328,6 +331,9 @@ class ZoneController:
     def _repair(self, changed: set[Owner]) -> None:
         """Enqueue the networks and pods owning rows another writer changed."""
         for owner in changed:
+            if self.udn_enabled_services is not None and \
+                    self.udn_enabled_services.repair(owner):
+                continue
             network = owners.network_of_controller(owner.controller)
             if network is None or is_feature_key(owner.key):
                 continue  # a feature's rows: its own controllers repair them
@@ -775,12 +781,17 @@ class ZoneController:
 
     # -- lifecycle -------------------------------------------------------------------------
     def controllers(self) -> Iterable[Controller]:
-        return (self.network_controller, self.pod_controller, self.services.controller)
+        extra = (self.udn_enabled_services.controller,) \
+            if self.udn_enabled_services is not None else ()
+        return (self.network_controller, self.pod_controller, self.services.controller,
+                *extra)
 
     def start(self) -> None:
         self.network_controller.start()
         self.pod_controller.start()
         self.services.start()
+        if self.udn_enabled_services is not None:
+            self.udn_enabled_services.start()
         interval = self.config.nb_resync_interval
         if interval > 0:
             self._stop.clear()
@@ -794,6 +805,8 @@ class ZoneController:
         if self._resync_thread is not None:
             self._resync_thread.join(timeout=10)
             self._resync_thread = None
+        if self.udn_enabled_services is not None:
+            self.udn_enabled_services.stop()
         self.services.stop()
         self.pod_controller.stop()
         self.network_controller.stop()

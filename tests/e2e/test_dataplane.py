@@ -261,6 +261,44 @@ def test_management_ports_reach_pods_and_keep_udn_routes_out_of_the_main_table(
         assert "VRFUnsupported" in events
 
 
+def test_udn_pods_reach_the_hosts_masquerade_ip_as_their_networks_masquerade_ip(
+        cluster: LocalCluster) -> None:
+    """The host's masquerade IP (.2, on the gateway bridge) is reached like any address
+    outside the network: through the pod's gateway router, SNATed to the network's own
+    masquerade IP, and the host answers back the same way (the cluster router reroutes
+    only the node's IPs and the network's masquerade IP to the management port, as
+    upstream).  The host never sees a pod address, which other networks may reuse."""
+    state = cluster.state()
+    table = """table ip seen-masq {
+  chain input {
+    type filter hook input priority 0;
+    icmp type echo-request ip daddr 169.254.0.2 ip saddr 169.254.0.10-169.254.0.255 counter
+    icmp type echo-request ip daddr 169.254.0.2 counter
+  }
+}
+"""
+    node_netns = {name: cluster.dataplane.node(name, state.nodes.index(name)).netns
+                  for name in state.nodes}
+    for netns in node_netns.values():
+        subprocess.run(["ip", "netns", "exec", netns, "nft", "-f", "-"], check=True, text=True,
+                       input=table)
+    try:
+        selected = pods(cluster, "blue", "green", "teal")
+        for pod in selected:
+            assert ping(pod_netns(cluster, pod), "169.254.0.2"), pod["metadata"]["name"]
+        for netns in node_netns.values():
+            listed = subprocess.run(["ip", "netns", "exec", netns, "nft", "-j", "list",
+                                     "table", "ip", "seen-masq"], capture_output=True,
+                                    text=True, check=True).stdout
+            masqueraded, total = [item["rule"]["expr"][-1]["counter"]["packets"]
+                                  for item in json.loads(listed)["nftables"] if "rule" in item]
+            assert masqueraded == total, listed
+    finally:
+        for netns in node_netns.values():
+            subprocess.run(["ip", "netns", "exec", netns, "nft", "delete", "table", "ip",
+                            "seen-masq"], check=False)
+
+
 def test_an_unusable_network_annotation_fails_the_sandbox_with_an_event(
         cluster: LocalCluster) -> None:
     networks = {"default": {"ip_addresses": ["10.244.0.200/24"], "mac_address":

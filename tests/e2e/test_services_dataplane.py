@@ -1,17 +1,21 @@
-"""Services with real packets in ``ovnk local``: a ClusterIP answers inside its network only.
+"""Services with real packets in ``ovnk local``: a ClusterIP answers inside its network only,
+and the nodes themselves (their host namespace, hostNetwork pods) reach every default one.
 
 One cluster for the module (2 nodes, real dataplane): ``blue`` and ``green`` are primary
 Layer3 UDNs with the same pod CIDR, ``teal`` a primary Layer2 UDN, each with a ``web``
-service of two netexec backends (one per node) and a client; ``plain`` is on the default
-network with its own service.  ``kube-system/kube-dns`` is a default-network service that
+service (HTTP 80 and UDP 81) of two netexec backends (one per node) and a client; ``plain``
+is on the default network with its own service, a hostNetwork client and a service whose
+endpoint is a hostNetwork pod.  ``kube-system/kube-dns`` is a default-network service that
 ``--udn-allowed-default-services`` (upstream's default value) lets UDN pods use.
+Health-check node ports: LoadBalancer services with ``externalTrafficPolicy: Local`` on
+the default network and in ``blue``.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -31,24 +35,35 @@ def apply(cluster: LocalCluster, *objects: dict[str, Any]) -> None:
         kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(obj))
 
 
-def netexec(namespace: str, name: str, node: str, app: str = "web") -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": {"app": app}},
-            "spec": {"nodeName": node, "containers": [{
-                "name": "netexec", "image": AGNHOST, "args": ["netexec", "--http-port=8080"],
-                "ports": [{"name": "http", "containerPort": 8080}],
-                "readinessProbe": {"httpGet": {"path": "/healthz", "port": "http"},
-                                   "periodSeconds": 1}}]}}
+def netexec(namespace: str, name: str, node: str, app: str = "web",
+            host_port: int = 0) -> dict[str, Any]:
+    """A netexec pod (HTTP 8080, UDP 8081); ``host_port``: a hostNetwork one, HTTP there."""
+    http = host_port or 8080
+    pod: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": app}},
+        "spec": {"nodeName": node, "containers": [{
+            "name": "netexec", "image": AGNHOST,
+            "args": ["netexec", f"--http-port={http}",
+                     *(["--udp-port=-1"] if host_port else [])],
+            "ports": [{"name": "http", "containerPort": http}],
+            "readinessProbe": {"httpGet": {"path": "/healthz", "port": "http"},
+                               "periodSeconds": 1}}]}}
+    if host_port:
+        pod["spec"]["hostNetwork"] = True
+    return pod
 
 
 def web_service(namespace: str, node_port: int = 0, local: bool = False, name: str = "web",
-                app: str = "web", external_ips: tuple[str, ...] = ()) -> dict[str, Any]:
-    port: dict[str, Any] = {"name": "http", "port": 80, "targetPort": 8080}
-    spec: dict[str, Any] = {"selector": {"app": app}, "ports": [port]}
+                app: str = "web", external_ips: tuple[str, ...] = (), kind: str = "NodePort",
+                target: int = 8080) -> dict[str, Any]:
+    port: dict[str, Any] = {"name": "http", "port": 80, "targetPort": target}
+    udp: dict[str, Any] = {"name": "udp", "port": 81, "targetPort": 8081, "protocol": "UDP"}
+    spec: dict[str, Any] = {"selector": {"app": app}, "ports": [port, udp]}
     if external_ips:
         spec["externalIPs"] = list(external_ips)
     if node_port:
-        spec["type"] = "NodePort"
+        spec["type"] = kind
         port["nodePort"] = node_port
     if local:
         spec["externalTrafficPolicy"] = "Local"
@@ -58,10 +73,11 @@ def web_service(namespace: str, node_port: int = 0, local: bool = False, name: s
 
 # NodePorts: blue's web (ETP=Cluster), teal's web (ETP=Local, a backend on each node), and
 # plain's "solo" (ETP=Local, its one backend on ovn-worker)
-NODE_PORTS = {"blue": 30080, "teal": 30081}
+NODE_PORTS = {"blue": 30080, "teal": 30081, "plain": 30083}
 SOLO_PORT = 30082
 # externalIPs: blue's web (ETP=Cluster) and plain's solo (ETP=Local)
 EXTERNAL_IPS = {"blue": "192.0.2.80", "solo": "192.0.2.82"}
+HOST_WEB_PORT = 9090  # the hostNetwork backend's port on its node
 
 
 def populate(local: LocalCluster) -> None:
@@ -91,6 +107,19 @@ def populate(local: LocalCluster) -> None:
     apply(local, netexec("kube-system", "dns-1", "ovn-worker", app="dns"),
           netexec("kube-system", "dns-2", "ovn-worker2", app="dns"),
           web_service("kube-system", name="kube-dns", app="dns"))
+    # a hostNetwork client, and a service whose one endpoint is a hostNetwork pod
+    apply(local, {"apiVersion": "v1", "kind": "Pod",
+                  "metadata": {"name": "hostclient", "namespace": "plain"},
+                  "spec": {"nodeName": "ovn-worker2", "hostNetwork": True,
+                           "containers": [{"name": "pause", "image": AGNHOST,
+                                           "args": ["pause"]}]}},
+          netexec("plain", "hostweb", "ovn-worker", app="hostweb", host_port=HOST_WEB_PORT),
+          web_service("plain", name="hostweb", app="hostweb", target=HOST_WEB_PORT))
+    # health-check node ports: solo's one backend is on ovn-worker, blue's lone on ovn-worker2
+    apply(local, web_service("plain", 30084, local=True, name="solo-lb", app="solo",
+                             kind="LoadBalancer"),
+          netexec("blue", "lone", "ovn-worker2", app="lone"),
+          web_service("blue", 30085, local=True, name="lone", app="lone", kind="LoadBalancer"))
 
 
 @pytest.fixture(scope="module")
@@ -246,3 +275,137 @@ def test_an_etp_local_external_ip_keeps_the_client_ip_where_a_backend_is(
     assert from_outside(cluster, url).stdout.split(":")[0] == EXTERNAL_HOST_IP
     route_from_outside(cluster, ip, ips["ovn-worker2"])
     assert from_outside(cluster, url).returncode != 0
+
+
+# -- the nodes themselves: host namespace and hostNetwork pods ---------------------------------
+UDP_ASK = ("import socket, sys; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+           "s.settimeout(2); s.sendto(b'hostname', (sys.argv[1], int(sys.argv[2]))); "
+           "print(s.recvfrom(100)[0].decode())")
+
+
+def on_node(cluster: LocalCluster, node: str, *command: str) -> str:
+    """What ``command`` prints in ``node``'s host namespace ("" when it fails)."""
+    result = subprocess.run(["ip", "netns", "exec", cluster.dataplane.node_netns(node),
+                             *command], capture_output=True, text=True, timeout=20)
+    return result.stdout.strip() if result.returncode == 0 else ""
+
+
+def in_host_pod(cluster: LocalCluster, *command: str) -> str:
+    """What ``command`` prints in the hostNetwork pod plain/hostclient ("" on failure)."""
+    result = kubectl(cluster, "exec", "-n", "plain", "hostclient", "--", *command, check=False)
+    return result.stdout.strip() if result.returncode == 0 else ""
+
+
+def service_spec(cluster: LocalCluster, namespace: str, name: str) -> dict[str, Any]:
+    return dict(json.loads(kubectl(cluster, "get", "service", "-n", namespace, name, "-o",
+                                   "json").stdout)["spec"])
+
+
+def udp_node_port(cluster: LocalCluster, namespace: str, name: str = "web") -> int:
+    return next(int(p["nodePort"]) for p in service_spec(cluster, namespace, name)["ports"]
+                if p["protocol"] == "UDP")
+
+
+def host_answers(ask: Callable[..., str], ip: str, port: int, tries: int = 8) -> set[str]:
+    """The backends that answered ``tries`` TCP (HTTP) and UDP requests."""
+    found = set()
+    for _ in range(tries):
+        found.add(ask("curl", "-sS", "--max-time", "3", f"http://{ip}:{port}/hostname"))
+    return found - {""}
+
+
+def test_the_nodes_reach_every_default_cluster_ip_and_node_port(cluster: LocalCluster) -> None:
+    ips = node_ips(cluster)
+    plain, dns = cluster_ip(cluster, "plain"), cluster_ip(cluster, "kube-system", "kube-dns")
+    solo = cluster_ip(cluster, "plain", "solo")  # ETP=Local, its one backend on ovn-worker
+    udp_port = udp_node_port(cluster, "plain")
+    asks: dict[str, tuple[str, Callable[..., str]]] = {  # who: (on which node, how)
+        node: (node, lambda *command, node=node: on_node(cluster, node, *command))
+        for node in ips}
+    asks["hostNetwork pod"] = ("ovn-worker2", lambda *command: in_host_pod(cluster, *command))
+    for who, (own, ask) in asks.items():
+        wait_until(lambda ask=ask: host_answers(ask, plain, 80, 1), timeout=60,  # type: ignore[misc]
+                   what=f"plain's ClusterIP answering {who}")
+        # ClusterIPs not in --udn-allowed-default-services, and one that is, TCP and UDP
+        assert host_answers(ask, plain, 80) == {"plain-1", "plain-2"}, who
+        assert host_answers(ask, solo, 80, 3) == {"solo"}, who
+        assert host_answers(ask, dns, 80) == {"dns-1", "dns-2"}, who
+        assert {ask("python3", "-c", UDP_ASK, plain, "81") for _ in range(8)} == \
+            {"plain-1", "plain-2"}, who
+        # NodePorts: every node's, its own included, TCP and UDP; an ETP=Local one on its own
+        # node's IP goes to the ClusterIP (upstream's shared gateway does the same)
+        for node, ip in ips.items():
+            assert host_answers(ask, ip, NODE_PORTS["plain"]) == {"plain-1", "plain-2"}, \
+                (who, node)
+            assert ask("python3", "-c", UDP_ASK, ip, str(udp_port)) in {"plain-1", "plain-2"}
+        assert host_answers(ask, ips[own], SOLO_PORT, 3) == {"solo"}, who
+    # a socket bound to the node IP reaches them too
+    assert on_node(cluster, "ovn-worker", "curl", "-sS", "--max-time", "3", "--interface",
+                   ips["ovn-worker"], f"http://{plain}/hostname") in {"plain-1", "plain-2"}
+
+
+def test_udn_services_from_the_nodes_node_ports_only_as_upstream(cluster: LocalCluster) -> None:
+    blue = cluster_ip(cluster, "blue")
+    for node, ip in node_ips(cluster).items():
+        # a UDN's NodePort on the node's own IP answers (upstream: the network's mark)...
+        wait_until(lambda node=node, ip=ip: host_answers(  # type: ignore[misc]
+            lambda *c: on_node(cluster, node, *c), ip, NODE_PORTS["blue"], 1),
+            timeout=60, what=f"blue's NodePort from {node}'s host")
+        assert host_answers(lambda *c, node=node: on_node(cluster, node, *c), ip,
+                            NODE_PORTS["blue"]) == {"blue-1", "blue-2"}, node
+        # ...its ClusterIP does not: the host's service traffic is the default network's
+        assert not host_answers(lambda *c, node=node: on_node(cluster, node, *c), blue, 80, 2)
+    assert not host_answers(lambda *c: in_host_pod(cluster, *c), blue, 80, 2)
+
+
+def test_a_host_network_endpoint_answers_the_nodes_and_pods(cluster: LocalCluster) -> None:
+    """hostweb's endpoint is ovn-worker's own address: the default router reaches it through
+    the bridge's hairpin (OVN's masquerade IP), from either node and from a pod."""
+    ip = cluster_ip(cluster, "plain", "hostweb")
+    for node in node_ips(cluster):
+        wait_until(lambda node=node: host_answers(  # type: ignore[misc]
+            lambda *c: on_node(cluster, node, *c), ip, 80, 1), timeout=60,
+            what=f"hostweb answering {node}'s host")
+        assert host_answers(lambda *c, node=node: on_node(cluster, node, *c), ip, 80, 3) == \
+            {"ovn-worker"}, node
+    assert answers(cluster, "plain", ip, tries=3) == {"ovn-worker"}
+
+
+# -- health-check node ports --------------------------------------------------------------------
+def health_check(cluster: LocalCluster, ip: str, port: int) -> tuple[int, dict[str, Any]]:
+    """The status and JSON body the external host gets from ``ip:port``."""
+    result = subprocess.run(["ip", "netns", "exec", cluster.dataplane.external_netns, "curl",
+                             "-sS", "--max-time", "3", "-w", "\n%{http_code}",
+                             f"http://{ip}:{port}/healthz"], capture_output=True, text=True)
+    body, _, code = result.stdout.rpartition("\n")
+    return int(code or 0), json.loads(body) if body else {}
+
+
+def health_port(cluster: LocalCluster, namespace: str, name: str) -> int:
+    return int(service_spec(cluster, namespace, name)["healthCheckNodePort"])
+
+
+def expect_health(cluster: LocalCluster, namespace: str, name: str,
+                  counts: dict[str, int]) -> None:
+    """Every node answers 200 with its count of local endpoints, or 503 with 0."""
+    port = health_port(cluster, namespace, name)
+    ips = node_ips(cluster)
+    for node, count in counts.items():
+        wanted = (200 if count else 503, {"service": {"namespace": namespace, "name": name},
+                                          "localEndpoints": count})
+        wait_until(lambda ip=ips[node], wanted=wanted: health_check(  # type: ignore[misc]
+            cluster, ip, port) == wanted, timeout=30,
+            what=f"{namespace}/{name}'s health check on {node}: {wanted}")
+
+
+def test_health_check_node_ports_answer_the_local_endpoints_from_outside(
+        cluster: LocalCluster) -> None:
+    expect_health(cluster, "plain", "solo-lb", {"ovn-worker": 1, "ovn-worker2": 0})
+    expect_health(cluster, "blue", "lone", {"ovn-worker": 0, "ovn-worker2": 1})  # a UDN's
+    # scaled up: a backend on the other node too
+    apply(cluster, netexec("plain", "solo-2", "ovn-worker2", app="solo"))
+    expect_health(cluster, "plain", "solo-lb", {"ovn-worker": 1, "ovn-worker2": 1})
+    kubectl(cluster, "delete", "pod", "-n", "plain", "solo-2", "--wait=true")
+    expect_health(cluster, "plain", "solo-lb", {"ovn-worker": 1, "ovn-worker2": 0})
+    kubectl(cluster, "delete", "pod", "-n", "blue", "lone", "--wait=true")
+    expect_health(cluster, "blue", "lone", {"ovn-worker": 0, "ovn-worker2": 0})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import subprocess
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,7 @@ from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import ENDPOINTSLICES, EVENTS, NAMESPACES, PODS, SERVICES, UDNS
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.trace import packet_flow, trace, wait_for_sb
+from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
 from ovnk_core.testing.waiting import wait_until
 from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
@@ -96,6 +98,16 @@ def endpoint_slice(client: KubeClient, ns: str, ips_nodes: list[tuple[str, str]]
                            "conditions": {"ready": True}} for ip, node in ips_nodes]}
     created: dict[str, Any] = client.create(ENDPOINTSLICES, body)
     return created
+
+
+def restarted_writing_nothing(plane: ControlPlane, zone: Zone, ovn_stack: OvnStack) -> Zone:
+    """``zone`` stopped and started again on its NB: with nothing changed it writes nothing."""
+    zone.stop()
+    plane.zones.remove(zone)
+    again = plane.start_zone(ovn_stack.nb.remote)
+    settled(again)
+    assert again.writer.transactions == 0
+    return again
 
 
 def load_balancers(nb: NbClient) -> dict[str, Any]:
@@ -216,12 +228,7 @@ def test_services_are_balanced_inside_their_network_only(
     assert blue_lb in changed  # and its NodePort ones; no other service's
     assert all(n.startswith(f"{BLUE_P}Service_blue/web_TCP_") for n in changed)
 
-    # a restart with nothing changed writes nothing
-    zone.stop()
-    plane.zones.remove(zone)
-    again = plane.start_zone(ovn_stack.nb.remote)
-    settled(again)
-    assert again.writer.transactions == 0
+    again = restarted_writing_nothing(plane, zone, ovn_stack)
 
     # a deleted service takes its load balancers with it
     client.delete(SERVICES, "web", "blue")
@@ -308,3 +315,86 @@ def test_itp_local_on_a_layer2_network_is_the_same_on_its_one_switch_and_reporte
                 if e.get("reason") == "InternalTrafficPolicyNotApplied"]
     [event] = wait_until(reported, timeout=30)
     assert "one switch spans its nodes" in event["message"]
+
+
+def test_client_ip_affinity_at_the_longest_timeout_is_upstreams_selection_fields(
+        client: KubeClient, manager: ClusterManager, plane: ControlPlane,
+        ovn_stack: OvnStack) -> None:
+    """86400 s (Kubernetes' maximum) is ``selection_fields=[ip_src,ip_dst]`` without
+    ``affinity_timeout`` (upstream's ``loadbalancer.go``); any other timeout is
+    ``affinity_timeout``; a change of timeout updates the row in place."""
+    namespace(client, "plain", None)
+    service(client, "plain", "10.96.10.60")
+    body = client.get(SERVICES, "web", "plain")
+    body["spec"].update(sessionAffinity="ClientIP",
+                        sessionAffinityConfig={"clientIP": {"timeoutSeconds": 86400}})
+    client.update(SERVICES, body)
+    zone = plane.start_zone(ovn_stack.nb.remote)
+    name = "Service_plain/web_TCP_cluster"
+    wait_until(lambda: name in load_balancers(zone.nb), timeout=30)
+    settled(zone)
+    row = load_balancers(zone.nb)[name]
+    assert sorted(row.selection_fields) == ["ip_dst", "ip_src"]
+    assert "affinity_timeout" not in row.options
+    uuid = row.uuid
+    body = client.get(SERVICES, "web", "plain")
+    body["spec"]["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": 600}}
+    client.update(SERVICES, body)
+    wait_until(lambda: load_balancers(zone.nb)[name].options.get("affinity_timeout") == "600",
+               timeout=30)
+    row = load_balancers(zone.nb)[name]
+    assert list(row.selection_fields) == [] and row.uuid == uuid
+
+
+def test_the_allowed_default_services_address_set_is_upstreams(
+        client: KubeClient, manager: ClusterManager, plane: ControlPlane,
+        ovn_stack: OvnStack) -> None:
+    """``udn-enabled-svc-cluster-ips`` (upstream's ``udnenabledsvc``): with network
+    segmentation on, one address set per cluster IP family, named and identified as
+    upstream's, holding the ClusterIPs of ``--udn-allowed-default-services``; a restart
+    writes nothing; a change updates the row in place; without network segmentation
+    there is none."""
+    def address_sets(nb: NbClient) -> dict[str, Any]:
+        return {row.name: row for row in nb.row_list("Address_Set")}
+
+    for ns, name, ip in (("default", "kubernetes", "10.96.0.1"),
+                         ("kube-system", "kube-dns", "10.96.0.10"),
+                         ("default", "other", "10.96.0.50")):
+        client.create(SERVICES, {"metadata": {"name": name, "namespace": ns}, "spec": {
+            "clusterIP": ip, "clusterIPs": [ip],
+            "ports": [{"name": "p", "protocol": "UDP", "port": 53}]}})
+    plain = plane.start_zone(ovn_stack.nb.remote, config=udn_config(
+        enable_network_segmentation="false"))
+    settled(plain)
+    assert address_sets(plain.nb) == {}
+    plain.stop()
+    plane.zones.remove(plain)
+
+    zone = plane.start_zone(ovn_stack.nb.remote)
+    wait_until(lambda: address_sets(zone.nb), timeout=30)
+    settled(zone)
+    [(name, row)] = address_sets(zone.nb).items()
+    assert name == "a3613486944346402462"  # HashForOVN of the primary id
+    assert dict(row.external_ids) == {
+        "k8s.ovn.org/owner-controller": "udn-enabled-svc",
+        "k8s.ovn.org/owner-type": "UDNEnabledService",
+        "k8s.ovn.org/name": "udn-enabled-svc-cluster-ips",
+        "ip-family": "v4",
+        "k8s.ovn.org/id": "udn-enabled-svc:UDNEnabledService:udn-enabled-svc-cluster-ips:v4",
+        "k8s.ovn.org/owner": "cluster"}
+    assert sorted(row.addresses) == ["10.96.0.1", "10.96.0.10"]
+    uuid = row.uuid
+
+    again = restarted_writing_nothing(plane, zone, ovn_stack)
+
+    client.delete(SERVICES, "kube-dns", "kube-system")
+    wait_until(lambda: list(address_sets(again.nb)[name].addresses) == ["10.96.0.1"],
+               timeout=30)
+    assert address_sets(again.nb)[name].uuid == uuid
+    # another writer's change is repaired by the resync
+    subprocess.run(["ovn-nbctl", f"--db={ovn_stack.nb.remote}", "add", "Address_Set", name,
+                    "addresses", "1.2.3.4"], check=True)
+    wait_until(lambda: "1.2.3.4" in address_sets(again.nb)[name].addresses, timeout=10)
+    assert {o.controller for o in again.controller.resync_nb()} == {"udn-enabled-svc"}
+    wait_until(lambda: list(address_sets(again.nb)[name].addresses) == ["10.96.0.1"],
+               timeout=30)

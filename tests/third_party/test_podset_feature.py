@@ -39,7 +39,7 @@ from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import NAMESPACES, PODS
 from ovnk_core.node import nft
 from ovnk_core.node.feature_controllers import NodeFeatureControllers
-from ovnk_core.node.gateway import GATEWAY_TABLE, build_host_table
+from ovnk_core.node.gateway_host import GATEWAY_TABLE, build_host_table
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.ownership import OWNER_CONTROLLER_KEY, OWNER_KEY
 from ovnk_core.ovn.processes import OvsdbServer

@@ -41,6 +41,17 @@ def test_reserve_rules() -> None:
         ids.reserve("x", 4096)
 
 
+def test_ids_beyond_the_allocation_range_can_be_kept_up_to_the_reserve_limit() -> None:
+    ids = IdAllocator("NodeIDs", 5, reserved=(0, 1), reserve_limit=10)
+    ids.reserve("old", 9)
+    with pytest.raises(IdAllocationError, match=r"not allocatable \(range 0..9"):
+        ids.reserve("x", 10)
+    assert [ids.allocate(n) for n in "abc"] == [2, 3, 4]
+    with pytest.raises(IdAllocationError, match="no ID left for d"):
+        ids.allocate("d")
+    assert ids.get("old") == 9
+
+
 def test_never_hands_out_one_id_twice_across_restarts() -> None:
     rng = random.Random(42)
     ids = IdAllocator("T", 64)

@@ -145,6 +145,29 @@ def test_session_affinity_sets_the_timeout() -> None:
                              sessionAffinityConfig={"clientIP": {"timeoutSeconds": 60}}))
     assert spec is not None
     assert base_options([], spec.affinity_timeout)["affinity_timeout"] == "60"
+    configs = build_configs(spec, [slice_(("10.128.1.5", "w1", READY))], SUBNETS)
+    options = base_options([], spec.affinity_timeout)
+    assert all(lb.selection_fields == () for lb in [
+        *cluster_load_balancers(spec, configs.cluster, "default", options),
+        *node_load_balancers(spec, configs.per_node, "default", WORKER, options)]
+    )
+
+
+def test_session_affinity_at_the_longest_timeout_hashes_on_addresses_without_a_timeout(
+        ) -> None:
+    """Upstream (``loadbalancer.go``): ClientIP affinity of 86400 s, the most Kubernetes
+    allows, is ``selection_fields=[ip_src,ip_dst]`` and no ``affinity_timeout``."""
+    spec = parse_service(svc(type="NodePort", sessionAffinity="ClientIP",
+                             sessionAffinityConfig={"clientIP": {"timeoutSeconds": 86400}}))
+    assert spec is not None and spec.affinity_timeout == 86400
+    options = base_options(["169.254.0.5"], spec.affinity_timeout)
+    assert "affinity_timeout" not in options
+    configs = build_configs(spec, [slice_(("10.128.1.5", "w1", READY))], SUBNETS)
+    found = [*cluster_load_balancers(spec, configs.cluster, "default", options),
+             *node_load_balancers(spec, configs.per_node, "default", WORKER, options)]
+    assert [(lb.name, lb.selection_fields) for lb in found] == [
+        ("Service_ns/web_TCP_cluster", ("ip_src", "ip_dst")),
+        ("Service_ns/web_TCP_node_router+switch_w1", ("ip_src", "ip_dst"))]
 
 
 def test_garbage_in_slices_is_left_out_not_fatal() -> None:

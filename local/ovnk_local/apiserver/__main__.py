@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pod-netns-template", default="",
                         help="serve pods/exec by running the command in the network namespace "
                              "this names, e.g. 'x-{node}-pod-{namespace}.{name}'")
+    parser.add_argument("--node-netns-template", default="",
+                        help="the network namespace of a hostNetwork pod's node for pods/exec, "
+                             "e.g. 'x-{node}' (default: exec into hostNetwork pods is refused)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -69,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                             admission_modules=tuple(args.admission),
                             admission_entry_points=not args.no_admission_entry_points,
                             pod_netns_template=args.pod_netns_template,
+                            node_netns_template=args.node_netns_template,
                             security=security, allow_non_loopback=args.allow_non_loopback)
     try:
         handle = serve(args.host, args.port, args.data, options)

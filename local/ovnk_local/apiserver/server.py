@@ -94,6 +94,8 @@ class ServerOptions:
     # pods/exec runs commands in the network namespace this names ({node}, {namespace},
     # {name}); empty: exec is not served (no pod has a namespace on this machine)
     pod_netns_template: str = ""
+    # the same for a hostNetwork pod: its node's namespace ({node}); empty: not served
+    node_netns_template: str = ""
     # TLS and authentication files (required: the server has no insecure mode)
     security: SecurityOptions | None = None
     # serve on an address other than loopback (TLS and authentication stay on)
@@ -390,7 +392,13 @@ class ApiServer:
         node = (pod.get("spec") or {}).get("nodeName")
         if not node:
             raise bad_request(f"pod {meta['name']} does not have a host assigned")
-        netns = template.format(node=node, namespace=meta["namespace"], name=meta["name"])
+        if (pod.get("spec") or {}).get("hostNetwork"):
+            if not self.options.node_netns_template:
+                raise bad_request(f"pod {meta['namespace']}/{meta['name']}: exec into a "
+                                  "hostNetwork pod is not available here")
+            netns = self.options.node_netns_template.format(node=node)
+        else:
+            netns = template.format(node=node, namespace=meta["namespace"], name=meta["name"])
         if not (NETNS_DIR / netns).exists():
             raise bad_request(f"container not found (pod {meta['namespace']}/{meta['name']} "
                               f"has no network namespace {netns} yet; is it Running?)")

@@ -3,8 +3,9 @@
 ovnk's load-balancer rendering needs real ClusterIPs, so a Service created
 here gets one from the configured service CIDRs (IPv4 and, for dual-stack,
 IPv6), keeps it across updates that leave it unset, and gets NodePorts when
-its type asks for them.  Allocation runs under the store lock against the
-Services currently stored, so two creates never get the same address.
+its type asks for them, and a ``healthCheckNodePort`` (from the same range) when it is a
+``LoadBalancer`` with ``externalTrafficPolicy: Local``.  Allocation runs under the store lock
+against the Services currently stored, so two creates never get the same address.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections.abc import Iterable
 from ovnk_local.apiserver.errors import JSON, FieldError
 
 NODE_PORTS = range(30000, 32768)
+HEALTH_CHECK_ONLY = ("may only be set when `type` is 'LoadBalancer' and "
+                     "`externalTrafficPolicy` is 'Local'")
 _RESERVED_OFFSETS = (0, 1, 10)
 
 
@@ -54,7 +57,7 @@ class ServiceAllocator:
         errors = [] if old_spec.get("clusterIPs") else self._allocate_ips(spec, services)
         if spec["type"] in ("NodePort", "LoadBalancer"):
             errors += self._allocate_node_ports(spec, old_spec, services)
-        return errors
+        return errors or self._allocate_health_check_node_port(spec, old_spec, services)
 
     def _allocate_ips(self, spec: JSON, services: list[JSON]) -> list[FieldError]:
         if spec.get("clusterIP") == "None" or spec.get("clusterIPs") == ["None"]:
@@ -119,8 +122,7 @@ class ServiceAllocator:
     @staticmethod
     def _allocate_node_ports(spec: JSON, old_spec: JSON,
                              services: list[JSON]) -> list[FieldError]:
-        used = {p.get("nodePort") for s in services
-                for p in ((s.get("spec") or {}).get("ports") or []) if isinstance(p, dict)}
+        used = _used_node_ports(services)
         previous = {(p.get("port"), p.get("protocol")): p.get("nodePort")
                     for p in old_spec.get("ports") or [] if isinstance(p, dict)}
         for index, port in enumerate(spec.get("ports") or []):
@@ -144,3 +146,48 @@ class ServiceAllocator:
             port["nodePort"] = wanted
             used.add(wanted)
         return []
+
+    @staticmethod
+    def _allocate_health_check_node_port(spec: JSON, old_spec: JSON,
+                                         services: list[JSON]) -> list[FieldError]:
+        """kube-apiserver's rules: allocated (or the one asked for reserved) when the service
+        becomes a LoadBalancer with ETP=Local, kept across updates that leave it unset,
+        dropped when the service no longer needs it; refused on any other service."""
+        needs, needed = _needs_health_check(spec), _needs_health_check(old_spec)
+        wanted = spec.get("healthCheckNodePort") or 0
+        previous = old_spec.get("healthCheckNodePort") if needed else None
+        path = "spec.healthCheckNodePort"
+        if not needs:
+            if wanted and wanted != old_spec.get("healthCheckNodePort"):
+                return [FieldError("Invalid", path, wanted, HEALTH_CHECK_ONLY)]
+            spec.pop("healthCheckNodePort", None)
+            return []
+        wanted = wanted or previous or 0
+        # the service's own NodePorts are taken too
+        used = _used_node_ports([*services, {"spec": {"ports": spec.get("ports")}}])
+        if wanted and wanted != previous:
+            if not isinstance(wanted, int) or wanted not in NODE_PORTS:
+                return [FieldError("Invalid", path, wanted, "provided port is not in the valid "
+                                   "range. The range of valid ports is 30000-32767")]
+            if wanted in used:
+                return [FieldError("Invalid", path, wanted, "provided port is already allocated")]
+        elif not wanted:
+            wanted = next((p for p in NODE_PORTS if p not in used), None)
+            if wanted is None:
+                return [FieldError("Invalid", path, 0, "range is full")]
+        spec["healthCheckNodePort"] = wanted
+        return []
+
+
+def _needs_health_check(spec: JSON) -> bool:
+    return spec.get("type") == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local"
+
+
+def _used_node_ports(services: list[JSON]) -> set[object]:
+    """Every NodePort and health-check node port of ``services`` (one range holds both)."""
+    used: set[object] = set()
+    for service in services:
+        spec = service.get("spec") or {}
+        used.update(p.get("nodePort") for p in spec.get("ports") or [] if isinstance(p, dict))
+        used.add(spec.get("healthCheckNodePort"))
+    return used - {None, 0}

@@ -98,7 +98,8 @@ def load_balancer_rows(netinfo: NetInfo, owner: Owner, balancers: Sequence[LoadB
                 continue
         rows.append(DesiredRow("Load_Balancer", lb_ids(netinfo, owner, lb.name),
                                {"name": lb.name, "protocol": lb.protocol,
-                                "vips": dict(lb.vips), "options": dict(lb.options)},
+                                "vips": dict(lb.vips), "options": dict(lb.options),
+                                "selection_fields": list(lb.selection_fields)},
                                links=links,
                                extra_external_ids={names.KIND_KEY: names.KIND_SERVICE}))
     return rows

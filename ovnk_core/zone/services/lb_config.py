@@ -209,6 +209,7 @@ class LoadBalancer:
     node: str = ""
     on_router: bool = False
     on_switch: bool = False
+    selection_fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -241,14 +242,24 @@ class _Rules:
 
 def base_options(hairpin_snat_ips: Sequence[str], affinity_timeout: int | None
                  ) -> dict[str, str]:
-    """Upstream's options of every service load balancer."""
+    """Upstream's options of every service load balancer.
+
+    ClientIP affinity is ``affinity_timeout``, except at the longest timeout Kubernetes
+    allows, which upstream writes without a timeout, as ``selection_fields`` instead."""
     options = {"event": "false", "reject": "true", "skip_snat": "false",
                "neighbor_responder": "none"}
     if hairpin_snat_ips:
         options["hairpin_snat_ip"] = " ".join(hairpin_snat_ips)
-    if affinity_timeout is not None:
+    if affinity_timeout is not None and affinity_timeout != MAX_AFFINITY_TIMEOUT:
         options["affinity_timeout"] = str(affinity_timeout)
     return options
+
+
+def selection_fields(affinity_timeout: int | None) -> tuple[str, ...]:
+    """The load balancer's ``selection_fields``: with ClientIP affinity at the longest
+    timeout (86400 s) upstream hashes every connection of a client to one backend by
+    source and destination address, with no timeout; otherwise OVN's default."""
+    return ("ip_src", "ip_dst") if affinity_timeout == MAX_AFFINITY_TIMEOUT else ()
 
 
 def cluster_load_balancers(spec: ServiceSpec, configs: Sequence[LbConfig], network: str,
@@ -261,7 +272,8 @@ def cluster_load_balancers(spec: ServiceSpec, configs: Sequence[LbConfig], netwo
             rules.add(config.protocol, vip, config.port, _targets(chosen, version))
     return [LoadBalancer(names.lb_name(network, spec.namespace, spec.name, protocol,
                                        names.SCOPE_CLUSTER),
-                         protocol.lower(), vips, options)
+                         protocol.lower(), vips, options,
+                         selection_fields=selection_fields(spec.affinity_timeout))
             for protocol, vips in sorted(rules.by_protocol.items())]
 
 
@@ -301,7 +313,8 @@ def node_load_balancers(spec: ServiceSpec, configs: Sequence[LbConfig], network:
                on_router: bool, on_switch: bool, protocol: str = protocol) -> LoadBalancer:
             return LoadBalancer(names.lb_name(network, spec.namespace, spec.name, protocol,
                                               scope + node.name),
-                                protocol.lower(), vips, opts, node.name, on_router, on_switch)
+                                protocol.lower(), vips, opts, node.name, on_router, on_switch,
+                                selection_fields(spec.affinity_timeout))
 
         router_vips = router.by_protocol.get(protocol, {})
         switch_vips = switch.by_protocol.get(protocol, {})

@@ -173,6 +173,17 @@ class Layer2Section(UdnSection):
                     keys[key] = ",".join(section[key])
         return keys
 
+    def ignored_fields(self, section: JSON, config: Config) -> str | None:
+        """The preconfigured addresses, without ``--enable-preconfigured-udn-addresses``:
+        upstream renders the NAD without them and says nothing."""
+        given = [key for key in PRECONFIGURED_KEYS if section.get(key)]
+        if not given or config.enable_preconfigured_udn_addresses:
+            return None
+        return (f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} ignored: "
+                "preconfigured UDN addresses are disabled (--enable-preconfigured-udn-"
+                "addresses); pods may get any address of the subnets, and the gateway and "
+                "management addresses are the subnets' first two")
+
 
 def _address_errors(config: JSON, path: str, network_role: Any,
                     subnets: list[IPNet]) -> list[FieldError]:

@@ -46,3 +46,15 @@ def test_render() -> None:
         "infrastructureSubnets": "10.200.0.0/30", "defaultGatewayIPs": "10.200.0.1"}
     secondary = {"role": "Secondary", "ipam": {"mode": "Disabled"}}
     assert SECTION.render(secondary, "secondary", CONFIG) == {}
+
+
+def test_what_render_leaves_out_is_said() -> None:
+    """Without the flag the preconfigured keys are not rendered (upstream), and the section
+    says which ones (the cluster manager's FieldsIgnored warning)."""
+    assert SECTION.ignored_fields(PRIMARY_NET, CONFIG) == (
+        "infrastructureSubnets, defaultGatewayIPs are ignored: preconfigured UDN addresses are "
+        "disabled (--enable-preconfigured-udn-addresses); pods may get any address of the "
+        "subnets, and the gateway and management addresses are the subnets' first two")
+    assert SECTION.ignored_fields(PRIMARY_NET, PRECONFIGURED) is None
+    assert SECTION.ignored_fields({"role": "Primary", "subnets": ["10.200.0.0/16"]},
+                                  CONFIG) is None

@@ -27,7 +27,6 @@ from collections.abc import Iterable
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.networks import port_names
 from ovnk_core.networks.addressing import (
-    HOST_MASQUERADE_OFFSET,
     MASQUERADE_NEXT_HOP_OFFSET,
     IPAddress,
     gateway_ip,
@@ -49,6 +48,10 @@ CLUSTER_ROUTER = "ovn_cluster_router"
 JOIN_SWITCH = "join"
 NODE_SUBNET_POLICY_PRIORITY = 1004
 MAC_BINDING_AGE_THRESHOLD = "300"
+# upstream's KubeVirt ARP proxy (pkg/kubevirt): a link-local gateway for migrating VMs
+ARP_PROXY_IPV4 = "169.254.1.1"
+ARP_PROXY_IPV6 = "fe80::1"
+ARP_PROXY_MAC = "0a:58:a9:fe:01:01"  # generated from ARP_PROXY_IPV4 (mac_from_ip)
 
 
 def _ids(netinfo: NetInfo, owner: Owner, kind: str, name: str, switch_or_router: bool
@@ -137,6 +140,25 @@ def build_network(network: NetworkState) -> list[DesiredRow]:
     return rows
 
 
+def arp_proxy(netinfo: NetInfo) -> str:
+    """The default network's ``arp_proxy`` on ``stor-<node>``, as upstream's
+    ``ComposeARPProxyLSPOption``: the router port answers ARP/ND for a link-local gateway
+    address (KubeVirt VMs keep it as their default gateway when they migrate between
+    nodes) and for the cluster subnets (a migrated VM still reaches its old neighbours),
+    with the MAC generated from that address; the cluster subnets in configured order."""
+    return " ".join([ARP_PROXY_MAC, ARP_PROXY_IPV4, ARP_PROXY_IPV6,
+                     *(str(subnet.cidr) for subnet in netinfo.subnets)])
+
+
+def switch_router_port_options(netinfo: NetInfo, rtos: str) -> dict[str, str]:
+    """``stor-<node>``'s options: its router port, and on the default network only (as
+    upstream) the ARP proxy (``arp_proxy``)."""
+    options = {"router-port": rtos}
+    if netinfo.is_default:
+        options["arp_proxy"] = arp_proxy(netinfo)
+    return options
+
+
 def build_node(network: NetworkState, node: NodeState) -> list[DesiredRow]:
     """The node's switch and router port pair; management port and gateway when primary.
 
@@ -173,7 +195,7 @@ def build_node(network: NetworkState, node: NodeState) -> list[DesiredRow]:
         DesiredRow("Logical_Switch_Port", _ids(netinfo, owner, "SwitchToRouterPort", node.name,
                                                False),
                    {"name": f"stor-{switch_name}", "type": LSP_TYPE_ROUTER, "addresses": ["router"],
-                    "options": {"router-port": rtos}},
+                    "options": switch_router_port_options(netinfo, rtos)},
                    links=(Link(Ref.to("Logical_Switch", switch), "ports"),)),
     ]
     if has_gateway(netinfo):
@@ -209,6 +231,38 @@ def _masquerade_subnet(network: NetworkState, version: int) -> IPNetwork | None:
     return next((s for s in network.masquerade_subnets if s.version == version), None)
 
 
+def gateway_router_options(netinfo: NetInfo, node: NodeState) -> dict[str, str]:
+    """A gateway router's options, as upstream's ``createGWRouter``: the default network's
+    router SNATs in conntrack zone 0 (upstream shares it with the host's own
+    connections), a user-defined network's lets OVN pick its zone; a user-defined
+    network's router sends no gratuitous ARP/RARP (``disable_garp_rarp``: its only
+    external addresses are masquerade IPs, the same on every node).  OVN 23.03 does not
+    know ``disable_garp_rarp`` yet and ignores it; nothing asks these routers for GARPs
+    there anyway (their ``etor-`` ports have no ``nat-addresses``)."""
+    options = {"lb_force_snat_ip": "router_ip",
+               "mac_binding_age_threshold": MAC_BINDING_AGE_THRESHOLD,
+               "chassis": node.chassis_id,
+               "always_learn_from_arp_request": "false",
+               "dynamic_neigh_routers": "false"}
+    if netinfo.is_default:
+        options["snat-ct-zone"] = "0"
+    else:
+        options["disable_garp_rarp"] = "true"
+    return options
+
+
+def external_switch_router_port_options(netinfo: NetInfo, rtoe: str) -> dict[str, str]:
+    """``etor-GR_<node>``'s options, as upstream's ``addExternalSwitch``: on the default
+    network the router's NAT addresses are announced by gratuitous ARP (``nat-addresses``,
+    so that neighbours follow an address that moves between nodes), its load balancer VIPs
+    not; a user-defined network's masquerade addresses are never announced."""
+    options = {"router-port": rtoe}
+    if netinfo.is_default:
+        options["nat-addresses"] = "router"
+        options["exclude-lb-vips-from-garp"] = "true"
+    return options
+
+
 def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
     """Gateway router, join and external ports, egress routes and SNAT of one node."""
     netinfo = network.netinfo
@@ -241,12 +295,7 @@ def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
 
     rows = [
         DesiredRow("Logical_Router", gr,
-                   {"name": gr_name,
-                    "options": {"lb_force_snat_ip": "router_ip",
-                                "mac_binding_age_threshold": MAC_BINDING_AGE_THRESHOLD,
-                                "chassis": node.chassis_id,
-                                "always_learn_from_arp_request": "false",
-                                "dynamic_neigh_routers": "false"}},
+                   {"name": gr_name, "options": gateway_router_options(netinfo, node)},
                    extra_external_ids={"physical_ip": str(node_ips[0].ip),
                                        "physical_ips": ",".join(physical_ips)}),
         DesiredRow("Logical_Router_Port", _ids(netinfo, owner, "RouterToJoinPort", gr_name,
@@ -265,12 +314,15 @@ def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
                                                False),
                    {"name": rtoe, "mac": gateway.mac or mac_from_ip(node_ips[0].ip),
                     "networks": rtoe_networks},
-                   links=link_gr("ports")),
+                   links=link_gr("ports"),
+                   extra_external_ids={"gateway-physical-ip": "yes"} if netinfo.is_default
+                   else {}),
         DesiredRow("Logical_Switch", ext, {"name": "ext_" + switch_name}),
         DesiredRow("Logical_Switch_Port", _ids(netinfo, owner, "ExternalToRouterPort", gr_name,
                                                False),
                    {"name": f"etor-{gr_name}", "type": LSP_TYPE_ROUTER,
-                    "addresses": [gateway.mac or "router"], "options": {"router-port": rtoe}},
+                    "addresses": [gateway.mac or "router"],
+                    "options": external_switch_router_port_options(netinfo, rtoe)},
                    links=(Link(Ref.to("Logical_Switch", ext), "ports"),)),
         DesiredRow("Logical_Switch_Port", _ids(netinfo, owner, "ExternalLocalnetPort",
                                                node.name, False),
@@ -319,13 +371,13 @@ def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
     for ip in join_ips:
         rows.append(route("ClusterRouterJoinRoute", f"{node.name}:{ip}", router_ref,
                           str(ip), str(ip)))
-    # Traffic from the node's pods to the node itself goes through the management port.
+    # Traffic from the node's pods to the node goes through the management port: to the
+    # node's IPs and, on a user-defined network, to the network's own masquerade IP (as
+    # upstream's ``AddSameNodeIPPolicy``, which is given those as the node's addresses).
+    # The host's masquerade IP (.2) is not among them: the pods reach it through their
+    # gateway router, SNATed to the network's masquerade IP, as any other address.
     mgmt_ips = {s.version: management_ip(s) for s in node.subnets}
-    host_destinations = [ip.ip for ip in node_ips]
-    for version in (4, 6):
-        subnet = _masquerade_subnet(network, version)
-        if subnet is not None and version in mgmt_ips and not netinfo.is_default:
-            host_destinations.append(subnet.network_address + HOST_MASQUERADE_OFFSET)
+    host_destinations = [ip.ip for ip in node_ips] + [gr_ip for gr_ip, _ in masq.values()]
     for destination in host_destinations:
         if destination.version not in mgmt_ips:
             continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 
 import pytest
@@ -16,7 +17,7 @@ from ovnk_layer3.desired import (
 from ovnk_core.config.values import ClusterSubnet
 from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.networks.netinfo import NetInfo
-from ovnk_core.ovn.declarative import apply, apply_many
+from ovnk_core.ovn.declarative import DesiredRow, apply, apply_many
 from ovnk_core.ovn.trace import TraceResult, packet_flow, trace, wait_for_sb
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.render_state import GatewayConfig, NetworkState, NodeState, PodAttachment
@@ -46,6 +47,16 @@ def gateway(index: int) -> GatewayConfig:
 
 NODES = (NodeState("ovn-worker", (net("10.100.0.0/24"),), 2, "chassis-1", gateway(2)),
          NodeState("ovn-worker2", (net("10.100.1.0/24"),), 3, "chassis-2", gateway(3)))
+
+
+def default_network() -> NetworkState:
+    netinfo = NetInfo(name="default", topology="layer3", role="default", mtu=1400,
+                      subnets=(ClusterSubnet(net("10.244.0.0/16"), 24),))
+    return NetworkState(netinfo, 0, MASQUERADE, (net("100.64.0.0/16"),))
+
+
+DEFAULT_NODES = (NodeState("ovn-worker", (net("10.244.0.0/24"),), 2, "chassis-1", gateway(2)),
+                 NodeState("ovn-worker2", (net("10.244.1.0/24"),), 3, "chassis-2", gateway(3)))
 
 
 def pod(network: NetworkState, name: str, node: str, ip: str) -> PodAttachment:
@@ -140,18 +151,28 @@ def test_pod_traffic_to_its_node_goes_through_the_management_port(ovn_stack: Ovn
     with NbWriter([ovn_stack.nb.remote]).start() as nb:
         render(nb, blue, [a])
         wait_for_sb(nb.remote)
+        gr = gateway_router_name(blue.netinfo, "ovn-worker")
+        learn_neighbor(ovn_stack.sb.remote, gr, f"rtoe-{gr}", "169.254.0.4",
+                       "0a:58:a9:fe:00:04")
         assert reach(ovn_stack, blue, a, "172.18.0.2") == ("k8s-blue_blue_ovn-worker",)
-        # the host masquerade IP (.2) is the node too
-        assert reach(ovn_stack, blue, a, "169.254.0.2") == ("k8s-blue_blue_ovn-worker",)
+        # the network's own masquerade IP is the node too, in the network's eyes (upstream)
+        assert reach(ovn_stack, blue, a, "169.254.0.11") == ("k8s-blue_blue_ovn-worker",)
+        # the host's masquerade IP is reached like any address: through the gateway
+        # router, SNATed to the network's masquerade IP
+        to_host = trace_from(ovn_stack, blue, a, "169.254.0.2")
+        policies = {p.match: p for p in read_rows(nb.remote, "Logical_Router_Policy")}
+    assert to_host.outputs == ("breth0_blue_blue_ovn-worker",)
+    assert to_host.snat_ips == ("169.254.0.11",)
+    switch = "blue_blue_ovn-worker"
+    assert {(match, p.priority, tuple(p.nexthops)) for match, p in policies.items()
+            if f'"rtos-{switch}"' in match} == {
+        (f'inport == "rtos-{switch}" && ip4.dst == {ip} /* {switch} */', 1004, ("10.100.0.2",))
+        for ip in ("172.18.0.2", "169.254.0.11")}
 
 
 def test_default_network_pods_reach_each_other_and_leave_as_the_node(ovn_stack: OvnStack
                                                                       ) -> None:
-    netinfo = NetInfo(name="default", topology="layer3", role="default", mtu=1400,
-                      subnets=(ClusterSubnet(net("10.244.0.0/16"), 24),))
-    default = NetworkState(netinfo, 0, MASQUERADE, (net("100.64.0.0/16"),))
-    nodes = (NodeState("ovn-worker", (net("10.244.0.0/24"),), 2, "chassis-1", gateway(2)),
-             NodeState("ovn-worker2", (net("10.244.1.0/24"),), 3, "chassis-2", gateway(3)))
+    default, nodes = default_network(), DEFAULT_NODES
     a = PodAttachment("kube-system", "a", "uid-a", "ovn-worker", "default",
                       mac_from_ip("10.244.0.3"), ("10.244.0.3/24",))
     b = PodAttachment("kube-system", "b", "uid-b", "ovn-worker2", "default",
@@ -253,3 +274,103 @@ def test_names_and_external_ids_follow_upstream(ovn_stack: OvnStack) -> None:
         node_policy = policies['inport == "rtos-ns1_blue.net_ovn-worker" && ip4.dst == '
                                '172.18.0.2 /* ns1_blue.net_ovn-worker */']
         assert node_policy.priority == 1004 and node_policy.nexthops == ["10.100.0.2"]
+
+
+def test_gateway_options_and_external_port_ids_are_upstreams_per_network(
+        ovn_stack: OvnStack) -> None:
+    """Upstream's ``createGWRouter`` and ``addExternalSwitch``: the default network's
+    gateway router SNATs in conntrack zone 0, its ``etor-`` port announces the router's
+    NAT addresses (not its load balancer VIPs) and its ``rtoe-`` port is marked
+    ``gateway-physical-ip``; a user-defined network's router has ``disable_garp_rarp``
+    and its external ports none of these."""
+    blue = network("blue_blue")
+    with NbWriter([ovn_stack.nb.remote]).start() as nb:
+        render(nb, default_network(), [], DEFAULT_NODES)
+        render(nb, blue, [])
+        routers = {row.name: row for row in read_rows(nb.remote, "Logical_Router")}
+        switch_ports = {row.name: row for row in read_rows(nb.remote, "Logical_Switch_Port")}
+        router_ports = {row.name: row for row in read_rows(nb.remote, "Logical_Router_Port")}
+        assert not render(nb, default_network(), [], DEFAULT_NODES)  # converged
+    common = {"lb_force_snat_ip": "router_ip", "mac_binding_age_threshold": "300",
+              "chassis": "chassis-1", "always_learn_from_arp_request": "false",
+              "dynamic_neigh_routers": "false"}
+    assert routers["GR_ovn-worker"].options == {**common, "snat-ct-zone": "0"}
+    assert routers["GR_blue_blue_ovn-worker"].options == {**common,
+                                                          "disable_garp_rarp": "true"}
+    assert switch_ports["etor-GR_ovn-worker"].options == {
+        "router-port": "rtoe-GR_ovn-worker", "nat-addresses": "router",
+        "exclude-lb-vips-from-garp": "true"}
+    assert switch_ports["etor-GR_blue_blue_ovn-worker"].options == {
+        "router-port": "rtoe-GR_blue_blue_ovn-worker"}
+    assert router_ports["rtoe-GR_ovn-worker"].external_ids["gateway-physical-ip"] == "yes"
+    assert "gateway-physical-ip" not in router_ports[
+        "rtoe-GR_blue_blue_ovn-worker"].external_ids
+
+
+def test_the_default_networks_switch_router_ports_carry_upstreams_arp_proxy(
+        ovn_stack: OvnStack) -> None:
+    """``stor-<node>`` of the default network (only) has upstream's KubeVirt ARP proxy:
+    its MAC, the link-local gateway addresses and the cluster subnets."""
+    blue = network("blue_blue")
+    with NbWriter([ovn_stack.nb.remote]).start() as nb:
+        render(nb, default_network(), [], DEFAULT_NODES)
+        render(nb, blue, [])
+        ports = {row.name: row for row in read_rows(nb.remote, "Logical_Switch_Port")}
+    for node in ("ovn-worker", "ovn-worker2"):
+        assert ports[f"stor-{node}"].options == {
+            "router-port": f"rtos-{node}",
+            "arp_proxy": "0a:58:a9:fe:01:01 169.254.1.1 fe80::1 10.244.0.0/16"}
+        assert ports[f"stor-blue_blue_{node}"].options == {
+            "router-port": f"rtos-blue_blue_{node}"}
+
+
+def as_previous_release(row: DesiredRow) -> DesiredRow:
+    """``row`` as the release before upstream's gateway options wrote it: no
+    ``snat-ct-zone``/``disable_garp_rarp``, ``etor-``/``stor-`` ports with their router
+    port only, no ``gateway-physical-ip``, and the 1004 policy to the host masquerade IP
+    (.2) where it now matches the network's masquerade IP."""
+    columns = dict(row.columns)
+    if row.table == "Logical_Router" and "options" in columns:
+        columns["options"] = {k: v for k, v in columns["options"].items()
+                              if k not in ("snat-ct-zone", "disable_garp_rarp")}
+    if row.table == "Logical_Switch_Port" and columns.get("type") == "router":
+        columns["options"] = {"router-port": columns["options"]["router-port"]}
+    extra = {k: v for k, v in row.extra_external_ids.items() if k != "gateway-physical-ip"}
+    ids = row.ids
+    if row.table == "Logical_Router_Policy" and "169.254.0.11" in columns["match"]:
+        columns["match"] = columns["match"].replace("169.254.0.11", "169.254.0.2")
+        ids = dataclasses.replace(ids, name=ids.name.replace("169.254.0.11", "169.254.0.2"))
+    return dataclasses.replace(row, ids=ids, columns=columns, extra_external_ids=extra)
+
+
+def test_rows_of_the_previous_release_are_updated_in_place(ovn_stack: OvnStack) -> None:
+    """An upgrade converges: the routers and ports keep their rows (only the changed
+    columns are written); the one policy whose match changed is replaced in the same
+    transaction as the node's other rows."""
+    blue, default = network("blue_blue"), default_network()
+    node = NODES[0]
+    with NbWriter([ovn_stack.nb.remote]).start() as nb:
+        old = {node_owner(blue.netinfo, node.name): [as_previous_release(r) for r in
+                                                     build_node(blue, node)],
+               node_owner(default.netinfo, node.name): [
+                   as_previous_release(r) for r in build_node(default, DEFAULT_NODES[0])]}
+        apply_many(nb, {network_owner(blue.netinfo): build_network(blue),
+                        network_owner(default.netinfo): build_network(default), **old})
+
+        def uuids() -> dict[str, object]:
+            return {row.name: row.uuid for table in ("Logical_Router", "Logical_Router_Port",
+                                                     "Logical_Switch_Port")
+                    for row in read_rows(nb.remote, table)}
+        before = uuids()
+        policies_before = {p.match for p in read_rows(nb.remote, "Logical_Router_Policy")}
+        assert any("169.254.0.2 " in match for match in policies_before)
+        assert render(nb, blue, [], NODES[:1])
+        assert render(nb, default, [], DEFAULT_NODES[:1])
+        assert uuids() == before
+        policies = {p.match for p in read_rows(nb.remote, "Logical_Router_Policy")}
+        assert not render(nb, blue, [], NODES[:1])
+        assert not render(nb, default, [], DEFAULT_NODES[:1])
+    switch = "blue_blue_ovn-worker"
+    assert policies == {f'inport == "rtos-{switch}" && ip4.dst == {ip} /* {switch} */'
+                        for ip in ("172.18.0.2", "169.254.0.11")} | {
+        'inport == "rtos-ovn-worker" && ip4.dst == 172.18.0.2 /* ovn-worker */'}

@@ -82,6 +82,20 @@ def upgrade(handle: ServerHandle, path: str, protocol: str = "v5.channel.k8s.io"
         head += sock.recv(1)
     return sock, head
 
+def exec_stdout(sock: socket.socket) -> bytes:
+    """What an exec session wrote on stdout, up to its final status."""
+    out, stream = b"", sock.makefile("rb")
+    while True:
+        first, second = stream.read(2)
+        length = second & 0x7F
+        if length == 126:
+            length = struct.unpack("!H", stream.read(2))[0]
+        payload = stream.read(length)
+        if first & 0x0F == websocket.OP_CLOSE or (payload and payload[0] == 3):
+            return out
+        if payload and payload[0] == 1:
+            out += payload[1:]
+
 
 def pod(client: KubeClient) -> None:
     client.create(PODS, {"metadata": {"name": "web", "namespace": "default"},
@@ -188,20 +202,29 @@ def test_exec_runs_unprivileged(kube_apiserver_factory: ServerFactory, netns: st
     sock, head = upgrade(handle, f"/api/v1/namespaces/default/pods/web/exec?{query}"
                                  "&stdout=true&stderr=true")
     assert head.startswith(b"HTTP/1.1 101")
-    out = b""
-    stream = sock.makefile("rb")
-    while True:
-        first, second = stream.read(2)
-        length = second & 0x7F
-        if length == 126:
-            length = struct.unpack("!H", stream.read(2))[0]
-        payload = stream.read(length)
-        if first & 0x0F == websocket.OP_CLOSE or (payload and payload[0] == 3):
-            break
-        if payload and payload[0] == 1:
-            out += payload[1:]
+    out = exec_stdout(sock)
     sock.close()
     lines = out.decode().split()
     assert lines[:2] == ["65534", "65534"]
     assert "0000000000000000" in out.decode()
     assert b"read-shadow" not in out and b"added" not in out
+
+
+
+@pytest.mark.netns
+def test_exec_into_a_host_network_pod_runs_in_its_nodes_namespace(
+        kube_apiserver_factory: ServerFactory, netns: str) -> None:
+    handle = kube_apiserver_factory(ServerOptions(
+        bookmark_interval=1.0, pod_netns_template="none-{node}-{name}",
+        node_netns_template=netns.replace("ovnkt-", "{node}-")))
+    KubeClient(client_for(handle)).create(PODS, {
+        "metadata": {"name": "agent", "namespace": "default"},
+        "spec": {"nodeName": "ovnkt", "hostNetwork": True,
+                 "containers": [{"name": "c", "image": "agnhost"}]}}, "default")
+    subprocess.run(["ip", "-n", netns, "link", "add", "marker0", "type", "veth", "peer",
+                    "name", "marker1"], check=True)
+    sock, head = upgrade(handle, "/api/v1/namespaces/default/pods/agent/exec?command=ip&"
+                                 "command=-br&command=link&stdout=true")
+    assert head.startswith(b"HTTP/1.1 101")
+    assert b"marker0" in exec_stdout(sock)
+    sock.close()

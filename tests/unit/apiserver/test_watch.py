@@ -167,13 +167,17 @@ def test_many_watchers_and_writers(server: ServerHandle, core: client.CoreV1Api,
                                    namespace: str) -> None:
     start = core.list_namespaced_config_map(namespace).metadata.resource_version
     writers, per_writer, watchers = 4, 25, 8
+    expected = writers * per_writer * 2
     results: list[list[tuple[str, int]]] = [[] for _ in range(watchers)]
 
     def watch_all(index: int) -> None:
         api = client.CoreV1Api(client_for(server))
-        for event in watch.Watch().stream(api.list_config_map_for_all_namespaces,
-                                          resource_version=start, timeout_seconds=4):
+        stream = watch.Watch()
+        for event in stream.stream(api.list_config_map_for_all_namespaces,
+                                   resource_version=start, timeout_seconds=30):
             results[index].append((event["type"], rv(event["raw_object"])))
+            if len(results[index]) >= expected:
+                stream.stop()
 
     def write(index: int) -> None:
         api = client.CoreV1Api(client_for(server))
@@ -188,8 +192,7 @@ def test_many_watchers_and_writers(server: ServerHandle, core: client.CoreV1Api,
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=30)
-    expected = writers * per_writer * 2
+        thread.join(timeout=60)
     for events in results:
         assert len(events) == expected
         versions = [v for _, v in events]

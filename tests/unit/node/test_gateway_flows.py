@@ -10,11 +10,16 @@ from ovnk_core.node.gateway import (
     GatewayNetwork,
     allowed_default_cluster_ips,
     build_gateway_flows,
-    build_host_table,
     parsed_services,
     patch_port_name,
     service_external_ips,
     service_node_ports,
+)
+from ovnk_core.node.gateway_host import (
+    ServiceRedirect,
+    build_host_table,
+    packet_mark,
+    service_redirects,
 )
 from ovnk_core.node.nft import build_table_script
 
@@ -63,6 +68,59 @@ def test_host_table_masquerades_only_masquerade_sources_leaving_the_bridge() -> 
     script = build_table_script(build_host_table(MASQ, "breth0", ["10.96.0.0/16"]))
     assert (f'ip saddr {MASQ} ip daddr != {{ {MASQ}, 10.96.0.0/16 }} oifname "breth0" '
             "masquerade") in script
+
+
+def test_host_table_sends_the_hosts_service_traffic_from_its_masquerade_ip() -> None:
+    redirects = [ServiceRedirect("tcp", 30080, "10.96.0.5", 80),
+                 ServiceRedirect("udp", 30081, "10.96.0.5", 81),
+                 ServiceRedirect("tcp", 30090, "10.96.0.7", 8080, mark=0x1001),
+                 ServiceRedirect("tcp", 443, "10.96.0.5", 443, external_ip="192.0.2.80")]
+    script = build_table_script(build_host_table(MASQ, "breth0", ["10.96.0.0/16"], redirects,
+                                                 {0x1001: "169.254.0.12"}))
+    assert "type nat hook output priority -100" in script
+    for rule in (
+            # a socket bound to another local address (the node IP) leaves from .2
+            'ip daddr { 10.96.0.0/16 } ip saddr != 169.254.0.2 oifname "breth0" '
+            "fib saddr type local snat to 169.254.0.2",
+            # a UDN's service traffic from the host leaves from its host-service IP
+            'meta mark 0x1001 ip daddr { 10.96.0.0/16 } oifname "breth0" snat to '
+            "169.254.0.12",
+            "ip daddr != 127.0.0.0/8 fib daddr type local tcp dport 30080 "
+            "dnat to 10.96.0.5:80",
+            "ip daddr != 127.0.0.0/8 fib daddr type local udp dport 30081 "
+            "dnat to 10.96.0.5:81",
+            "ip daddr != 127.0.0.0/8 fib daddr type local tcp dport 30090 "
+            "meta mark set 0x1001 dnat to 10.96.0.7:8080",
+            "ip daddr 192.0.2.80 tcp dport 443 dnat to 10.96.0.5:443"):
+        assert rule in script, rule
+    # the UDN's source rule comes first (the first NAT rule that matches wins)
+    assert script.index("meta mark 0x1001") < script.index("fib saddr type local")
+    # no service CIDRs: the host's service traffic is not touched
+    assert "output" not in build_table_script(build_host_table(MASQ, "breth0", (), redirects))
+
+
+def test_service_redirects_of_node_ports_and_external_ips_by_network() -> None:
+    services = parsed_services([
+        {"metadata": {"namespace": "plain", "name": "web"},
+         "spec": {"type": "LoadBalancer", "clusterIPs": ["10.96.0.5", "fd00::5"],
+                  "externalIPs": ["192.0.2.80", "2001:db8::1"],
+                  "ports": [{"port": 80, "nodePort": 30080},
+                            {"port": 53, "protocol": "UDP", "nodePort": 30053}]}},
+        {"metadata": {"namespace": "blue", "name": "web"},
+         "spec": {"type": "NodePort", "clusterIP": "10.96.0.7",
+                  "ports": [{"port": 8080, "nodePort": 30090}]}},
+        {"metadata": {"namespace": "green", "name": "web"},  # no gateway here
+         "spec": {"type": "NodePort", "clusterIP": "10.96.0.8",
+                  "ports": [{"port": 8080, "nodePort": 30091}]}},
+        {"metadata": {"namespace": "plain", "name": "internal"},
+         "spec": {"clusterIP": "10.96.0.9", "ports": [{"port": 80}]}}])
+    found = service_redirects(services, {"blue": "blue_net", "green": "green_net"},
+                              {"blue_net": 0x1001})
+    assert found == [ServiceRedirect("tcp", 30080, "10.96.0.5", 80),
+                     ServiceRedirect("tcp", 30090, "10.96.0.7", 8080, mark=0x1001),
+                     ServiceRedirect("udp", 30053, "10.96.0.5", 53),
+                     ServiceRedirect("tcp", 80, "10.96.0.5", 80, "192.0.2.80"),
+                     ServiceRedirect("udp", 53, "10.96.0.5", 53, "192.0.2.80")]
 
 
 def test_default_router_egress_is_committed_and_its_replies_steered_back() -> None:
@@ -120,17 +178,24 @@ DEFAULT_PATCH = "patch-breth0_ovn-worker-to-br-int"
 BLUE_PATCH = "patch-breth0_blue_net_ovn-worker-to-br-int"
 
 
-def test_allowed_default_services_go_to_the_default_router_and_the_rest_is_dropped() -> None:
+def test_host_reaches_every_default_service_and_udn_pods_only_the_allowed_ones() -> None:
     steering = DefaultServiceSteering(("10.96.0.0/16",), ("10.96.0.10", "10.96.0.1"))
     flows = build_gateway_flows("172.18.0.2", "0a:58:ac:12:00:02", 1,
                                 {DEFAULT_PATCH: 2, BLUE_PATCH: 5},
                                 [GatewayNetwork("blue_net", "169.254.0.11")], "breth0",
                                 "ovn-worker", MASQ, default_services=steering)
+    # the host's own service traffic (from .2): the whole CIDR to the default router
+    assert "table=0,priority=112,in_port=LOCAL,ip,nw_src=169.254.0.2,nw_dst=10.96.0.0/16 " \
+           "actions=output:2" in flows
+    # what the host forwards from UDN routers (masquerade sources): the allowed ones only
     for ip in ("10.96.0.1", "10.96.0.10"):
-        assert f"table=0,priority=110,in_port=LOCAL,ip,nw_dst={ip} actions=output:2" in flows
+        assert f"table=0,priority=110,in_port=LOCAL,ip,nw_src={MASQ},nw_dst={ip} " \
+               "actions=output:2" in flows
     assert "table=0,priority=105,in_port=LOCAL,ip,nw_dst=10.96.0.0/16 actions=drop" in flows
     assert f"table=0,priority=110,in_port=2,ip,nw_dst={MASQ} " \
            "actions=mod_dl_dst:0a:58:ac:12:00:02,LOCAL" in flows
+    # a ClusterIP the default router has no load balancer for never leaves by the uplink
+    assert "table=0,priority=105,in_port=2,ip,nw_dst=10.96.0.0/16 actions=drop" in flows
     # every router's ARP for the next hop .4 is answered with a MAC that is not its own
     for port in (2, 5):
         [responder] = [f for f in flows if f.startswith(f"table=0,priority=110,in_port={port},arp")]
@@ -140,6 +205,41 @@ def test_allowed_default_services_go_to_the_default_router_and_the_rest_is_dropp
     plain = build_gateway_flows("172.18.0.2", "0a:58:ac:12:00:02", 1, {DEFAULT_PATCH: 2}, [],
                                 "breth0", "ovn-worker", MASQ)
     assert not [f for f in plain if "10.96." in f]
+
+
+def test_the_default_routers_traffic_to_an_endpoint_on_the_host_is_hairpinned() -> None:
+    steering = DefaultServiceSteering(("10.96.0.0/16",), ())
+    flows = build_gateway_flows("172.18.0.2", "0a:58:ac:12:00:02", 1, {DEFAULT_PATCH: 2}, [],
+                                "breth0", "ovn-worker", MASQ, default_services=steering)
+    # the router's (node IP to .2) becomes .1 to the node IP (SNAT in conntrack zone 64002)
+    assert "table=0,priority=115,in_port=2,ip,nw_src=172.18.0.2,nw_dst=169.254.0.2 " \
+           "actions=mod_nw_dst:172.18.0.2,ct(commit,zone=64002,nat(src=169.254.0.1)," \
+           "table=3)" in flows
+    assert "table=3,priority=100 actions=move:NXM_OF_ETH_DST[]->NXM_OF_ETH_SRC[]," \
+           "mod_dl_dst:0a:58:ac:12:00:02,LOCAL" in flows
+    # the host's replies to .1: both undone, back to the router
+    assert "table=0,priority=115,in_port=LOCAL,ip,nw_dst=169.254.0.1 " \
+           "actions=ct(zone=64002,nat,table=5)" in flows
+    for state in ("est", "rel"):
+        assert f"table=5,priority=100,ip,ct_state=+trk+{state} actions=mod_nw_src:169.254.0.2," \
+               "mod_dl_dst:0a:58:ac:12:00:02,output:2" in flows
+
+
+def test_host_connections_to_a_udn_node_port_go_to_that_networks_router() -> None:
+    steering = DefaultServiceSteering(("10.96.0.0/16",), ())
+    blue = GatewayNetwork("blue_net", "169.254.0.11", "169.254.0.12", packet_mark(1))
+    flows = build_gateway_flows("172.18.0.2", "0a:58:ac:12:00:02", 1,
+                                {DEFAULT_PATCH: 2, BLUE_PATCH: 5}, [blue], "breth0",
+                                "ovn-worker", MASQ, default_services=steering)
+    assert "table=0,priority=112,in_port=LOCAL,ip,nw_src=169.254.0.12,nw_dst=10.96.0.0/16 " \
+           "actions=output:5" in flows
+    assert "table=0,priority=110,in_port=5,ip,nw_dst=169.254.0.12 " \
+           "actions=mod_dl_dst:0a:58:ac:12:00:02,LOCAL" in flows
+    # without service steering (no service CIDRs) nothing of it
+    flows = build_gateway_flows("172.18.0.2", "0a:58:ac:12:00:02", 1,
+                                {DEFAULT_PATCH: 2, BLUE_PATCH: 5}, [blue], "breth0",
+                                "ovn-worker", MASQ)
+    assert not [f for f in flows if "169.254.0.12" in f]
 
 
 def test_allowed_default_services_without_the_default_router_are_still_not_leaked() -> None:

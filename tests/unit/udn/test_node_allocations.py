@@ -6,6 +6,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
+from ovnk_core.allocators.ids import IdAllocationError
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.conditions import get_condition
@@ -25,12 +28,6 @@ def node_id(client: KubeClient, name: str) -> str | None:
     value = (client.get(NODES, name)["metadata"].get("annotations") or {}).get(
         "k8s.ovn.org/node-id")
     return str(value) if value is not None else None
-
-
-
-
-
-
 
 
 def udn(client: KubeClient, namespace: str, cidr: str, host_subnet: int) -> None:
@@ -111,3 +108,36 @@ def test_restart_keeps_every_allocation(client: KubeClient,
         assert fresh["blue_blue"][0] not in before["ovn-worker2"][1]["blue_blue"]
     finally:
         second.stop_controllers()
+
+
+def test_node_ids_that_cannot_be_kept_are_renumbered_at_start_before_new_nodes(
+        client: KubeClient, start_manager: Callable[[], ClusterManager]) -> None:
+    """Upstream's ``syncNodeIDs``: at start every node keeps the ID it carries (one beyond
+    today's allocation range too); a node whose ID is another node's or reserved (0, 1)
+    gets a new one right away, before nodes without an ID get theirs; an annotation that
+    is no number counts as none."""
+    for name, annotated in (("a-new", None), ("b-keeps", "3"), ("c-duplicate", "3"),
+                            ("d-reserved", "1"), ("e-older-release", "60000"),
+                            ("f-junk", "x")):
+        annotations = {"k8s.ovn.org/node-id": annotated} if annotated else {}
+        client.create(NODES, {"metadata": {"name": name, "annotations": annotations}})
+    start_manager()
+    names = ("a-new", "b-keeps", "c-duplicate", "d-reserved", "e-older-release", "f-junk",
+             "ovn-worker", "ovn-worker2")
+    wait_until(lambda: all((node_id(client, n) or "x").isdigit() for n in names))
+    ids = {n: int(str(node_id(client, n))) for n in names}
+    assert (ids["b-keeps"], ids["c-duplicate"], ids["d-reserved"],
+            ids["e-older-release"]) == (3, 2, 4, 60000)
+    assert {ids[n] for n in ("a-new", "f-junk", "ovn-worker", "ovn-worker2")} == {5, 6, 7, 8}
+
+
+def test_new_node_ids_stay_in_upstreams_range(client: KubeClient,
+                                             manager: ClusterManager) -> None:
+    """Upstream's allocator hands out node IDs 2..5000 (``maxNodeIDs``), round robin."""
+    wait_until(lambda: node_id(client, "ovn-worker") and node_id(client, "ovn-worker2"))
+    taken = {int(str(node_id(client, n))) for n in ("ovn-worker", "ovn-worker2")}
+    allocator = manager.nodes.node_ids
+    handed = [allocator.allocate(f"node-{index}") for index in range(4997)]
+    assert sorted(handed) == [i for i in range(2, 5001) if i not in taken]
+    with pytest.raises(IdAllocationError, match="NodeIDs: no ID left for one-too-many"):
+        allocator.allocate("one-too-many")
