@@ -151,7 +151,8 @@ class UdnSection(abc.ABC):
         :returns: the failures, in the order the schema declares its rules (``[]``: the
             section is valid).  Each is a ``FieldError`` worded as kube-apiserver words
             that kind of rule (``ovnk_core.admission.field_errors``: a failed CEL rule prints
-            the node's schema type, a failed keyword its value); use the checks of
+            the node's value when it is a scalar and none for an object or array, a failed
+            keyword its value); use the checks of
             ``ovnk_core.udn.section_checks``.  Must not raise on malformed input: report it.
         """
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ovnk_core.annotations import node_gateway
+from ovnk_core.annotations import node_encap_ips, node_gateway
 from ovnk_core.config import Config, as_environment
 from ovnk_core.config.loader import CONFIG_FILE_ENV
 from ovnk_core.kube.apply import apply_documents
@@ -102,11 +102,13 @@ def node_names(count: int) -> list[str]:
 
 def node_gateway_annotations(name: str, ip: str, gateway: str = NODE_NETWORK_GATEWAY,
                              prefix: int = NODE_NETWORK_PREFIX) -> dict[str, str]:
-    """What a node agent publishes about the node's external gateway (shared mode, breth0).
+    """What a node agent publishes about the node's external gateway (shared mode, breth0)
+    and its tunnel endpoint.
 
     ``ovnk local`` writes these itself when it creates the Node, with the values the
     node's namespace gets: the node IP on ``breth0``, the node network's gateway as next
-    hop, and the chassis name (= node name) its ovn-controller registers.
+    hop, the chassis name (= node name) its ovn-controller registers, and the node IP as
+    its only geneve encap IP (``ovn-encap-ip``).
     """
     cidr = f"{ip}/{prefix}"
     config = node_gateway.GatewayConfig(mode="shared", bridge_id="breth0", mac=mac_from_ip(ip),
@@ -114,7 +116,8 @@ def node_gateway_annotations(name: str, ip: str, gateway: str = NODE_NETWORK_GAT
     return {node_gateway.GATEWAY_CONFIG_ANNOTATION: node_gateway.serialize(config, name),
             node_gateway.CHASSIS_ID_ANNOTATION: name,
             node_gateway.PRIMARY_IFADDR_ANNOTATION: node_gateway.serialize_primary_ifaddr(
-                ipv4=cidr)}
+                ipv4=cidr),
+            node_encap_ips.NODE_ENCAP_IPS_ANNOTATION: node_encap_ips.serialize([ip])}
 
 
 def dataplane_unavailable() -> str | None:

@@ -198,8 +198,8 @@ def _address_errors(config: JSON, path: str, network_role: Any,
             errors.append(FieldError(path, "defaultGatewayIPs is only supported for Primary "
                                            "network"))
         errors += list_errors(f"{path}.defaultGatewayIPs", gateways, 1, 2)
-        errors += [FieldError(f"{path}.defaultGatewayIPs[{index}]", "IP is invalid", "string")
-                   for index, ip in enumerate(ips) if ip is None]
+        errors += [FieldError(f"{path}.defaultGatewayIPs[{index}]", "IP is invalid",
+                              gateways[index]) for index, ip in enumerate(ips) if ip is None]
         ips_ok = [ip for ip in ips if ip is not None]
         if not all(any(ip in net for net in subnets) for ip in ips_ok):
             errors.append(FieldError(path, "defaultGatewayIPs must belong to one of the subnets "

@@ -29,13 +29,13 @@ def test_rules_and_immutability() -> None:
     assert SECTION.validate(PRIMARY_NET, None, "spec.layer2") == []
     assert [str(e) for e in SECTION.validate({**PRIMARY_NET, "role": "Secondary"}, None,
                                              "spec.layer2")] == [
-        'spec.layer2: Invalid value: "object": defaultGatewayIPs is only supported for Primary '
+        'spec.layer2: Invalid value: defaultGatewayIPs is only supported for Primary '
         "network",
-        'spec.layer2: Invalid value: "object": infrastructureSubnets is only supported for '
+        'spec.layer2: Invalid value: infrastructureSubnets is only supported for '
         "Primary network"]
     assert [str(e) for e in SECTION.validate({**PRIMARY_NET, "mtu": 1400}, PRIMARY_NET,
                                              "spec.layer2")] == [
-        'spec.layer2: Invalid value: "object": Layer2 is immutable']
+        'spec.layer2: Invalid value: Layer2 is immutable']
 
 
 def test_render() -> None:
