@@ -42,6 +42,7 @@ from ovnk_core.networks import builtin_checks
 from ovnk_core.networks.activity import EveryNode, NetworkActivity
 from ovnk_core.networks.netconf import parse_common
 from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.pods.ip_pools import check_pod_pools
 from ovnk_core.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -86,12 +87,14 @@ def _is_enabled(config: Config, group: str, name: str) -> bool:
 
 
 class BuiltinNetworkChecks:
-    """The core's own network checks (``networks.builtin_checks``), registered first so
-    they run after every plugin's."""
+    """The core's own network checks (``networks.builtin_checks``, then
+    ``pods.ip_pools.check_pod_pools``), registered first so they run after every
+    plugin's."""
 
     @hookspecs.hookimpl
     def ovnk_validate_network(self, netinfo: NetInfo, config: Config) -> None:
         builtin_checks.check_network(netinfo, config)
+        check_pod_pools(netinfo)
 
 
 class PluginHost:

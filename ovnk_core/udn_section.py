@@ -151,7 +151,8 @@ class UdnSection(abc.ABC):
         :returns: the failures, in the order the schema declares its rules (``[]``: the
             section is valid).  Each is a ``FieldError`` worded as kube-apiserver words
             that kind of rule (``ovnk_core.admission.field_errors``: a failed CEL rule prints
-            the node's schema type, a failed keyword its value); use the checks of
+            the node's value when it is a scalar and none for an object or array, a failed
+            keyword its value); use the checks of
             ``ovnk_core.udn.section_checks``.  Must not raise on malformed input: report it.
         """
 
@@ -174,6 +175,22 @@ class UdnSection(abc.ABC):
             the message becomes the ``NetworkCreated=False`` condition of the UDN/CUDN and
             no NAD is written.
         """
+
+    def ignored_fields(self, section: JSON, config: Config) -> str | None:
+        """What ``render`` leaves out of the NAD with this configuration although the
+        section sets it (a field whose feature flag is off), said in a sentence that names
+        the fields and the flag; ``None`` (the default): nothing is left out.
+
+        **When:** in the cluster manager, after the UDN/CUDN's NADs are rendered (the
+        network is created as upstream creates it, without those fields).  Must be pure.
+
+        :param section: the section, as admitted (``validate`` passed).
+        :param config: the cluster manager's configuration.
+        :returns: the message of a Warning event ``FieldsIgnored`` on the UDN/CUDN (once
+            per message; ``NetworkCreated`` is unchanged), so no field is dropped without a
+            word.
+        """
+        return None
 
     def default_mtu(self, config: Config) -> int | None:
         """The NAD's ``mtu`` when the section sets none; ``None`` (the default): the key is

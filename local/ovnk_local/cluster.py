@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ovnk_core.annotations import node_gateway
+from ovnk_core.annotations import node_encap_ips, node_gateway
 from ovnk_core.config import Config, as_environment
 from ovnk_core.config.loader import CONFIG_FILE_ENV
 from ovnk_core.kube.apply import apply_documents
@@ -108,13 +108,15 @@ def node_names(count: int) -> list[str]:
 
 
 def node_gateway_annotations(name: str, *cidrs: str) -> dict[str, str]:
-    """What a node agent publishes about the node's external gateway (shared mode, breth0).
+    """What a node agent publishes about the node's external gateway (shared mode, breth0)
+    and its tunnel endpoint.
 
     ``ovnk local`` writes these itself when it creates the Node, with the values the
     node's namespace gets: the node IPs on ``breth0`` (``cidrs``, one per IP family, the
     primary first; a bare address is taken on the underlay's prefix), the underlay's
-    gateway of each family as next hops, and the chassis name (= node name) its
-    ovn-controller registers.
+    gateway of each family as next hops, the chassis name (= node name) its
+    ovn-controller registers, and the primary node IP as its only geneve encap IP
+    (``ovn-encap-ip``).
     """
     interfaces = [ipaddress.ip_interface(cidr) if "/" in cidr else ipaddress.ip_interface(
         f"{cidr}/{UNDERLAY_NETWORKS[ipaddress.ip_address(cidr).version].prefixlen}")
@@ -128,7 +130,9 @@ def node_gateway_annotations(name: str, *cidrs: str) -> dict[str, str]:
     return {node_gateway.GATEWAY_CONFIG_ANNOTATION: node_gateway.serialize(config, name),
             node_gateway.CHASSIS_ID_ANNOTATION: name,
             node_gateway.PRIMARY_IFADDR_ANNOTATION: node_gateway.serialize_primary_ifaddr(
-                ipv4=first[4], ipv6=first[6])}
+                ipv4=first[4], ipv6=first[6]),
+            node_encap_ips.NODE_ENCAP_IPS_ANNOTATION: node_encap_ips.serialize(
+                [str(interfaces[0].ip)])}
 
 
 def dataplane_unavailable() -> str | None:

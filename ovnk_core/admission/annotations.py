@@ -49,6 +49,7 @@ from ovnk_core.admission.contract import (
     UserInfo,
     go_quote,
 )
+from ovnk_core.annotations.node_encap_ips import NODE_ENCAP_IPS_ANNOTATION
 from ovnk_core.annotations.node_gateway import (
     CHASSIS_ID_ANNOTATION,
     GATEWAY_CONFIG_ANNOTATION,
@@ -129,6 +130,7 @@ NODE_AGENT_CHECKS: dict[str, NodeCheck | None] = {
     "k8s.ovn.org/node-mgmt-port": None,
     CHASSIS_ID_ANNOTATION: _chassis_id,
     ZONE_NAME: _zone_name,
+    NODE_ENCAP_IPS_ANNOTATION: None,
     # upstream's interconnectNodeAnnotationChecks (ovnk's zones are interconnect zones)
     REMOTE_ZONE_MIGRATED: _remote_zone_migrated,
 }

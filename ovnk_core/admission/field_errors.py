@@ -1,13 +1,16 @@
-"""Field errors of the UDN/CUDN rules, worded as kube-apiserver 1.32 words each kind of rule.
+"""Field errors of the UDN/CUDN rules, worded as kube-apiserver 1.36 words each kind of rule.
 
 The Python rules (``ovnk_core.udn.validation`` and the topology plugins' sections,
 ``ovnk_core.udn_section``) stand in for two different validators of a real API
 server, and each prints the offending value its own way:
 
-* a failed CEL rule (``x-kubernetes-validations``) prints the schema type of
-  the node that declares it, never the value: ``spec.uplinks: Invalid
-  value: "array": uplinks is immutable``, ``spec: Invalid value: "object":
-  ...`` (apiextensions' ``fieldErrorForReason(path, sts.Type, ...)``);
+* a failed CEL rule (``x-kubernetes-validations``) prints the value of the
+  node that declares it when that is a scalar (``spec.flat.subnets[0]: Invalid
+  value: "300.0.0.0/24": CIDR is invalid``, ``spec.flat.mtu: Invalid value:
+  1400: mtu is immutable``) and no value for an object or array
+  (``spec.flat.subnets: Invalid value: When 2 CIDRs are set, they must be from
+  different IP families``), as apiextensions does since Kubernetes
+  1.35 (before, it printed the schema type: ``Invalid value: "string"``);
 * a failed OpenAPI keyword prints what apiextensions makes of kube-openapi's
   result: the value for bounds and lengths (``Invalid value: 100: ... should be
   greater than or equal to 576``), the count found for minItems/minProperties
@@ -16,7 +19,9 @@ server, and each prints the offending value its own way:
   values: ...``, ``Too many: 3: must have at most 2 items`` and ``Too long: may
   not be more than 253 bytes``.
 
-``FieldError`` is a CEL failure unless built by one of the keyword functions.
+``FieldError`` is a CEL failure unless built by one of the keyword functions: its
+``value`` is the node's own value for a rule on a scalar, left out (``OMIT``) for a
+rule on an object or array.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ class FieldError:
 
     field: str
     message: str
-    value: Any = "object"  # a CEL rule: the schema type of its node; a keyword: see module doc
+    value: Any = OMIT  # a CEL rule: the node's value if a scalar; a keyword: see module doc
     kind: str = "Invalid"  # the field.Error type: Invalid, TypeInvalid, Required, ...
     supported: tuple[str, ...] = ()
 

@@ -41,6 +41,22 @@ def unusable_reason(subnet: IPNetwork, excluded: Iterable[IPNetwork], ip: IPAddr
     return None
 
 
+def free_addresses(subnet: IPNetwork, excluded: Iterable[IPNetwork]) -> int:
+    """How many addresses of ``subnet`` an allocator can hand out (``unusable_reason``'s
+    rule), counted without walking the subnet."""
+    kept = [ipaddress.ip_network(f"{subnet.network_address}/{subnet.max_prefixlen}")]
+    if subnet.version == 4 and subnet.prefixlen < 31:
+        kept.append(ipaddress.ip_network(f"{subnet.broadcast_address}/32"))
+    for net in excluded:
+        if net.version != subnet.version or not net.overlaps(subnet):  # type: ignore[arg-type]
+            continue
+        if subnet.subnet_of(net):  # type: ignore[arg-type]
+            return 0
+        kept.append(net)  # overlapping CIDRs: one holds the other, so this one is inside
+    collapsed: Iterable[IPNetwork] = ipaddress.collapse_addresses(kept)  # type: ignore[type-var]
+    return subnet.num_addresses - sum(net.num_addresses for net in collapsed)
+
+
 class IpAllocator:
     def __init__(self, subnet: IPNetwork, excluded: Iterable[IPNetwork] = ()) -> None:
         self.subnet = subnet

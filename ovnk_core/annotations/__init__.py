@@ -15,7 +15,7 @@ allocator that would rather allocate again, a reader of many objects), the
 module also has a lenient reader of the whole object, built on ``parse``.
 
 These modules sit below everything that uses them: they import only the
-standard library, ``jsondepth``, ``errors`` and ``config.values`` — never a
+standard library, ``embedded_json``, ``errors`` and ``config.values`` — never a
 controller, a client, or the ``networks`` package (which imports them).
 
 * ``node_subnets`` — ``k8s.ovn.org/node-subnets`` (Node; cluster manager)
@@ -24,6 +24,8 @@ controller, a client, or the ``networks`` package (which imports them).
 * ``tunnel_keys`` — ``k8s.ovn.org/tunnel-keys`` (NAD; cluster manager)
 * ``node_gateway`` — ``k8s.ovn.org/l3-gateway-config``, ``node-chassis-id`` and
   ``node-primary-ifaddr`` (Node; node agent)
+* ``node_encap_ips`` — ``k8s.ovn.org/node-encap-ips`` (Node; node side, upstream's format,
+  written by ``ovnk local``)
 * ``pod_networks`` — ``k8s.ovn.org/pod-networks`` (Pod; cluster manager)
 * ``endpointslices`` — EndpointSlice labels and annotations, a user-defined network's
   included (names only)
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ovnk_core import jsondepth
+from ovnk_core import embedded_json
 from ovnk_core.errors import OvnkError
 
 
@@ -45,12 +47,12 @@ class AnnotationError(OvnkError, ValueError):
 
 
 def load_json(raw: str, annotation: str, error: type[AnnotationError]) -> Any:
-    """The annotation's JSON document (depth-limited: ``jsondepth``).
+    """The annotation's JSON document (depth-limited, valid Unicode: ``embedded_json``).
 
     :raises error: ``<annotation> is not valid JSON: <why>``.
     """
     try:
-        return jsondepth.loads(raw)  # nested too deeply: a ValueError too
+        return embedded_json.loads(raw)  # too deep, or a lone surrogate: a ValueError too
     except ValueError as exc:
         raise error(f"{annotation} is not valid JSON: {exc}") from None
 

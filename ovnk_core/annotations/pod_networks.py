@@ -81,7 +81,7 @@ class PodNetwork:
                 ipaddress.ip_address(gateway)
             routes = tuple(_route(r) for r in _list(raw, "routes"))
             mac = raw.get("mac_address", "")
-            if not isinstance(mac, str) or (mac and not _MAC.fullmatch(mac)):
+            if not isinstance(mac, str) or not _MAC.fullmatch(mac):  # upstream: ParseMAC
                 raise ValueError(f"failed to parse pod MAC {mac!r}")
             role = raw.get("role", "")
             if not isinstance(role, str) or (role and role not in ROLES):

@@ -8,11 +8,13 @@ The NAD controller works per network; two rules need more:
   one accepted, or carrying the network ID it was given, so a restart does
   not swap them.  When a primary NAD goes, the other primary NADs of its
   namespace are looked at again.
-* **NADs that name no network**: a NAD whose config is not JSON, or is an
-  OVN-Kubernetes netconf without a usable ``name``, is keyed by no network,
-  so the per-network controller never sees it; ``UnnamedNadReporter`` gives
-  it the Warning event the others get.  Other CNI plugins' NADs are left
-  alone.
+* **NADs that name no network**: a NAD without a config (no ``spec``, an
+  empty one, an empty ``config``: upstream's parse fails on them too), whose
+  config is not JSON (or holds a lone UTF-16 surrogate: ``embedded_json``),
+  or is an OVN-Kubernetes netconf without a usable ``name``, is keyed by no
+  network, so the per-network controller never sees it;
+  ``UnnamedNadReporter`` gives it the Warning event the others get.  Other
+  CNI plugins' NADs (a JSON object of another ``type``) are left alone.
 """
 
 from __future__ import annotations
@@ -76,14 +78,31 @@ def primary_networks_in_namespace(same_namespace: Iterable[JSON]) -> list[str]:
     return sorted({n for n in map(primary_network_of, same_namespace) if n is not None})
 
 
+def missing_config_problem(nad: JSON) -> str | None:
+    """Why a NAD has no CNI config to read (no ``spec``, an empty one, a ``config`` that is
+    absent, empty or not a string), or ``None`` when it has one.  Upstream reports these
+    like any config that is not JSON."""
+    spec = nad.get("spec")
+    if not isinstance(spec, dict):
+        return "it has no spec" if spec is None else "its spec is not an object"
+    config = spec.get("config")
+    if config is None:
+        return "its spec has no config"
+    if not isinstance(config, str):
+        return "its spec.config is not a string"
+    if not config.strip():
+        return "its spec.config is empty"
+    return None
+
+
 def unnamed_nad_problem(nad: JSON) -> tuple[str, str] | None:
-    """(reason, message) for a NAD that names no network because its config is broken;
-    ``None`` for a NAD of another CNI plugin (or one without a config at all)."""
-    config = (nad.get("spec") or {}).get("config")
-    if not isinstance(config, str) or not config.strip():
-        return None
+    """(reason, message) for a NAD that names no network because its config is missing or
+    broken; ``None`` for a NAD of another CNI plugin (a JSON object of another ``type``)."""
     try:
-        parse_common(config)
+        missing = missing_config_problem(nad)
+        if missing is not None:
+            raise NetworkConfigError(f"netconf cannot be parsed: {missing}")
+        parse_common(nad["spec"]["config"])
     except NetworkConfigError as exc:
         if exc.reason == "NotOVNKubernetes":
             return None

@@ -4,7 +4,8 @@ The first occurrence of (object, type, reason, message) creates a core/v1
 Event; repeats bump its ``count`` and ``lastTimestamp`` instead of creating
 new ones, so a failure retried with backoff shows as one event with a count.
 Recording never raises: an event that cannot be written is logged and the
-controller carries on.
+controller carries on.  A message quoting text users wrote is made valid Unicode
+first (``embedded_json.printable``): the API server refuses a lone surrogate.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
+from ovnk_core.embedded_json import printable
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.conditions import now_rfc3339
 from ovnk_core.kube.decoding import Undecodable
@@ -51,6 +53,7 @@ class EventRecorder:
     def event(self, obj: JSON, event_type: str, reason: str, message: str) -> None:
         ref = object_reference(obj)
         namespace = ref.get("namespace") or "default"
+        message = printable(message)
         key = (ref["uid"] or f"{ref['kind']}/{namespace}/{ref['name']}", event_type, reason,
                message)
         now = now_rfc3339()

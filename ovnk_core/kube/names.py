@@ -69,12 +69,18 @@ def name_errors(name: str, rule: str, prefix: bool = False) -> list[str]:
 
 
 def qualified_name_errors(key: str) -> list[str]:
-    """Problems of a label key or annotation key (``prefix/name``)."""
-    prefix, _, name = key.rpartition("/")
+    """Problems of a label key or annotation key (``prefix/name``), as apimachinery's
+    ``IsLabelKey`` words them (Kubernetes 1.35+: "a valid label key", was "a qualified
+    name")."""
+    parts = key.split("/")
+    if len(parts) > 2:
+        return ["a valid label key " + QUALIFIED_NAME_MSG.replace("name part ", "")
+                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+    prefix, name = parts if len(parts) == 2 else ("", parts[0])
     problems: list[str] = []
-    if "/" in prefix or (not prefix and key.startswith("/")):
-        return ["a qualified name " + QUALIFIED_NAME_MSG.replace("name part ", "")]
-    if prefix:
+    if len(parts) == 2 and not prefix:
+        problems.append("prefix part must be non-empty")
+    elif prefix:
         problems += ["prefix part " + msg for msg in name_errors(prefix, "subdomain")]
     if not name:
         problems.append("name part must be non-empty")

@@ -23,10 +23,11 @@ OPERATORS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "
 
 
 def _go_strings(values: Any) -> str:
-    """Go's ``%#v`` of a ``[]string``, as ``field.Invalid`` prints it."""
+    """A ``[]string`` as ``field.Invalid`` prints it since Kubernetes 1.34: JSON (``null``
+    for the empty list ``LabelSelectorAsSelector`` passes)."""
     if not values:
-        return "[]string(nil)"
-    return "[]string{" + ", ".join(json.dumps(str(v)) for v in values) + "}"
+        return "null"
+    return json.dumps([str(v) for v in values], separators=(",", ":"))
 
 
 def _requirement_errors(key: Any, operator: str, values: list[Any]) -> list[str]:

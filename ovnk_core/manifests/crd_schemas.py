@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ovnk_core.udn.evpn import EVPN_RULES, ROUTE_TARGET_RULES
 from ovnk_core.udn.sections import UdnSections
 from ovnk_core.udn.validation import evpn_vrf_message, transport_support_message
 from ovnk_core.udn_section import EVPN, NO_OVERLAY, PRIMARY, TRANSPORTS
@@ -112,7 +113,9 @@ def udn_spec(sections: UdnSections) -> JSON:
 
 
 def route_target() -> JSON:
-    return {"type": "string", "maxLength": 21}
+    return {"type": "string", "maxLength": 21,
+            "x-kubernetes-validations": [cel(rule, message)
+                                         for rule, message in ROUTE_TARGET_RULES]}
 
 
 def vrf() -> JSON:
@@ -169,12 +172,8 @@ def network_spec(sections: UdnSections) -> JSON:
             "evpn": {"type": "object", "required": ["vtep"], "properties": {
                 "vtep": {"type": "string", "minLength": 1},
                 "macVRF": vrf(), "ipVRF": vrf()},
-                "x-kubernetes-validations": [
-                    cel("has(self.macVRF) || has(self.ipVRF)",
-                        "at least one of macVRF or ipVRF must be set"),
-                    cel("!has(self.macVRF) || !has(self.ipVRF) || "
-                        "self.macVRF.vni != self.ipVRF.vni",
-                        "macVRF and ipVRF must have different VNIs")]},
+                "x-kubernetes-validations": [cel(rule, message)
+                                             for rule, message in EVPN_RULES]},
         },
         "x-kubernetes-validations": rules,
     }

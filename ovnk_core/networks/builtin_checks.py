@@ -13,14 +13,21 @@ from ovnk_core.config.validation import builtin_subnets
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.errors import NetworkConfigError
 from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.networks.special_ranges import unusable_subnet_problems
+
+UNUSABLE_SUBNET_REASON = "UnusableSubnet"
+"""The reason of a network whose subnets no pod can use (a range, or no address left)."""
 
 
 def check_network(netinfo: NetInfo, config: Config) -> None:
-    """Subnet-overlap rules every user-defined network must satisfy: its subnets and join
-    subnets clear of the cluster's built-in subnets and of each other (upstream checks
-    them all pairwise).  The default network is not checked.
+    """Subnet rules every user-defined network must satisfy: its subnets and join subnets
+    clear of the cluster's built-in subnets and of each other (upstream checks them all
+    pairwise), and of the address ranges its pods can never use (``special_ranges``:
+    upstream accepts those and its pods fail one by one).  The default network is not
+    checked.
 
-    :raises NetworkConfigError: (reason ``SubnetOverlap``) naming every overlap.
+    :raises NetworkConfigError: (reason ``SubnetOverlap``) naming every overlap with a
+        built-in subnet, else (reason ``UnusableSubnet``) every unusable range.
     """
     if netinfo.is_default:
         return
@@ -30,6 +37,13 @@ def check_network(netinfo: NetInfo, config: Config) -> None:
             "pod or join subnet overlaps with already configured internal subnets: "
             + "; ".join(overlaps),
             reason="SubnetOverlap",
+        )
+    unusable = unusable_subnet_problems(netinfo)
+    if unusable:
+        raise NetworkConfigError(
+            "pod or join subnet overlaps an address range pods cannot use: "
+            + "; ".join(unusable),
+            reason=UNUSABLE_SUBNET_REASON,
         )
 
 

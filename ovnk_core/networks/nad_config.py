@@ -6,8 +6,9 @@ is a string anyone with edit rights on NADs writes: it may be missing, not
 JSON, not an object, or nested so deeply that Python's decoder raises
 ``RecursionError`` — which escaped the ``except ValueError`` of every such
 peek and took the NAD informer down with it.  ``config_of`` decodes it with
-``jsondepth`` and answers ``None`` for all of these: such a NAD names no
-network (the full parse reports it on the NAD).
+``embedded_json`` (depth bounded, no lone UTF-16 surrogate, which no annotation
+or event could carry) and answers ``None`` for all of these: such a NAD names
+no network (the full parse reports it on the NAD).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ovnk_core import jsondepth
+from ovnk_core import embedded_json
 from ovnk_core.networks.netconf import CNI_TYPE
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
 
@@ -27,7 +28,7 @@ def config_of(nad: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if not isinstance(text, str) or not text:
         return None
     try:
-        config = jsondepth.loads(text)
+        config = embedded_json.loads(text)
     except ValueError:
         return None
     return config if isinstance(config, dict) else None

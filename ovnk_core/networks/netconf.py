@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ovnk_core import jsondepth
+from ovnk_core import embedded_json, jsondepth
 from ovnk_core.config.values import IPNetwork, parse_cidr, parse_str_list
 from ovnk_core.errors import NetworkConfigError
 from ovnk_core.networks.netinfo import NETWORK_ROLES, ROLE_SECONDARY
@@ -76,9 +76,11 @@ def parse_common(document: str | Mapping[str, Any]) -> NetConf:
     """Parse the keys every netconf shares; raise ``NetworkConfigError`` when malformed."""
     if isinstance(document, str):
         try:
-            raw = jsondepth.loads(document)
+            raw = embedded_json.loads(document)
         except jsondepth.TooDeep as exc:  # Python's decoder would raise RecursionError
             raise NetworkConfigError(f"netconf cannot be parsed: it is {exc}") from None
+        except embedded_json.InvalidUnicode as exc:  # no annotation nor event could carry it
+            raise NetworkConfigError(f"netconf cannot be parsed: {exc}") from None
         except json.JSONDecodeError as exc:
             raise NetworkConfigError(f"netconf is not valid JSON: {exc}") from None
     else:

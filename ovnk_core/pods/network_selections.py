@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ovnk_core import jsondepth
+from ovnk_core import embedded_json
 from ovnk_core.errors import OvnkError, PermanentError
 from ovnk_core.networks import nad_config
 
@@ -117,7 +117,7 @@ def parse_selections(raw: str, namespace: str) -> list[NetworkSelection]:
         return []
     if any(ch in raw for ch in '[{"'):
         try:
-            document = jsondepth.loads(raw)  # nested too deeply: a ValueError too
+            document = embedded_json.loads(raw)  # too deep, a lone surrogate: ValueErrors
         except ValueError as exc:
             raise ValueError(f"{UPSTREAM}failed to parse pod Network Attachment Selection "
                              f"Annotation JSON format: {exc}") from None

@@ -17,7 +17,9 @@ gets a Warning event on the NAD and the resource (``udn.unrendered``).  So does
 one whose topology no loaded plugin provides any more (left out of
 ``--topologies``, or uninstalled) while the NAD made when it was there exists:
 that NAD is kept as it is (nothing can render it again); a NAD that does not
-exist yet cannot be made, and the condition says why.
+exist yet cannot be made, and the condition says why.  A network whose NADs
+leave out fields a disabled feature would use is created too, with a Warning
+on the resource (``udn.ignored_fields``).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from ovnk_core.kube.selectors import selector_matches, selector_problem
 from ovnk_core.networks import nad_config
 from ovnk_core.plugins import PluginHost
 from ovnk_core.udn import nad as nadlib
+from ovnk_core.udn.ignored_fields import IgnoredFieldWarnings
 from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
 from ovnk_core.udn.sections import UdnSections
 from ovnk_core.udn.unrendered import UnrenderedWarnings
@@ -116,6 +119,7 @@ class UdnControllers:
         self.sections = UdnSections.of(host.topologies.values())  # what UDNs may name
         self.recorder = recorder
         self.unrendered = UnrenderedWarnings(host, recorder)
+        self.ignored = IgnoredFieldWarnings(self.sections, config, recorder)
         self.udns = informers.get(UDNS, indexers={DELETING: being_deleted})
         self.cudns = informers.get(CUDNS, indexers={DELETING: being_deleted})
         self.namespaces = informers.get(NAMESPACES)
@@ -315,6 +319,7 @@ class UdnControllers:
     def reconcile_udn(self, key: str) -> None:
         udn = self.udns.get(key)
         if udn is None:
+            self.ignored.forget(key)
             return
         namespace, name = split_key(key)
         assert namespace is not None
@@ -334,6 +339,7 @@ class UdnControllers:
         else:
             condition = Condition(NETWORK_CREATED, "True", "NetworkAttachmentDefinitionCreated",
                                   "NetworkAttachmentDefinition has been created")
+            self.ignored.check(udn)
         self._condition(UDNS, udn, condition)
 
     def _delete_udn(self, udn: JSON, namespace: str, name: str) -> None:
@@ -372,6 +378,7 @@ class UdnControllers:
     def reconcile_cudn(self, key: str) -> None:
         cudn = self.cudns.get(key)
         if cudn is None:
+            self.ignored.forget(key)
             return
         owned = {nad["metadata"]["namespace"]: nad
                  for nad in self.nads.by_index("owner", cudn["metadata"].get("uid", ""))}
@@ -418,6 +425,7 @@ class UdnControllers:
             condition = Condition(NETWORK_CREATED, "True", "NetworkAttachmentDefinitionCreated",
                                   "NetworkAttachmentDefinition has been created in following "
                                   f"namespaces: [{', '.join(created)}]")
+            self.ignored.check(cudn)
         self._condition(CUDNS, cudn, condition)
 
     def _delete_cudn(self, cudn: JSON, owned: dict[str, JSON]) -> None:

@@ -77,12 +77,12 @@ def check_cidr_list(values: Any, path: str, min_items: int, max_items: int,
         if not isinstance(value, str):
             errors.append(wrong_type(f"{path}[{index}]", value, "string"))
         elif net is None or "/" not in value:
-            errors.append(FieldError(f"{path}[{index}]", "CIDR is invalid", "string"))
+            errors.append(FieldError(f"{path}[{index}]", "CIDR is invalid", value))
         else:
             nets.append(net)
     if dual_stack and len(nets) == 2 and nets[0].version == nets[1].version:
         errors.append(FieldError(path, "When 2 CIDRs are set, they must be from different IP "
-                                       "families", "array"))
+                                       "families"))
     return errors
 
 
@@ -122,7 +122,7 @@ def join_errors(config: JSON, path: str, role: Any, subnets: list[IPNet]) -> lis
         errors.append(FieldError(path, "JoinSubnets is only supported for Primary network"))
     elif not errors:
         nets = [net for net in (parse_net(j) for j in joins) if net is not None]
-        errors += [FieldError(f"{path}.joinSubnets", problem, "array") for problem in
+        errors += [FieldError(f"{path}.joinSubnets", problem) for problem in
                    join_subnet_problems("joinSubnets", nets, {s.version for s in subnets})]
     return errors
 

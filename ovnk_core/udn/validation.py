@@ -21,6 +21,7 @@ from typing import Any
 
 from ovnk_core.admission.contract import go_value
 from ovnk_core.admission.field_errors import FieldError, required, unsupported, wrong_type
+from ovnk_core.udn.evpn import evpn_errors
 from ovnk_core.udn.sections import UdnSections, installed_sections
 from ovnk_core.udn_section import EVPN, NO_OVERLAY, UdnSection
 
@@ -60,7 +61,7 @@ def check_network(spec: JSON, old: JSON | None, path: str, allowed: UdnSections,
             return [no_plugin(f"{path}.topology", topology, allowed.values())]
         return [unsupported(f"{path}.topology", topology, allowed.values())]
     if old is not None and old.get("topology") != topology:
-        errors.append(FieldError(f"{path}.topology", "Topology is immutable", "string"))
+        errors.append(FieldError(f"{path}.topology", "Topology is immutable", topology))
     for section in allowed:
         key = section.key
         present = key in spec and spec[key] is not None
@@ -163,6 +164,8 @@ def _transport_errors(network: JSON, path: str, sections: UdnSections) -> list[F
     if isinstance(evpn, dict) and section is not None:
         errors += [FieldError(path, evpn_vrf_message(section, vrf, needed))
                    for vrf, needed in section.evpn_vrfs if (vrf in evpn) != needed]
+    if isinstance(evpn, dict):
+        errors += evpn_errors(evpn, f"{path}.evpn")
     return errors
 
 

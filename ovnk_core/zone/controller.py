@@ -134,19 +134,17 @@ def pod_ip_keys(pod: JSON) -> list[str]:
 
 
 def pod_entries(pod: JSON) -> dict[str, pod_networks.PodNetwork]:
-    """NAD key → entry of the pod's annotation, for the entries that have an address (a
-    network without IPAM gives its pods a MAC only).
+    """NAD key → entry of the pod's annotation (every entry has a MAC; a network without
+    IPAM gives its pods nothing else).
 
     :raises PermanentError: the annotation is malformed (reported on the pod).
     """
     meta = pod["metadata"]
     try:
-        entries = pod_networks.parse(
+        return pod_networks.parse(
             (meta.get("annotations") or {}).get(pod_networks.POD_NETWORKS_ANNOTATION))
     except pod_networks.PodAnnotationError as exc:
         raise PermanentError(str(exc), reason="ErrorReconcilingPod") from None
-    return {nad_key: entry for nad_key, entry in entries.items()
-            if entry.ip_addresses or entry.mac_address}
 
 
 def attachment_of(pod: JSON, nad_key: str, entry: pod_networks.PodNetwork,

@@ -8,8 +8,11 @@ of a network share an IP, NB equals what a fresh zone controller renders into an
 from the same cluster, and deleting every user-defined network leaves none of its rows.
 On the real dataplane: every network a node can serve gets its management port on every
 node and its pods run, whatever other networks fail there (each failure said on the Node),
-and no node agent logs a traceback.  Seeded and CI-sized (``OVNK_CHAOS_STEPS``,
-``OVNK_CHAOS_NODE_STEPS`` run longer).
+and no node agent logs a traceback.  Hostile objects churn too (issue 30): UDNs no pod
+could use (loopback, a Layer2 /30), NADs whose config holds a lone surrogate or is missing,
+a pod annotated ``{"default": {}}``; each is reported on itself across the kills, and none
+bends the invariants.  Seeded and CI-sized (``OVNK_CHAOS_STEPS``, ``OVNK_CHAOS_NODE_STEPS``
+run longer).
 """
 
 from __future__ import annotations
@@ -73,6 +76,8 @@ class Observed:
 
     def check(self, live: set[str]) -> None:
         for nad in self.admin.list(NADS)["items"]:
+            if nad["metadata"]["namespace"].startswith("hostile"):
+                continue  # no network of theirs is live
             config = json.loads(nad["spec"]["config"])
             network, network_id = config["name"], (nad["metadata"].get("annotations")
                                                     or {}).get(NETWORK_ID)
@@ -107,7 +112,7 @@ def pods_are_consistent(admin: KubeClient) -> None:
     used: dict[tuple[str, str], str] = {}
     for pod in admin.list(PODS)["items"]:
         raw = (pod["metadata"].get("annotations") or {}).get(POD_NETWORKS)
-        if not raw:
+        if not raw or pod["metadata"]["namespace"].startswith("hostile"):
             continue
         node = pod["spec"]["nodeName"]
         key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
@@ -166,16 +171,75 @@ def settle(nb: NbClient) -> Snapshot:
     return result
 
 
+LONE_SURROGATE_NAD = ('{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"\\ud800",'
+                      '"topology":"layer2","role":"secondary","subnets":"10.9.0.0/24"}')
+HOSTILE = {  # kind -> (what is created, how it must be reported)
+    "loopback-udn": ("udn", {"topology": "Layer3", "layer3": {
+        "role": "Primary", "subnets": [{"cidr": "127.0.0.0/8"}]}}),
+    "tiny-layer2-udn": ("udn", {"topology": "Layer2", "layer2": {
+        "role": "Primary", "subnets": ["10.7.0.0/30"]}}),
+    "lone-surrogate-nad": ("nad", {"config": LONE_SURROGATE_NAD}),
+    "empty-nad": ("nad", {"config": ""}),
+    "no-spec-nad": ("nad", None),
+    "mac-less-pod": ("pod", {POD_NETWORKS: '{"default": {}}'}),
+}
+
+
+def create_hostile(admin: KubeClient, namespace: str, kind: str, nodes: list[str]) -> str:
+    """One hostile object of ``kind`` in a new namespace; its resource kind."""
+    what, body = HOSTILE[kind]
+    admin.create(NAMESPACES, {"metadata": {"name": namespace, "labels": {
+        PRIMARY_NAMESPACE_LABEL: ""} if what == "udn" else {}}})
+    if what == "udn":
+        admin.create(UDNS, {"metadata": {"name": "net", "namespace": namespace}, "spec": body})
+        return "UserDefinedNetwork"
+    if what == "nad":
+        nad: dict[str, Any] = {"metadata": {"name": "net", "namespace": namespace}}
+        if body is not None:
+            nad["spec"] = body
+        admin.create(NADS, nad, namespace)
+        return "NetworkAttachmentDefinition"
+    admin.create(PODS, {"metadata": {"name": "net", "namespace": namespace,
+                                     "annotations": body},
+                        "spec": {"nodeName": nodes[0],
+                                 "containers": [{"name": "c", "image": "agnhost"}]}},
+                 namespace)
+    return "Pod"
+
+
+def hostile_unreported(admin: KubeClient, hostile: dict[str, str]) -> list[str]:
+    """The hostile objects (namespace -> kind) without their Warning (UDNs: and without
+    NetworkCreated=False), every message valid text the API server accepted."""
+    missing = []
+    for namespace, kind in sorted(hostile.items()):
+        warned = [e for e in admin.list(EVENTS, namespace)["items"]
+                  if e.get("type") == "Warning" and e["message"]
+                  and e["involvedObject"].get("kind") == kind]
+        if kind == "UserDefinedNetwork":
+            conditions = (admin.get(UDNS, "net", namespace).get("status") or {}).get(
+                "conditions") or []
+            warned = warned if any(c["type"] == "NetworkCreated" and c["status"] == "False"
+                                   for c in conditions) else []
+        if not warned:
+            missing.append(f"{namespace} ({kind})")
+    return missing
+
+
 def test_sigkill_during_churn_leaves_nothing_wrong(local: LocalCluster, tmp_path: Path) -> None:
     admin = KubeClient(api_client_from_kubeconfig(str(local.kubeconfig)))
     rng = random.Random(5552)
     observed = Observed(admin)
     live: dict[str, list[str]] = {}   # namespace -> pods
+    hostile: dict[str, str] = {}      # namespace -> the kind of its hostile object
     nodes = [n["metadata"]["name"] for n in admin.list(NODES)["items"]]
     for counter, step in enumerate(range(STEPS), 1):
         action = rng.choices(["network", "pod", "delete-pod", "delete-network", "kill-cm",
-                              "kill-controller"], weights=[3, 5, 2, 1, 2, 2])[0]
-        if action == "network" or not live:
+                              "kill-controller", "hostile"], weights=[3, 5, 2, 1, 2, 2, 2])[0]
+        if action == "hostile" and live:
+            for index, kind in enumerate(sorted(HOSTILE)):
+                namespace = f"hostile{counter}-{index}"
+                hostile[namespace] = create_hostile(admin, namespace, kind, nodes)
+        elif action == "network" or not live:
             namespace = f"chaos{counter}"
             admin.create(NAMESPACES, {"metadata": {"name": namespace, "labels": {
                 PRIMARY_NAMESPACE_LABEL: ""}}})
@@ -218,6 +282,17 @@ def test_sigkill_during_churn_leaves_nothing_wrong(local: LocalCluster, tmp_path
     wait_until(all_allocated, timeout=90, interval=0.5)
     observed.check({network_name(ns) for ns in live})
     pods_are_consistent(admin)
+    assert hostile, "the seed made no hostile object: the churn covers nothing of issue 30"
+    unreported: list[list[str]] = [[]]
+
+    def every_hostile_reported() -> bool:
+        unreported[0] = hostile_unreported(admin, hostile)
+        return not unreported[0]
+
+    try:
+        wait_until(every_hostile_reported, timeout=60, interval=1.0)
+    except AssertionError:
+        pytest.fail(f"hostile objects never reported: {unreported[0]}")
     nb = NbClient([f"unix:{local.nb_socket}"]).start()
     try:
         rendered = settle(nb)

@@ -8,8 +8,12 @@ gets its network ID or a Warning event, a pod gets a port in NB or a Warning eve
 component dies (a pod created afterwards is still allocated and rendered) and the canary
 network's NB rows never change.  On the real node, every hand-annotated pod is plumbed or
 refused with a reason on the pod, the node agent logs no traceback, and the pods the
-cluster manager annotates still work.  Seeded and CI-sized; ``OVNK_FUZZ_EXAMPLES`` runs
-more.
+cluster manager annotates still work.  The inputs include what issue 30 found accepted and
+never working or never reported: subnets in loopback, multicast and link-local ranges and
+Layer2 subnets too small for a pod, lone UTF-16 surrogates spelled inside NAD configs,
+network selections and pod-networks (and in UDN/CUDN fields, which the API server
+refuses), NADs without a config, ``{"default": {}}``, preconfigured addresses while their
+flag is off.  Seeded and CI-sized; ``OVNK_FUZZ_EXAMPLES`` runs more.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from ovnk_local.apiserver.server import ServerHandle
 from ovnk_local.cluster import LocalCluster
@@ -59,13 +63,20 @@ def maybe(valid: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     return st.one_of(valid, valid, valid, JUNK)
 
 
+LONE_SURROGATE = "\ud800"  # json.dumps spells it as an escape, as a hostile writer would
 CIDR = st.one_of(
-    st.builds("{}.{}.0.0/{}".format, st.sampled_from([10, 100, 103, 172, 203]),
+    st.builds("{}.{}.0.0/{}".format, st.sampled_from([10, 100, 103, 127, 172, 203, 224]),
               st.integers(0, 255), st.integers(8, 32)),
     st.sampled_from(["fd00:10::/64", "fd00::/48", "2001:db8::/64", "fd99::/64", "::/0",
                      "", "10.0.0.0", "300.0.0.0/24", "100.65.0.0/16", "100.64.0.0/16",
-                     "169.254.0.0/17", "10.96.0.0/16", "10.250.0.0/16", "0.0.0.0/0"]))
+                     "169.254.0.0/17", "10.96.0.0/16", "10.250.0.0/16", "0.0.0.0/0",
+                     "127.0.0.0/8", "224.0.0.0/4", "169.254.200.0/24", "fe80::/64",
+                     "ff05::/64", "::1/128", "0.0.0.0/8", "10.7.0.0/30", "10.7.0.0/31",
+                     "10.7.0.0/32", "fd00::/127", f"10.1.0.0/16{LONE_SURROGATE}"]))
 ROLE = st.sampled_from(["Primary", "Secondary"])
+LOOPBACK_UDN = {"topology": "Layer3", "layer3": {"role": "Primary",
+                                                 "subnets": [{"cidr": "127.0.0.0/8"}]}}
+TINY_LAYER2 = {"topology": "Layer2", "layer2": {"role": "Primary", "subnets": ["10.7.0.0/30"]}}
 LAYER3 = st.fixed_dictionaries({"role": maybe(ROLE)}, optional={
     "subnets": maybe(st.lists(st.fixed_dictionaries({"cidr": maybe(CIDR)}, optional={
         "hostSubnet": maybe(st.integers(0, 130))}), max_size=3)),
@@ -73,6 +84,11 @@ LAYER3 = st.fixed_dictionaries({"role": maybe(ROLE)}, optional={
 LAYER2 = st.fixed_dictionaries({"role": maybe(ROLE)}, optional={
     "subnets": maybe(st.lists(CIDR, max_size=3)), "joinSubnets": maybe(st.lists(CIDR, max_size=3)),
     "mtu": maybe(st.integers(0, 70000)),
+    # preconfigured addresses, while --enable-preconfigured-udn-addresses is off
+    "reservedSubnets": maybe(st.lists(CIDR, max_size=2)),
+    "infrastructureSubnets": maybe(st.lists(CIDR, max_size=2)),
+    "defaultGatewayIPs": maybe(st.lists(st.sampled_from(["10.7.0.1", "10.1.0.1", "fd00::1"]),
+                                        max_size=2)),
     "ipam": maybe(st.fixed_dictionaries({}, optional={
         "lifecycle": maybe(st.just("Persistent")),
         "mode": maybe(st.sampled_from(["Enabled", "Disabled"]))}))})
@@ -93,23 +109,29 @@ CUDN_SPEC = st.fixed_dictionaries({"namespaceSelector": SELECTOR, "network": may
 NETCONF = st.fixed_dictionaries(
     {"cniVersion": st.just("1.0.0"), "type": maybe(st.just("ovn-k8s-cni-overlay"))},
     optional={"name": maybe(st.sampled_from([CANARY_NETWORK, "default", "ext", "fz", "join",
-                                             "fz_a", "x" * 80])),
+                                             "fz_a", "x" * 80, LONE_SURROGATE,
+                                             f"fz_{LONE_SURROGATE}b"])),
               "topology": maybe(st.sampled_from(["layer3", "layer2", "localnet", "layer9"])),
               "role": maybe(st.sampled_from(["primary", "secondary"])),
               "subnets": maybe(st.sampled_from(["10.200.0.0/16/24", "10.250.0.0/16/24",
                                                 "10.200.0.0/16", "bad", "fd00:10::/64",
-                                                "10.200.0.0/16/33"])),
+                                                "10.200.0.0/16/33", "127.0.0.0/8/24",
+                                                "224.1.0.0/24", "fe80::/64", "10.7.0.0/30",
+                                                "10.7.0.0/32", "169.254.200.0/24"])),
               "mtu": maybe(st.integers(0, 70000)),
               "excludeSubnets": maybe(st.sampled_from(["10.200.0.0/30", "bad"])),
               "joinSubnet": maybe(CIDR)})
 NAD_CONFIG = st.one_of(
-    NETCONF.map(json.dumps), NETCONF.map(json.dumps), st.text(max_size=20),
+    NETCONF.map(json.dumps), NETCONF.map(json.dumps), st.text(max_size=20), st.just(""),
+    # a lone surrogate as a key, deeper inside
+    NETCONF.map(lambda conf: json.dumps({**conf, LONE_SURROGATE: {"k": LONE_SURROGATE}})),
     st.integers(1, 1500).map(lambda depth: '{"a":' * depth + "1" + "}" * depth),
     st.integers(1, 1500).map(lambda depth: "[" * depth + "]" * depth))
 SELECTION = st.one_of(
     st.text(max_size=20),
     st.lists(st.one_of(
-        st.fixed_dictionaries({"name": maybe(st.sampled_from(["fz-nad", "none", "", "a/b"]))},
+        st.fixed_dictionaries({"name": maybe(st.sampled_from(["fz-nad", "none", "", "a/b",
+                                                              LONE_SURROGATE]))},
                               optional={"namespace": maybe(st.sampled_from(["fz", "canary"])),
                                         "ips": maybe(st.lists(CIDR, max_size=2)),
                                         "interface": maybe(st.sampled_from(["net1", "eth0",
@@ -117,13 +139,16 @@ SELECTION = st.one_of(
                                         "mac": maybe(st.sampled_from(["0a:58:00:00:00:01",
                                                                       "zz"]))}),
         JUNK), max_size=3).map(json.dumps))
-FORGED = st.one_of(st.text(max_size=20), st.dictionaries(
-    st.sampled_from(["default", "canary/canary-network", "fz/fz-nad"]),
-    st.fixed_dictionaries({"ip_addresses": maybe(st.lists(CIDR, max_size=2)),
-                           "mac_address": maybe(st.sampled_from(["0a:58:0a:fa:00:09", "x"])),
-                           "role": maybe(st.sampled_from(["primary", "secondary",
-                                                          "infrastructure-locked"]))}),
+FORGED = st.one_of(st.text(max_size=20), st.just('{"default": {}}'), st.dictionaries(
+    st.sampled_from(["default", "canary/canary-network", "fz/fz-nad",
+                     f"fz/{LONE_SURROGATE}"]),
+    st.one_of(st.just({}), st.fixed_dictionaries(
+        {"ip_addresses": maybe(st.lists(CIDR, max_size=2)),
+         "mac_address": maybe(st.sampled_from(["0a:58:0a:fa:00:09", "x", ""])),
+         "role": maybe(st.sampled_from(["primary", "secondary", "infrastructure-locked"]))})),
     max_size=2).map(json.dumps))
+NAD_SPEC = st.one_of(NAD_CONFIG.map(lambda config: {"config": config}), NAD_CONFIG.map(
+    lambda config: {"config": config}), st.just({}), st.none())  # None: no spec at all
 
 
 # -- the cluster under test ----------------------------------------------------------------------
@@ -200,12 +225,12 @@ def pod_has_port(nb: NbClient, namespace: str, name: str) -> bool:
                if key[0] == "Logical_Switch_Port")
 
 
-def ours(config: str) -> bool:
+def ours(config: str | None) -> bool:
     """Whether a NAD's config is one ovnk must act on: anything that is not plainly another
-    CNI plugin's (a JSON object whose ``type`` is something else, or no config at all,
-    which Multus reads from a file of the NAD's name)."""
-    if not config.strip():
-        return False
+    CNI plugin's (a JSON object whose ``type`` is something else).  No config at all is
+    reported, as upstream reports it."""
+    if config is None or not config.strip():
+        return True
     try:
         parsed = json.loads(config)
     except (ValueError, RecursionError):
@@ -213,25 +238,87 @@ def ours(config: str) -> bool:
     return not isinstance(parsed, dict) or parsed.get("type") == "ovn-k8s-cni-overlay"
 
 
+# -- what can never work (an oracle of its own, not ovnk's rules) --------------------------------
+NEVER = [ipaddress.ip_network(c) for c in ("127.0.0.0/8", "224.0.0.0/4", "::1/128", "ff00::/8",
+                                           "::ffff:0:0/96")]
+NOT_ROUTED = [ipaddress.ip_network(c) for c in ("169.254.0.0/16", "fe80::/10", "0.0.0.0/8")]
+
+
+def never_works(spec: Any) -> str | None:
+    """Why an admitted UDN/CUDN network spec can never give a pod a working address (a
+    subnet in a range no host uses, or routed where routers drop it, or a Layer2 subnet
+    without one free address), or None."""
+    topology = spec.get("topology")
+    section = spec.get(str(topology).lower()) if isinstance(topology, str) else None
+    if not isinstance(section, dict):
+        return None
+    primary = section.get("role") == "Primary"
+    if topology == "Layer3":
+        cidrs = [s.get("cidr") for s in section.get("subnets") or [] if isinstance(s, dict)]
+    else:
+        cidrs = list(section.get("subnets") or [])
+    routed = topology == "Layer3" or primary
+    subnets = [ipaddress.ip_network(c, strict=False) for c in cidrs]
+    nets = [(net, routed) for net in subnets]
+    nets += [(ipaddress.ip_network(c, strict=False), True) for c in section.get("joinSubnets")
+             or []]
+    for net, is_routed in nets:
+        for bad in NEVER + (NOT_ROUTED if is_routed else []):
+            if net.version == bad.version and net.overlaps(bad):  # type: ignore[arg-type]
+                return f"{net} overlaps {bad}"
+    for net in subnets if topology != "Layer3" else []:  # one pool across the nodes
+        if net.num_addresses > 8:
+            continue
+        kept = {net.network_address}  # never a pod's, nor the IPv4 broadcast address
+        if net.version == 4 and net.prefixlen < 31:
+            kept.add(net.broadcast_address)
+        if primary:  # the gateway and the management port
+            kept |= {net.network_address + 1, net.network_address + 2}
+        if not set(net) - kept:
+            return f"{net} leaves no address for a pod"
+    return None
+
+
+def preconfigured(spec: Any) -> bool:
+    """Whether a spec sets preconfigured addresses (this cluster runs without the flag)."""
+    layer2 = spec.get("layer2") if spec.get("topology") == "Layer2" else None
+    return isinstance(layer2, dict) and any(layer2.get(key) for key in (
+        "reservedSubnets", "infrastructureSubnets", "defaultGatewayIPs"))
+
+
 def reported(cluster: Cluster) -> list[str]:
     """What was accepted and is still neither rendered nor reported."""
     admin, missing = cluster.admin, []
     for namespace, name in cluster.accepted["udn"]:
-        conditions = (admin.get(UDNS, name, namespace).get("status") or {}).get(
-            "conditions") or []
+        udn = admin.get(UDNS, name, namespace)
+        conditions = (udn.get("status") or {}).get("conditions") or []
         if not any(c.get("type") == "NetworkCreated" and c.get("reason") for c in conditions):
             missing.append(f"udn {namespace}/{name}")
+        elif (why := never_works(udn["spec"])) and any(
+                c.get("type") == "NetworkCreated" and c.get("status") == "True"
+                for c in conditions):
+            missing.append(f"udn {namespace}/{name} created although {why}")
+        elif preconfigured(udn["spec"]) and not warned(admin, namespace, "UserDefinedNetwork",
+                                                       name):
+            missing.append(f"udn {namespace}/{name}: its preconfigured addresses were dropped "
+                           "without a word (the flag is off)")
     for _, name in cluster.accepted["cudn"]:
-        conditions = (admin.get(CUDNS, name).get("status") or {}).get("conditions") or []
+        cudn = admin.get(CUDNS, name)
+        conditions = (cudn.get("status") or {}).get("conditions") or []
         if not any(c.get("type") == "NetworkCreated" and c.get("reason") for c in conditions):
             missing.append(f"cudn {name}")
+        elif (why := never_works(cudn["spec"]["network"])) and any(
+                c.get("type") == "NetworkCreated" and c.get("status") == "True"
+                for c in conditions):
+            missing.append(f"cudn {name} created although {why}")
     for namespace, name in cluster.accepted["nad"]:
         nad = admin.get(NADS, name, namespace)
-        if not ours(nad["spec"]["config"]):
+        config = (nad.get("spec") or {}).get("config")
+        if not ours(config):
             continue  # another CNI plugin's NAD: Multus' business, not ovnk's
         if "k8s.ovn.org/network-id" not in (nad["metadata"].get("annotations") or {}) and \
                 not warned(admin, namespace, "NetworkAttachmentDefinition", name):
-            missing.append(f"nad {namespace}/{name} {nad['spec']['config'][:200]!r}")
+            missing.append(f"nad {namespace}/{name} {str(config)[:200]!r}")
     for namespace, name in cluster.accepted["pod"]:
         if not pod_has_port(cluster.nb, namespace, name) and \
                 not warned(admin, namespace, "Pod", name):
@@ -255,10 +342,30 @@ def test_hostile_input_is_refused_or_reported_and_bends_nothing(cluster: Cluster
 
     @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
-    @given(udn=UDN_SPEC, cudn=CUDN_SPEC, nad=NAD_CONFIG, selection=SELECTION, forged=FORGED,
+    @given(udn=UDN_SPEC, cudn=CUDN_SPEC, nad=NAD_SPEC, selection=SELECTION, forged=FORGED,
            primary=st.booleans())
-    def one_round(udn: Any, cudn: Any, nad: str, selection: str, forged: str,
-                  primary: bool) -> None:
+    # what issue 30 found, always among the inputs: subnets no pod can use, a lone
+    # surrogate in a NAD config and a selection, NADs without a config, {"default": {}}
+    @example(udn=LOOPBACK_UDN, cudn={"namespaceSelector": {"matchLabels": {"team": "fz"}},
+                                     "network": TINY_LAYER2},
+             nad={"config": json.dumps({"cniVersion": "1.0.0", "type": "ovn-k8s-cni-overlay",
+                                        "name": LONE_SURROGATE, "topology": "layer2"})},
+             selection=json.dumps([{"name": LONE_SURROGATE}]), forged='{"default": {}}',
+             primary=True)
+    @example(udn=TINY_LAYER2, cudn={"namespaceSelector": {"matchLabels": {"team": "fz"}},
+                                    "network": LOOPBACK_UDN},
+             nad=None, selection="", forged=json.dumps({f"fz/{LONE_SURROGATE}": {}}),
+             primary=True)
+    @example(udn={"topology": "Layer2", "layer2": {"role": "Primary",
+                                                  "subnets": ["10.8.0.0/24"],
+                                                  "reservedSubnets": ["10.8.0.128/25"]}},
+             cudn={"namespaceSelector": {}, "network": {"topology": "Layer3", "layer3": {
+                 "role": "Secondary", "subnets": [{"cidr": "169.254.200.0/24"}]}}},
+             nad={}, selection="", forged="", primary=True)
+    @example(udn=LOOPBACK_UDN, cudn={}, nad={"config": ""},
+             selection="", forged="", primary=False)
+    def one_round(udn: Any, cudn: Any, nad: dict[str, str] | None, selection: str,
+                  forged: str, primary: bool) -> None:
         namespace = cluster.name("fz-")
         labels = {PRIMARY_NAMESPACE_LABEL: ""} if primary else {}
         admin.create(NAMESPACES, {"metadata": {"name": namespace, "labels": labels}})
@@ -266,8 +373,10 @@ def test_hostile_input_is_refused_or_reported_and_bends_nothing(cluster: Cluster
                                      "spec": udn}, namespace)
         cluster.create("cudn", CUDNS, {"metadata": {"name": cluster.name("cudn-")},
                                        "spec": cudn}, None)
-        cluster.create("nad", NADS, {"metadata": {"name": "fz-nad", "namespace": namespace},
-                                     "spec": {"config": nad}}, namespace)
+        nad_object: JSON = {"metadata": {"name": "fz-nad", "namespace": namespace}}
+        if nad is not None:
+            nad_object["spec"] = nad
+        cluster.create("nad", NADS, nad_object, namespace)
         cluster.create("pod", PODS, pod_manifest("sel", {SELECTIONS: selection}), namespace)
         cluster.create("pod", PODS, pod_manifest("forged", {POD_NETWORKS: forged}), namespace)
 

@@ -186,7 +186,8 @@ def udn_yaml(layer3: str) -> str:
 
 def test_invalid_udns_get_the_lines_a_real_cluster_prints(kubectl: Kubectl,
                                                           kube_apiserver: ServerHandle) -> None:
-    """A failed CEL rule prints the schema type; a failed schema keyword the value or count."""
+    """A failed CEL rule prints a scalar's value (none for an object or array); a failed schema
+    keyword the value or count."""
     udn_admission.register(kube_apiserver.admission)
     kubectl("apply", "-f", "-", stdin=NAMESPACE)
     kubectl("apply", "-f", str(CRD_DIR))
@@ -199,7 +200,7 @@ def test_invalid_udns_get_the_lines_a_real_cluster_prints(kubectl: Kubectl,
     assert bad_cidr.returncode != 0
     assert bad_cidr.stderr.strip().endswith(
         'The UserDefinedNetwork "bad" is invalid: spec.layer3.subnets[0].cidr: Invalid value: '
-        '"string": CIDR is invalid'), bad_cidr.stderr
+        '"300.0.0.0/24": CIDR is invalid'), bad_cidr.stderr
     no_subnets = kubectl("apply", "-f", "-", check=False, stdin=udn_yaml(
         "{role: Primary, subnets: []}"))
     assert no_subnets.returncode != 0

@@ -42,7 +42,8 @@ def pod(client: KubeClient, name: str, networks: object) -> None:
 def test_ip_addresses_5_is_a_sandbox_failure_not_a_retry_loop(client: KubeClient,
                                                               kubelet: Kubelet) -> None:
     pod(client, "broken", {"default": {"ip_addresses": 5, "mac_address": "0a:58:0a:f4:01:05"}})
-    pod(client, "fine", {"default": {"ip_addresses": ["10.244.1.6/24"]}})
+    pod(client, "fine", {"default": {"ip_addresses": ["10.244.1.6/24"],
+                                     "mac_address": "0a:58:0a:f4:01:06"}})
     wait_until(lambda: (client.get(PODS, "fine", "blue").get("status") or {}).get("podIP")
                == "10.244.1.6")
     message = ("Failed to create pod sandbox: failed to set up the pod network: "
@@ -61,6 +62,7 @@ def test_ip_addresses_5_is_a_sandbox_failure_not_a_retry_loop(client: KubeClient
     assert kubelet.controller.failures("blue/broken") == 0
     # fixing the annotation wires the pod
     client.patch(PODS, "broken", {"metadata": {"annotations": {POD_NETWORKS: json.dumps(
-        {"default": {"ip_addresses": ["10.244.1.5/24"]}})}}}, "blue")
+        {"default": {"ip_addresses": ["10.244.1.5/24"],
+                     "mac_address": "0a:58:0a:f4:01:05"}})}}}, "blue")
     wait_until(lambda: (client.get(PODS, "broken", "blue").get("status") or {}).get("podIP")
                == "10.244.1.5")

@@ -109,8 +109,10 @@ def test_scheduler_picks_least_loaded_ready_matching_node() -> None:
 
 def test_kubelet_reads_default_network_ips_from_annotation() -> None:
     annotation = {"default": {"ip_addresses": ["10.244.1.3/24", "fd00:10:244:2::3/64"],
+                              "mac_address": "0a:58:0a:f4:01:03",
                               "role": "infrastructure-locked"},
-                  "blue/blue": {"ip_addresses": ["10.100.1.3/24"], "role": "primary"}}
+                  "blue/blue": {"ip_addresses": ["10.100.1.3/24"],
+                                "mac_address": "0a:58:0a:64:01:03", "role": "primary"}}
     obj = {"metadata": {"name": "p", "annotations": {
         "k8s.ovn.org/pod-networks": json.dumps(annotation)}}}
     assert pod_ips_from_annotation(obj) == ["10.244.1.3", "fd00:10:244:2::3"]
@@ -134,7 +136,8 @@ def test_kubelet_reads_default_network_ips_from_annotation() -> None:
     ('{"default": {"ip_addresses": ["10.244.1.300/24"]}}',
      "invalid pod network entry {'ip_addresses': ['10.244.1.300/24']}: '10.244.1.300/24' does "
      "not appear to be an IPv4 or IPv6 interface"),
-    ('{"default": {"ip_addresses": ["10.244.1.3/24"]}, "x/side": {"mac_address": "x"}}',
+    ('{"default": {"ip_addresses": ["10.244.1.3/24"], "mac_address": "0a:58:0a:f4:01:03"}, '
+     '"x/side": {"mac_address": "x"}}',
      "invalid pod network entry {'mac_address': 'x'}: failed to parse pod MAC 'x'"),
 ], ids=["not-json", "not-object", "entry-not-object", "number", "list-of-numbers",
         "legacy-number", "bad-cidr", "other-entry-forged"])

@@ -73,132 +73,132 @@ INVALID_UDNS = {
                         'spec.topology: Unsupported value: "Localnet": supported values: "Layer2", '
                         '"Layer3"'),
     "layer3 missing": (udn(topology="Layer3"),
-                       'spec: Invalid value: "object": spec.layer3 is required when topology is '
+                       'spec: Invalid value: spec.layer3 is required when topology is '
                        'Layer3 and forbidden otherwise'),
     "layer2 with layer3": (udn(topology="Layer3", layer3=L3, layer2=L2),
-                           'spec: Invalid value: "object": spec.layer2 is required when topology '
+                           'spec: Invalid value: spec.layer2 is required when topology '
                            'is Layer2 and forbidden otherwise'),
     "bad role": (udn(topology="Layer3", layer3=l3(role="Tertiary")),
                  'spec.layer3.role: Unsupported value: "Tertiary": supported values: "Primary", '
                  '"Secondary"'),
     "bad cidr": (udn(topology="Layer3", layer3=l3(subnets=[{"cidr": "10.0.0.300/16"}])),
-                 'spec.layer3.subnets[0].cidr: Invalid value: "string": CIDR is invalid'),
+                 'spec.layer3.subnets[0].cidr: Invalid value: "10.0.0.300/16": CIDR is invalid'),
     "host subnet not smaller": (udn(topology="Layer3", layer3=l3(subnets=[
         {"cidr": "10.0.0.0/24", "hostSubnet": 16}])), 'spec.layer3.subnets[0]: Invalid value: '
-                                                      '"object": HostSubnet must be smaller than '
+                                                      'HostSubnet must be smaller than '
                                                       'CIDR subnet'),
     "host subnet 32": (udn(topology="Layer3", layer3=l3(subnets=[
         {"cidr": "10.0.0.0/16", "hostSubnet": 32}])), 'spec.layer3.subnets[0]: Invalid value: '
-                                                      '"object": HostSubnet must < 32 for ipv4 '
+                                                      'HostSubnet must < 32 for ipv4 '
                                                       'CIDR'),
     # ovnk's rules beyond upstream's CEL: each of these was accepted and rendered broken.
     "host subnet 30": (udn(topology="Layer3", layer3=l3(subnets=[
         {"cidr": "10.0.0.0/16", "hostSubnet": 30}])),
-        'spec.layer3.subnets[0]: Invalid value: "object": HostSubnet must be at most 29 for ipv4 '
+        'spec.layer3.subnets[0]: Invalid value: HostSubnet must be at most 29 for ipv4 '
         'CIDR: a /30 node subnet has no address left for pods after its network, gateway (.1), '
         'management port (.2) and broadcast addresses'),
     "host subnet 31": (udn(topology="Layer3", layer3=l3(subnets=[
         {"cidr": "10.0.0.0/16", "hostSubnet": 31}])),
-        'spec.layer3.subnets[0]: Invalid value: "object": HostSubnet must be at most 29 for ipv4 '
+        'spec.layer3.subnets[0]: Invalid value: HostSubnet must be at most 29 for ipv4 '
         'CIDR: a /31 node subnet has no address left for pods after its network, gateway (.1), '
         'management port (.2) and broadcast addresses'),
     "join /30": (udn(topology="Layer3", layer3=l3(joinSubnets=["100.70.0.0/30"])),
-                 'spec.layer3.joinSubnets: Invalid value: "array": joinSubnets 100.70.0.0/30 is '
+                 'spec.layer3.joinSubnets: Invalid value: joinSubnets 100.70.0.0/30 is '
                  'too small: it must hold the cluster router and a gateway router address for '
                  'every node ID (up to 65534), so a /16 or larger IPv4 CIDR'),
     "join /32": (udn(topology="Layer2", layer2=l2(joinSubnets=["100.70.0.1/32"])),
-                 'spec.layer2.joinSubnets: Invalid value: "array": joinSubnets 100.70.0.1/32 is '
+                 'spec.layer2.joinSubnets: Invalid value: joinSubnets 100.70.0.1/32 is '
                  'too small: it must hold the cluster router and a gateway router address for '
                  'every node ID (up to 65534), so a /16 or larger IPv4 CIDR'),
     "join /17": (udn(topology="Layer3", layer3=l3(joinSubnets=["100.70.0.0/17"])),
-                 'spec.layer3.joinSubnets: Invalid value: "array": joinSubnets 100.70.0.0/17 is '
+                 'spec.layer3.joinSubnets: Invalid value: joinSubnets 100.70.0.0/17 is '
                  'too small: it must hold the cluster router and a gateway router address for '
                  'every node ID (up to 65534), so a /16 or larger IPv4 CIDR'),
     "join v6 /113": (udn(topology="Layer3", layer3=l3(
         subnets=[{"cidr": "2001:db8::/60", "hostSubnet": 64}], joinSubnets=["fd70::/113"])),
-        'spec.layer3.joinSubnets: Invalid value: "array": joinSubnets fd70::/113 is too small: it '
+        'spec.layer3.joinSubnets: Invalid value: joinSubnets fd70::/113 is too small: it '
         'must hold the cluster router and a gateway router address for every node ID (up to '
         '65534), so a /112 or larger IPv6 CIDR'),
     "v6 join on a v4 network": (udn(topology="Layer3", layer3=l3(joinSubnets=["fd70::/64"])),
-                                'spec.layer3.joinSubnets: Invalid value: "array": joinSubnets must '
+                                'spec.layer3.joinSubnets: Invalid value: joinSubnets must '
                                 'have a CIDR of every IP family of the subnets: IPv4 is missing'),
     "v4 join on a dual-stack layer2": (udn(topology="Layer2", layer2=l2(
         subnets=["10.200.0.0/16", "fd00::/64"], joinSubnets=["100.70.0.0/16"])),
-        'spec.layer2.joinSubnets: Invalid value: "array": joinSubnets must have a CIDR of every IP '
+        'spec.layer2.joinSubnets: Invalid value: joinSubnets must have a CIDR of every IP '
         'family of the subnets: IPv6 is missing'),
     "secondary three subnets": (udn(topology="Layer3", layer3=l3(role="Secondary", subnets=[
         {"cidr": "10.1.0.0/16"}, {"cidr": "10.2.0.0/16"}, {"cidr": "fd00::/48"}])),
-        'spec.layer3: Invalid value: "object": Secondary networks may define at most 2 subnets'),
+        'spec.layer3: Invalid value: Secondary networks may define at most 2 subnets'),
     "secondary same family": (udn(topology="Layer3", layer3=l3(role="Secondary", subnets=[
         {"cidr": "10.1.0.0/16"}, {"cidr": "10.2.0.0/16"}])),
-        'spec.layer3: Invalid value: "object": When 2 CIDRs are set for Secondary networks, they '
+        'spec.layer3: Invalid value: When 2 CIDRs are set for Secondary networks, they '
         'must be from different IP families'),
     "join on secondary": (udn(topology="Layer3", layer3=l3(role="Secondary",
                                                             joinSubnets=["100.70.0.0/16"])),
-                          'spec.layer3: Invalid value: "object": JoinSubnets is only supported for '
+                          'spec.layer3: Invalid value: JoinSubnets is only supported for '
                           'Primary network'),
     "ipv6 low mtu": (udn(topology="Layer3", layer3=l3(mtu=1000, subnets=[
-        {"cidr": "fd00::/48"}])), 'spec.layer3: Invalid value: "object": MTU should be greater '
+        {"cidr": "fd00::/48"}])), 'spec.layer3: Invalid value: MTU should be greater '
                                   'than or equal to 1280 when IPv6 subnet is used'),
     "mtu out of range": (udn(topology="Layer3", layer3=l3(mtu=100)),
                          'spec.layer3.mtu: Invalid value: 100: spec.layer3.mtu in body should be '
                          'greater than or equal to 576'),
     "overlapping subnets": (udn(topology="Layer3", layer3=l3(subnets=[
         {"cidr": "10.0.0.0/16"}, {"cidr": "10.0.1.0/24"}])),
-        'spec.layer3: Invalid value: "object": Subnets must not overlap or contain each other'),
+        'spec.layer3: Invalid value: Subnets must not overlap or contain each other'),
     "duplicate subnets": (udn(topology="Layer3", layer3=l3(subnets=[
         {"cidr": "10.0.0.0/16"}, {"cidr": "10.0.0.0/16"}])),
-        'spec.layer3: Invalid value: "object": Subnets with same CIDR are not allowed'),
+        'spec.layer3: Invalid value: Subnets with same CIDR are not allowed'),
     "mixed host subnets": (udn(topology="Layer3", layer3=l3(subnets=[
         {"cidr": "10.0.0.0/16", "hostSubnet": 24}, {"cidr": "10.1.0.0/16", "hostSubnet": 25}])),
-        'spec.layer3: Invalid value: "object": Subnets from the same IP family must use the same '
+        'spec.layer3: Invalid value: Subnets from the same IP family must use the same '
         'hostSubnet value'),
     "layer2 no subnets": (udn(topology="Layer2", layer2={"role": "Primary"}),
-                          'spec.layer2: Invalid value: "object": Subnets is required with '
+                          'spec.layer2: Invalid value: Subnets is required with '
                           'ipam.mode is Enabled or unset'),
     "layer2 disabled with subnets": (udn(topology="Layer2", layer2=l2(
         role="Secondary", ipam={"mode": "Disabled"})),
-        'spec.layer2: Invalid value: "object": Subnets must be unset when ipam.mode is Disabled'),
+        'spec.layer2: Invalid value: Subnets must be unset when ipam.mode is Disabled'),
     "layer2 disabled primary": (udn(topology="Layer2", layer2={
         "role": "Primary", "ipam": {"mode": "Disabled"}}),
-        'spec.layer2: Invalid value: "object": Disabled ipam.mode is only supported for Secondary '
+        'spec.layer2: Invalid value: Disabled ipam.mode is only supported for Secondary '
         'network'),
     "persistent with disabled": (udn(topology="Layer2", layer2={
         "role": "Secondary", "ipam": {"mode": "Disabled", "lifecycle": "Persistent"}}),
-        'spec.layer2.ipam: Invalid value: "object": lifecycle Persistent is only supported when '
+        'spec.layer2.ipam: Invalid value: lifecycle Persistent is only supported when '
         'ipam.mode is Enabled'),
     "layer2 same family": (udn(topology="Layer2", layer2=l2(subnets=["10.0.0.0/16",
                                                                       "10.1.0.0/16"])),
-                           'spec.layer2.subnets: Invalid value: "array": When 2 CIDRs are set, '
+                           'spec.layer2.subnets: Invalid value: When 2 CIDRs are set, '
                            'they must be from different IP families'),
     "gateway outside": (udn(topology="Layer2", layer2=l2(defaultGatewayIPs=["10.9.0.1"])),
-                        'spec.layer2: Invalid value: "object": defaultGatewayIPs must belong to '
+                        'spec.layer2: Invalid value: defaultGatewayIPs must belong to '
                         'one of the subnets specified in the subnets field'),
     "gateway on secondary": (udn(topology="Layer2", layer2=l2(
         role="Secondary", defaultGatewayIPs=["10.200.0.1"])),
-        'spec.layer2: Invalid value: "object": defaultGatewayIPs is only supported for Primary '
+        'spec.layer2: Invalid value: defaultGatewayIPs is only supported for Primary '
         'network'),
     "gateway families": (udn(topology="Layer2", layer2=l2(
         subnets=["10.200.0.0/16", "fd00::/64"], defaultGatewayIPs=["10.200.0.1"])),
-        'spec.layer2: Invalid value: "object": defaultGatewayIPs must be specified for all IP '
+        'spec.layer2: Invalid value: defaultGatewayIPs must be specified for all IP '
         'families'),
     "reserved outside": (udn(topology="Layer2", layer2=l2(reservedSubnets=["10.9.0.0/24"])),
-                         'spec.layer2.reservedSubnets: Invalid value: "object": reservedSubnets '
+                         'spec.layer2.reservedSubnets: Invalid value: reservedSubnets '
                          'must be subnetworks of the networks specified in the subnets field'),
     "reserved on secondary": (udn(topology="Layer2", layer2=l2(
         role="Secondary", reservedSubnets=["10.200.1.0/24"])),
-        'spec.layer2: Invalid value: "object": reservedSubnets is only supported for Primary '
+        'spec.layer2: Invalid value: reservedSubnets is only supported for Primary '
         'network'),
     "infra host bits": (udn(topology="Layer2", layer2=l2(infrastructureSubnets=["10.200.0.1/30"])),
-                        'spec.layer2: Invalid value: "object": infrastructureSubnets must be a '
+                        'spec.layer2: Invalid value: infrastructureSubnets must be a '
                         'masked network address (no host bits set)'),
     "infra reserved overlap": (udn(topology="Layer2", layer2=l2(
         infrastructureSubnets=["10.200.0.0/24"], reservedSubnets=["10.200.0.0/25"])),
-        'spec.layer2: Invalid value: "object": infrastructureSubnets and reservedSubnets must not '
+        'spec.layer2: Invalid value: infrastructureSubnets and reservedSubnets must not '
         'overlap'),
     "gateway not in infra": (udn(topology="Layer2", layer2=l2(
         infrastructureSubnets=["10.200.0.0/30"], defaultGatewayIPs=["10.200.5.1"])),
-        'spec.layer2: Invalid value: "object": defaultGatewayIPs have to belong to '
+        'spec.layer2: Invalid value: defaultGatewayIPs have to belong to '
         'infrastructureSubnets'),
 }
 
@@ -216,29 +216,29 @@ def test_invalid_udns(obj: dict[str, Any], message: str) -> None:
 
 UPDATES = {
     "topology": (udn(topology="Layer3", layer3=L3), udn(topology="Layer2", layer2=L2),
-                 'spec.topology: Invalid value: "string": Topology is immutable'),
+                 'spec.topology: Invalid value: "Layer2": Topology is immutable'),
     "layer2": (udn(topology="Layer2", layer2=L2), udn(topology="Layer2", layer2=l2(mtu=1300)),
-               'spec.layer2: Invalid value: "object": Layer2 is immutable'),
+               'spec.layer2: Invalid value: Layer2 is immutable'),
     "role": (udn(topology="Layer3", layer3=L3), udn(topology="Layer3", layer3=l3(
-        role="Secondary")), 'spec.layer3.role: Invalid value: "string": role is immutable'),
+        role="Secondary")), 'spec.layer3.role: Invalid value: "Secondary": role is immutable'),
     "mtu": (udn(topology="Layer3", layer3=L3), udn(topology="Layer3", layer3=l3(mtu=1300)),
-            'spec.layer3.mtu: Invalid value: "integer": mtu is immutable'),
+            'spec.layer3.mtu: Invalid value: 1300: mtu is immutable'),
     "join": (udn(topology="Layer3", layer3=L3), udn(topology="Layer3", layer3=l3(
-        joinSubnets=["100.70.0.0/16"])), 'spec.layer3.joinSubnets: Invalid value: "array": '
+        joinSubnets=["100.70.0.0/16"])), 'spec.layer3.joinSubnets: Invalid value: '
                                          'joinSubnets is immutable'),
     "remove subnet": (udn(topology="Layer3", layer3=l3(subnets=[
         {"cidr": "10.100.0.0/16", "hostSubnet": 24}, {"cidr": "10.101.0.0/16",
                                                       "hostSubnet": 24}])),
-        udn(topology="Layer3", layer3=L3), 'spec.layer3: Invalid value: "object": Removing '
+        udn(topology="Layer3", layer3=L3), 'spec.layer3: Invalid value: Removing '
                                            'existing subnets is not allowed'),
     "host subnet": (udn(topology="Layer3", layer3=L3), udn(topology="Layer3", layer3=l3(
         subnets=[{"cidr": "10.100.0.0/16", "hostSubnet": 25}])), 'spec.layer3: Invalid value: '
-                                                                 '"object": hostSubnet is '
+                                                                 'hostSubnet is '
                                                                  'immutable'),
     "secondary subnets": (udn(topology="Layer3", layer3=l3(role="Secondary")),
                           udn(topology="Layer3", layer3=l3(role="Secondary", subnets=[
                               {"cidr": "10.100.0.0/16", "hostSubnet": 24},
-                              {"cidr": "fd00::/48"}])), 'spec.layer3: Invalid value: "object": '
+                              {"cidr": "fd00::/48"}])), 'spec.layer3: Invalid value: '
                                                         'Subnets is immutable for Secondary role'),
 }
 
@@ -273,55 +273,55 @@ INVALID_CUDNS = {
     "no selector": ({"metadata": {"name": "x"}, "spec": {"network": {
         "topology": "Layer3", "layer3": L3}}}, 'spec.namespaceSelector: Required value'),
     "localnet missing": (cudn({"topology": "Localnet"}),
-                         'spec.network: Invalid value: "object": spec.localnet is required when '
+                         'spec.network: Invalid value: spec.localnet is required when '
                          'topology is Localnet and forbidden otherwise'),
     "localnet primary": (cudn({"topology": "Localnet", "localnet": localnet(role="Primary")}),
                          'spec.network.localnet.role: Unsupported value: "Primary": supported '
                          'values: "Secondary"'),
     "physnet comma": (cudn({"topology": "Localnet", "localnet": localnet(
         physicalNetworkName="a,b")}), 'spec.network.localnet.physicalNetworkName: Invalid value: '
-                                      '"string": physicalNetworkName cannot contain `,` or `:` '
+                                      '"a,b": physicalNetworkName cannot contain `,` or `:` '
                                       'characters'),
     "localnet no subnets": (cudn({"topology": "Localnet", "localnet": localnet(subnets=None)}),
-                            'spec.network.localnet: Invalid value: "object": Subnets is required '
+                            'spec.network.localnet: Invalid value: Subnets is required '
                             'with ipam.mode is Enabled or unset, and forbidden otherwise'),
     "exclude without subnets": (cudn({"topology": "Localnet", "localnet": localnet(
         subnets=None, ipam={"mode": "Disabled"}, excludeSubnets=["10.0.0.0/24"])}),
-        'spec.network.localnet: Invalid value: "object": excludeSubnets must be unset when subnets '
+        'spec.network.localnet: Invalid value: excludeSubnets must be unset when subnets '
         'is unset'),
     "vlan without access": (cudn({"topology": "Localnet", "localnet": localnet(
-        vlan={"mode": "Access"})}), 'spec.network.localnet.vlan: Invalid value: "object": vlan '
+        vlan={"mode": "Access"})}), 'spec.network.localnet.vlan: Invalid value: vlan '
                                     "access config is required when vlan mode is 'Access', and "
                                     'forbidden otherwise'),
     "no overlay on layer2": (cudn({"topology": "Layer2", "layer2": L2,
                                    "transport": "NoOverlay", "noOverlay": {}}),
-                             'spec.network: Invalid value: "object": transport \'NoOverlay\' is '
+                             'spec.network: Invalid value: transport \'NoOverlay\' is '
                              'only supported for Layer3 primary networks'),
     "no overlay config missing": (cudn({"topology": "Layer3", "layer3": L3,
                                         "transport": "NoOverlay"}),
-                                  'spec.network: Invalid value: "object": spec.noOverlay is '
+                                  'spec.network: Invalid value: spec.noOverlay is '
                                   "required when type transport is 'NoOverlay'"),
     "no overlay config without transport": (cudn({"topology": "Layer3", "layer3": L3,
                                                   "noOverlay": {}}),
-                                            'spec.network: Invalid value: "object": spec.noOverlay '
+                                            'spec.network: Invalid value: spec.noOverlay '
                                             "is forbidden when transport type is not 'NoOverlay'"),
     "evpn secondary": (cudn({"topology": "Layer3", "layer3": l3(role="Secondary"),
                              "transport": "EVPN", "evpn": {"vtep": "v", "ipVRF": {"vni": 1}}}),
-                       'spec.network: Invalid value: "object": transport \'EVPN\' is only '
+                       'spec.network: Invalid value: transport \'EVPN\' is only '
                        'supported for Layer2 or Layer3 primary networks'),
     "evpn missing": (cudn({"topology": "Layer3", "layer3": L3, "transport": "EVPN"}),
-                     'spec.network: Invalid value: "object": spec.evpn field is required when '
+                     'spec.network: Invalid value: spec.evpn field is required when '
                      "transport is 'EVPN'"),
     "evpn forbidden": (cudn({"topology": "Layer3", "layer3": L3, "evpn": {"vtep": "v"}}),
-                       'spec.network: Invalid value: "object": spec.evpn field is forbidden when '
+                       'spec.network: Invalid value: spec.evpn field is forbidden when '
                        "transport is not 'EVPN'"),
     "evpn l2 macvrf": (cudn({"topology": "Layer2", "layer2": L2, "transport": "EVPN",
                              "evpn": {"vtep": "v", "ipVRF": {"vni": 1}}}),
-                       'spec.network: Invalid value: "object": spec.evpn.macVRF field is required '
+                       'spec.network: Invalid value: spec.evpn.macVRF field is required '
                        "for Layer2 topology when transport is 'EVPN'"),
     "evpn l3 ipvrf": (cudn({"topology": "Layer3", "layer3": L3, "transport": "EVPN",
                             "evpn": {"vtep": "v", "macVRF": {"vni": 1}}}),
-                      'spec.network: Invalid value: "object": spec.evpn.ipVRF field is required '
+                      'spec.network: Invalid value: spec.evpn.ipVRF field is required '
                       "for Layer3 topology when transport is 'EVPN'"),
 }
 
@@ -341,19 +341,19 @@ def test_localnet_is_immutable() -> None:
     old = cudn({"topology": "Localnet", "localnet": LOCALNET})
     new = cudn({"topology": "Localnet", "localnet": localnet(mtu=1600)})
     assert [str(e) for e in validate_cudn(new, old)] == [
-        'spec.network.localnet: Invalid value: "object": Localnet is immutable']
+        'spec.network.localnet: Invalid value: Localnet is immutable']
 
 
 def test_invalid_message_matches_api_server_format() -> None:
     one = [FieldError("spec", "spec.layer3 is required when topology is Layer3 and forbidden "
                               "otherwise")]
     assert invalid_message("UserDefinedNetwork", "k8s.ovn.org", "blue", one) == (
-        'UserDefinedNetwork.k8s.ovn.org "blue" is invalid: spec: Invalid value: "object": '
+        'UserDefinedNetwork.k8s.ovn.org "blue" is invalid: spec: Invalid value: '
         "spec.layer3 is required when topology is Layer3 and forbidden otherwise")
-    two = [*one, FieldError("spec.topology", "Topology is immutable", "string")]
+    two = [*one, FieldError("spec.topology", "Topology is immutable", "Layer2")]
     assert invalid_message("UserDefinedNetwork", "k8s.ovn.org", "blue", two).endswith(
-        '[spec: Invalid value: "object": spec.layer3 is required when topology is Layer3 and '
-        'forbidden otherwise, spec.topology: Invalid value: "string": Topology is immutable]')
+        '[spec: Invalid value: spec.layer3 is required when topology is Layer3 and '
+        'forbidden otherwise, spec.topology: Invalid value: "Layer2": Topology is immutable]')
 
 
 SCHEMA_KEYWORDS = {
@@ -412,7 +412,7 @@ SCHEMA_KEYWORDS = {
         '"Disabled"']),
     "gateway not an ip": (udn(topology="Layer2", layer2=l2(
         subnets=["10.200.0.0/16", "fd00::/64"], defaultGatewayIPs=["10.200.0.1", "fd00::x"])), [
-        'spec.layer2.defaultGatewayIPs[1]: Invalid value: "string": IP is invalid']),
+        'spec.layer2.defaultGatewayIPs[1]: Invalid value: "fd00::x": IP is invalid']),
 }
 
 
@@ -430,7 +430,7 @@ LOCALNET_KEYWORDS = {
     "empty physical network": (localnet(physicalNetworkName=""), [
         'spec.network.localnet.physicalNetworkName: Invalid value: "": '
         "spec.network.localnet.physicalNetworkName in body should be at least 1 chars long",
-        'spec.network.localnet.physicalNetworkName: Invalid value: "string": '
+        'spec.network.localnet.physicalNetworkName: Invalid value: "": '
         "physicalNetworkName cannot contain `,` or `:` characters"]),
     "long physical network": (localnet(physicalNetworkName="p" * 254), [
         "spec.network.localnet.physicalNetworkName: Too long: may not be more than 253 bytes"]),
@@ -463,10 +463,46 @@ def test_admission_hook_turns_errors_into_api_causes() -> None:
     assert errors is not None
     assert [(e.reason, e.field, e.body()) for e in errors] == [
         ("FieldValueInvalid", "spec.layer3.subnets[0].cidr",
-         'Invalid value: "string": CIDR is invalid'),
+         'Invalid value: "300.0.0.0/24": CIDR is invalid'),
         ("FieldValueInvalid", "spec.layer3.mtu",
          "Invalid value: 100: spec.layer3.mtu in body should be greater than or equal to 576")]
     unsupported = validate_udn_hook("CREATE", udn(topology="Localnet"), None)
     assert unsupported is not None
     assert [(e.reason, e.field) for e in unsupported] == [("FieldValueNotSupported",
                                                            "spec.topology")]
+
+
+@pytest.mark.parametrize(("target", "problems"), [
+    ("65000:100", []), ("4200000000:100", []), ("10.0.0.1:100", []), ("*:4294967295", []),
+    ("65000", ["RT must contain exactly one colon"]),
+    ("1:2:3", ["RT must contain exactly one colon"]),
+    ("as:100", ["RT global administrator must be either '*', an IPv4 address, or a number"]),
+    ("65000:x", ["RT local administrator must be a number"]),
+    ("*:4294967296", ["RT with wildcard global administrator must have format *:OPQR where "
+                      "OPQR <= 4294967295"]),
+    ("10.0.0.1:70000", ["RT with IPv4 global administrator must have format A.B.C.D:MN where "
+                        "MN <= 65535"]),
+    ("4200000000:70000", ["RT with 4-byte ASN global administrator must have format GHJK:MN "
+                          "where GHJK <= 4294967295 and MN <= 65535"]),
+    ("65000:4294967296", ["RT with 2-byte ASN global administrator must have format EF:OPQR "
+                          "where EF <= 65535 and OPQR <= 4294967295"]),
+])
+def test_route_targets(target: str, problems: list[str]) -> None:
+    network = {"topology": "Layer2", "layer2": L2, "transport": "EVPN",
+               "evpn": {"vtep": "v", "macVRF": {"vni": 10, "routeTarget": target}}}
+    assert [str(e) for e in validate_cudn(cudn(network))] == [
+        f'spec.network.evpn.macVRF.routeTarget: Invalid value: "{target}": {problem}'
+        for problem in problems]
+
+
+def test_evpn_vrfs() -> None:
+    def errors(evpn: dict[str, Any]) -> list[str]:
+        network = {"topology": "Layer3", "layer3": L3, "transport": "EVPN",
+                   "evpn": {"vtep": "v", **evpn}}
+        return [str(e) for e in validate_cudn(cudn(network))]
+
+    assert "spec.network.evpn: Invalid value: at least one of macVRF or ipVRF must be " \
+           "specified" in errors({})
+    assert "spec.network.evpn: Invalid value: macVRF and ipVRF must use different VNIs" in \
+        errors({"macVRF": {"vni": 5}, "ipVRF": {"vni": 5}})
+    assert errors({"ipVRF": {"vni": 5}}) == []

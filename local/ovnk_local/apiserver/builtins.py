@@ -1,10 +1,14 @@
 """The built-in kinds the local API server serves, as the real server advertises them.
 
-Only kinds ovnk and kubectl need are here.  Each carries its discovery data
-(short names, categories, subresources, verbs) and, for strategic merge
-patch, the merge keys of the list fields we touch (taken from the upstream
-Go struct tags: containers by name, ports by containerPort, conditions by
-type, ownerReferences by uid, env by name, ...).
+Only kinds ovnk, kubectl and client-go's users need are here (a Deployment
+or DaemonSet is stored and served; no controller runs it).  Each carries its
+discovery data (short names, categories, subresources, verbs) and, for
+strategic merge patch, the merge keys of the list fields we touch (taken
+from the upstream Go struct tags: containers by name, ports by containerPort,
+conditions by type, ownerReferences by uid, env by name, ...).  What a kind's
+objects hold is the Go type of the same ``apiVersion``/``kind`` in
+``gotypes/kube_types.json``; a kind added here is added there too
+(``gotypes.generate``'s ``ROOTS``).
 """
 
 from __future__ import annotations
@@ -23,12 +27,20 @@ for _field in ("containers", "initContainers", "ephemeralContainers"):
     _CONTAINER_KEYS[f"spec.{_field}.volumeMounts"] = "mountPath"
     _CONTAINER_KEYS[f"spec.{_field}.volumeDevices"] = "devicePath"
 
-POD_KEYS = {
-    **_METADATA_KEYS, **_CONTAINER_KEYS,
+_POD_SPEC_KEYS = {
+    **_CONTAINER_KEYS,
     "spec.volumes": "name", "spec.imagePullSecrets": "name", "spec.hostAliases": "ip",
     "spec.topologySpreadConstraints": "topologyKey", "spec.schedulingGates": "name",
-    "spec.resourceClaims": "name", "status.conditions": "type", "status.podIPs": "ip",
+    "spec.resourceClaims": "name",
+}
+POD_KEYS = {
+    **_METADATA_KEYS, **_POD_SPEC_KEYS, "status.conditions": "type", "status.podIPs": "ip",
     "status.hostIPs": "ip",
+}
+# a workload's pod template: the pod spec's keys under spec.template
+WORKLOAD_KEYS = {
+    **_METADATA_KEYS, **{f"spec.template.{path}": key for path, key in _POD_SPEC_KEYS.items()},
+    "spec.template.metadata.ownerReferences": "uid", "status.conditions": "type",
 }
 NODE_KEYS = {**_METADATA_KEYS, "spec.podCIDRs": "", "status.conditions": "type",
              "status.addresses": "type"}
@@ -41,6 +53,8 @@ def builtin_types() -> list[ResourceType]:
     return [
         ResourceType("", "v1", "configmaps", "configmap", "ConfigMap", True, ("cm",),
                      merge_keys=dict(_METADATA_KEYS)),
+        ResourceType("", "v1", "endpoints", "endpoints", "Endpoints", True, ("ep",),
+                     merge_keys=dict(_METADATA_KEYS)),
         ResourceType("", "v1", "events", "event", "Event", True, ("ev",),
                      merge_keys=dict(_METADATA_KEYS), name_rule="path"),
         ResourceType("", "v1", "namespaces", "namespace", "Namespace", False, ("ns",),
@@ -50,11 +64,18 @@ def builtin_types() -> list[ResourceType]:
                      subresources=("status",), merge_keys=NODE_KEYS),
         ResourceType("", "v1", "pods", "pod", "Pod", True, ("po",), ("all",),
                      subresources=("status", "binding", "exec"), merge_keys=POD_KEYS),
+        ResourceType("", "v1", "secrets", "secret", "Secret", True,
+                     merge_keys=dict(_METADATA_KEYS)),
         ResourceType("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", True,
                      ("sa",), subresources=("token",), merge_keys=dict(_METADATA_KEYS)),
         ResourceType("", "v1", "services", "service", "Service", True, ("svc",), ("all",),
                      verbs=NO_COLLECTION, subresources=("status",), merge_keys=SERVICE_KEYS,
                      name_rule="dns1035"),
+        ResourceType("apps", "v1", "daemonsets", "daemonset", "DaemonSet", True, ("ds",),
+                     ("all",), subresources=("status",), merge_keys=dict(WORKLOAD_KEYS)),
+        ResourceType("apps", "v1", "deployments", "deployment", "Deployment", True,
+                     ("deploy",), ("all",), subresources=("status",),
+                     merge_keys=dict(WORKLOAD_KEYS)),
         ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                      "customresourcedefinition", "CustomResourceDefinition", False,
                      ("crd", "crds"), ("api-extensions",), subresources=("status",),
@@ -65,6 +86,8 @@ def builtin_types() -> list[ResourceType]:
                      "EndpointSlice", True, merge_keys=dict(_METADATA_KEYS)),
         ResourceType("events.k8s.io", "v1", "events", "event", "Event", True, ("ev",),
                      storage="/events", merge_keys=dict(_METADATA_KEYS), name_rule="path"),
+        ResourceType("networking.k8s.io", "v1", "networkpolicies", "networkpolicy",
+                     "NetworkPolicy", True, ("netpol",), merge_keys=dict(_METADATA_KEYS)),
         *_rbac_types(),
         *_review_types(),
     ]

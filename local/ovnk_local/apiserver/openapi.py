@@ -17,8 +17,8 @@ import json
 
 from ovnk_local.apiserver.errors import JSON
 from ovnk_local.apiserver.resources import ResourceRegistry, ResourceType
+from ovnk_local.apiserver.version import GIT_VERSION
 
-SERVER_VERSION = "v1.32.0"
 _QUERY = [{"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": True},
            "description": description}
           for name, description in (
@@ -72,7 +72,7 @@ def group_version_document(registry: ResourceRegistry, group: str, version: str)
                     "patch": _operation(rt, "patch", ref)}
         if rt.schema:
             schemas[name] = {**rt.schema, "x-kubernetes-group-version-kind": [_gvk(rt)]}
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": SERVER_VERSION},
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": GIT_VERSION},
             "paths": paths, "components": {"schemas": schemas}}
 
 

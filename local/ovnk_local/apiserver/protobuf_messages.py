@@ -177,11 +177,12 @@ def to_json(message: str, data: bytes) -> Any:
             values.setdefault(number, []).extend(_repeated_values(field, kind, value))
         else:
             values[number] = _value_to_json(field.type, kind, value, field.json)
-    return _shape(fields, values)
+    return shape(fields, values)
 
 
-def _shape(fields: tuple[Field, ...], values: dict[int, Any]) -> JSON:
-    """The JSON object of decoded ``values`` with Go's omitempty/omitzero/pointer rules."""
+def shape(fields: tuple[Field, ...], values: dict[int, Any]) -> JSON:
+    """The JSON object of decoded ``values`` (by field number) with Go's
+    omitempty/omitzero/pointer rules (also ``go_json``'s, for objects read as JSON)."""
     out: JSON = {}
     for field in fields:
         present = field.number in values

@@ -23,12 +23,15 @@ _WRITE = ["create", "delete", "deletecollection", "patch", "update"]
 _DISCOVERY_URLS = ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi",
                    "/openapi/*", "/readyz", "/version", "/version/"]
 _PUBLIC_URLS = ["/healthz", "/livez", "/readyz", "/version", "/version/"]
-# what namespace users read (view) and write (edit); secrets are not served here
+# what namespace users read (view) and write (edit), as Kubernetes' default roles for the
+# kinds served here: view never reads secrets; edit reads and writes them, and has not
+# written endpoints nor endpoint slices since Kubernetes 1.22 (CVE-2021-25740)
 _VIEW_CORE = ["configmaps", "endpoints", "events", "persistentvolumeclaims", "pods",
               "pods/log", "pods/status", "replicationcontrollers", "serviceaccounts",
               "services", "services/status"]
-_EDIT_CORE = ["configmaps", "endpoints", "events", "persistentvolumeclaims", "pods",
-              "replicationcontrollers", "serviceaccounts", "services"]
+_EDIT_CORE = ["configmaps", "events", "persistentvolumeclaims", "pods",
+              "replicationcontrollers", "secrets", "serviceaccounts", "services"]
+_WORKLOADS = ["daemonsets", "deployments", "deployments/rollback", "deployments/scale"]
 
 
 def _meta(name: str) -> JSON:
@@ -57,6 +60,10 @@ def _view_rules() -> list[JSON]:
         {"apiGroups": [""], "resources": _VIEW_CORE, "verbs": _READ},
         {"apiGroups": [""], "resources": ["namespaces", "namespaces/status"], "verbs": _READ},
         {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": _READ},
+        {"apiGroups": ["apps"], "resources": ["daemonsets", "daemonsets/status", "deployments",
+                                              "deployments/scale", "deployments/status"],
+         "verbs": _READ},
+        {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": _READ},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": _READ},
     ]
 
@@ -66,8 +73,10 @@ def _edit_rules() -> list[JSON]:
         {"apiGroups": [""], "resources": _EDIT_CORE, "verbs": _WRITE},
         {"apiGroups": [""], "resources": ["pods/exec", "pods/attach", "pods/portforward"],
          "verbs": ["create", "get"]},
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": _READ},
         {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"]},
-        {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
+        {"apiGroups": ["apps"], "resources": _WORKLOADS, "verbs": _WRITE},
+        {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"],
          "verbs": _WRITE},
     ]
 

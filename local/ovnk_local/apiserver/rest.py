@@ -40,6 +40,7 @@ from ovnk_local.apiserver.errors import (
     not_found,
 )
 from ovnk_local.apiserver.gc import NAMESPACES, POLICIES, Lifecycle
+from ovnk_local.apiserver.go_json import DecodeError, message_for, round_trip
 from ovnk_local.apiserver.objectmeta import generated_name, key_of, meta, new_uid, now_rfc3339
 from ovnk_local.apiserver.patch import APPLY, apply_patch, decode_patch
 from ovnk_local.apiserver.resources import ResourceRegistry, ResourceType
@@ -47,7 +48,7 @@ from ovnk_local.apiserver.selectors import matcher
 from ovnk_local.apiserver.services import ServiceAllocator
 from ovnk_local.apiserver.store import Store
 from ovnk_local.apiserver.text import check_unicode
-from ovnk_local.apiserver.validation import check_custom_resource, prune
+from ovnk_local.apiserver.validation import check_custom_resource
 
 log = logging.getLogger(__name__)
 
@@ -146,8 +147,8 @@ class Api:
             if crds.CLEANUP_FINALIZER not in finalizers:
                 m["finalizers"] = [*finalizers, crds.CLEANUP_FINALIZER]
         obj = self.admission.mutate(rt, "", "CREATE", obj, None, options.user)
-        m = meta(obj)
         warnings = self._validate(rt, obj, None, options)
+        m = meta(obj)
         self.admission.validate(rt, "", "CREATE", from_storage(rt, obj), None,
                                  options.user)
         with self.store.lock:
@@ -179,6 +180,7 @@ class Api:
                               f"expected kind ({rt.kind})")
         obj = to_storage(rt, copy.deepcopy(body))
         _coerce_meta_strings(rt, obj)
+        _go_decode(rt, obj)
         return obj
 
     def _check_namespace(self, rt: ResourceType, namespace: str, name: str) -> None:
@@ -208,9 +210,9 @@ class Api:
         if rt.custom:
             errors, unknown = check_custom_resource(obj, rt.schema)
         else:
-            prune(obj, {"type": "object", "x-kubernetes-preserve-unknown-fields": True}, "",
-                  unknown, root=True)
-        errors = strategy.validate_meta(rt, obj) + errors + strategy.validate_builtin(rt, obj)
+            _through_go_types(rt, obj, unknown)
+        errors = (strategy.validate_meta(rt, obj) + errors
+                  + strategy.validate_builtin(rt, obj, old))
         if rt.storage == crds.CRD_STORAGE:
             errors += crds.validate_crd(obj, old)
         if old is not None:
@@ -280,7 +282,9 @@ class Api:
                                   rt.merge_keys, rt.custom)
             nesting.check_patched(patched)
             _check_name(rt, patched, namespace, name)
-            return to_storage(rt, patched)
+            stored = to_storage(rt, patched)
+            _go_decode(rt, stored)
+            return stored
 
         # A patch is conditional only when it names a resourceVersion itself; otherwise a
         # concurrent write makes the server patch the newer object again, never a Conflict.
@@ -379,6 +383,40 @@ class Api:
                 continue
             deleted.append(result.obj)
         return {**listing, "items": deleted}
+
+
+def go_type(rt: ResourceType) -> str | None:
+    """The Go type (its protobuf message) a built-in kind is stored as (``go_json``), None
+    for custom resources."""
+    if rt.custom:
+        return None
+    if rt.storage == "/events":  # events.k8s.io Events are stored as core Events
+        return message_for("v1", "Event")
+    return message_for(rt.api_version, rt.kind)
+
+
+def _go_decode(rt: ResourceType, obj: JSON, unknown: list[str] | None = None) -> JSON | None:
+    """``obj`` decoded into the kind's Go type and encoded again (None for a kind without
+    one); 400 when it does not decode, as a body kube-apiserver cannot read.  Done first on
+    what a request brings (so defaults and hooks never see a malformed object), and again
+    on what is stored."""
+    type_key = go_type(rt)
+    if type_key is None:
+        return None
+    try:
+        return round_trip(type_key, obj, unknown)
+    except DecodeError as exc:
+        raise bad_request(f'{rt.kind} in version "{rt.version}" cannot be handled as a '
+                          f"{rt.kind}: {exc}") from None
+
+
+def _through_go_types(rt: ResourceType, obj: JSON, unknown: list[str]) -> None:
+    """``obj`` (in place) as kube-apiserver stores it: every field without ``omitempty``
+    present, zero ``omitempty`` fields and unknown fields gone (listed in ``unknown``)."""
+    decoded = _go_decode(rt, obj, unknown)
+    if decoded is not None:
+        obj.clear()
+        obj.update(decoded)
 
 
 _GO_JSON_TYPES = ((bool, "bool"), (int, "number"), (float, "number"), (list, "array"),

@@ -38,6 +38,7 @@ from ovnk_local.apiserver.authn import MASTERS, UserInfo
 from ovnk_local.apiserver.authz import Attributes, resource_verb
 from ovnk_local.apiserver.builtins import builtin_types
 from ovnk_local.apiserver.crds import CRD_STORAGE, types_from_crd
+from ovnk_local.apiserver.default_serviceaccounts import DefaultServiceAccounts
 from ovnk_local.apiserver.errors import (
     JSON,
     ApiStatusError,
@@ -46,29 +47,29 @@ from ovnk_local.apiserver.errors import (
     method_not_allowed,
     path_not_found,
 )
+from ovnk_local.apiserver.go_json import DecodeError, round_trip
 from ovnk_local.apiserver.handler import ApiHTTPServer, Request
 from ovnk_local.apiserver.kubeconfig import write_kubeconfig
+from ovnk_local.apiserver.objectmeta import key_of
 from ovnk_local.apiserver.persistence import Persistence, read_snapshot
 from ovnk_local.apiserver.rbac import STORAGES as RBAC_STORAGES
 from ovnk_local.apiserver.rbac import escalation_check, validate_rbac_object
 from ovnk_local.apiserver.rbac_aggregation import ClusterRoleAggregator
 from ovnk_local.apiserver.rbac_bootstrap import AUTOUPDATE, bootstrap_policy
 from ovnk_local.apiserver.resources import ResourceRegistry
-from ovnk_local.apiserver.rest import Api, Result, WriteOptions
+from ovnk_local.apiserver.rest import Api, Result, WriteOptions, go_type
 from ovnk_local.apiserver.routing import Route
 from ovnk_local.apiserver.security import ADMIN_USER, Security, SecurityOptions, is_loopback
 from ovnk_local.apiserver.selectors import matcher
 from ovnk_local.apiserver.services import ServiceAllocator
 from ovnk_local.apiserver.store import Store
 from ovnk_local.apiserver.table import to_table
+from ovnk_local.apiserver.version import version_info
 from ovnk_local.apiserver.watch import WatchRequest, stream
 
 log = logging.getLogger(__name__)
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-VERSION_INFO = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-ovnk", "gitCommit": "",
-                "gitTreeState": "clean", "buildDate": "2025-01-01T00:00:00Z",
-                "goVersion": "python3", "compiler": "cpython", "platform": "linux/amd64"}
 NOT_ALLOWED = "the server does not allow this method on the requested resource"
 
 
@@ -116,6 +117,7 @@ class ApiServer:
                        ServiceAllocator(options.service_cidrs))
         self.security = Security(options.security, self.store)
         self.aggregator = ClusterRoleAggregator(self.store, self.api, self.registry)
+        self.service_accounts = DefaultServiceAccounts(self.store, self.api, self.registry)
         for storage in RBAC_STORAGES:
             self.admission.register_validating(
                 "rbac.authorization.k8s.io", storage.split("/", 1)[1],
@@ -142,7 +144,7 @@ class ApiServer:
         """Load a snapshot, serve its CRDs, make sure the default namespaces exist and put
         the bootstrap RBAC policy in place."""
         if snapshot is not None:
-            self.store.load(snapshot)
+            self.store.load(self._through_go_types(snapshot))
             self.security.rbac.rebuild()
         for crd in self.store.objects(CRD_STORAGE)[0]:
             self.registry.replace_crd(crd["metadata"]["name"], types_from_crd(crd))
@@ -152,6 +154,22 @@ class ApiServer:
             if self.store.get(namespaces.storage, "", name) is None:
                 self.api.create(namespaces, "", {"metadata": {"name": name}}, WriteOptions())
         self._reconcile_bootstrap_policy()
+
+    def _through_go_types(self, snapshot: JSON) -> JSON:
+        """The snapshot's built-in objects as this server stores them (one written by an
+        older server may lack fields Kubernetes always serializes)."""
+        for storage, objects in (snapshot.get("objects") or {}).items():
+            rt = self.registry.storage_type(storage)
+            type_key = go_type(rt) if rt is not None else None
+            if type_key is None:
+                continue
+            for index, obj in enumerate(objects):
+                try:
+                    objects[index] = round_trip(type_key, obj)
+                except DecodeError as exc:  # kept as it was: never lose state
+                    log.warning("snapshot: %s %s does not decode: %s", storage, key_of(obj),
+                                exc)
+        return snapshot
 
     def _reconcile_bootstrap_policy(self) -> None:
         """Create missing default roles and bindings; put back the rules, subjects and
@@ -214,7 +232,7 @@ class ApiServer:
             request.reply(200, "ok")
             return
         if path == "/version":
-            request.reply(200, dict(VERSION_INFO))
+            request.reply(200, version_info())
             return
         document = self._discovery(request, path) or self._openapi(path)
         if document is not None:
@@ -504,6 +522,7 @@ class ServerHandle:
         self._stopped = True
         self.http.shutdown()
         self.app.aggregator.stop()
+        self.app.service_accounts.stop()
         self.store.close_all_watchers()
         self.http.close_connections()
         self.http.server_close()
@@ -542,6 +561,7 @@ def serve(host: str = "127.0.0.1", port: int = 0, data_file: Path | str | None =
     else:
         app.bootstrap(None)
     app.aggregator.start()
+    app.service_accounts.start()
     http = ApiHTTPServer((host, port), app, app.security.ssl_context())
     thread = threading.Thread(target=http.serve_forever, kwargs={"poll_interval": 0.05},
                               name=f"apiserver-{http.server_address[1]}", daemon=True)

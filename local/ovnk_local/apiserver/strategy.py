@@ -11,12 +11,26 @@ clients rely on.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from ovnk_core.kube.names import name_errors
+from ovnk_local.apiserver.apps import (
+    default_daemonset,
+    default_deployment,
+    validate_daemonset,
+    validate_deployment,
+)
 from ovnk_local.apiserver.errors import JSON, OMIT, FieldError, go_value
+from ovnk_local.apiserver.network_kinds import (
+    default_endpoints,
+    default_network_policy,
+    validate_endpoints,
+    validate_network_policy,
+)
 from ovnk_local.apiserver.objectmeta import meta, validate_annotations, validate_labels
+from ovnk_local.apiserver.podspec import default_pod_spec, pod_spec_errors, qos_class
 from ovnk_local.apiserver.resources import ResourceType
+from ovnk_local.apiserver.secrets import prepare_secret, validate_secret
 
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
                  "deletionGracePeriodSeconds", "generation", "selfLink")
@@ -43,7 +57,10 @@ def prepare_create(rt: ResourceType, obj: JSON, namespace: str) -> None:
     obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
     if rt.custom and rt.has_status:
         obj.pop("status", None)
+    apply_defaults(rt, obj)
     if rt.group:
+        if rt.has_status and not rt.custom:
+            obj.pop("status", None)  # a workload's status is its controller's
         return
     if rt.kind == "Namespace":
         finalizers = list((obj.get("spec") or {}).get("finalizers") or [])
@@ -53,47 +70,31 @@ def prepare_create(rt: ResourceType, obj: JSON, namespace: str) -> None:
         obj["status"] = {"phase": "Active"}
         m["labels"] = {**(m.get("labels") or {}), NS_NAME_LABEL: m.get("name", "")}
     elif rt.kind == "Pod":
-        _default_pod(obj)
-        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj)}
+        obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj.get("spec"))}
     elif rt.kind == "Service":
         obj["status"] = {"loadBalancer": {}}
 
 
 def _default_pod(pod: JSON) -> None:
-    spec = pod.setdefault("spec", {})
-    if not isinstance(spec, dict):
-        return
-    for key, value in (("restartPolicy", "Always"), ("dnsPolicy", "ClusterFirst"),
-                       ("schedulerName", "default-scheduler"),
-                       ("terminationGracePeriodSeconds", 30), ("securityContext", {}),
-                       ("enableServiceLinks", True), ("priority", 0),
-                       ("preemptionPolicy", "PreemptLowerPriority")):
-        spec.setdefault(key, value)
-    for container in (spec.get("containers") or []) + (spec.get("initContainers") or []):
-        if not isinstance(container, dict):
-            continue
-        image = str(container.get("image") or "")
-        latest = ":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest")
-        container.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
-        container.setdefault("terminationMessagePath", "/dev/termination-log")
-        container.setdefault("terminationMessagePolicy", "File")
-        container.setdefault("resources", {})
-        for port in container.get("ports") or []:
-            if isinstance(port, dict):
-                port.setdefault("protocol", "TCP")
+    default_pod_spec(pod.setdefault("spec", {}))
 
 
-def _qos_class(pod: JSON) -> str:
-    containers = [c for c in (pod.get("spec") or {}).get("containers") or []
-                  if isinstance(c, dict)]
-    resources = [c.get("resources") or {} for c in containers]
-    if not any(r.get("requests") or r.get("limits") for r in resources):
-        return "BestEffort"
-    guaranteed = all(
-        (r.get("limits") or {}).get(k) and (r.get("requests") or {}).get(k, (
-            r.get("limits") or {}).get(k)) == (r.get("limits") or {}).get(k)
-        for r in resources for k in ("cpu", "memory"))
-    return "Guaranteed" if guaranteed else "Burstable"
+# the defaults of a kind (its ``SetDefaults_*``), applied whenever an object of it is written
+DEFAULTS: dict[tuple[str, str], Callable[[JSON], None]] = {
+    ("", "Pod"): _default_pod,
+    ("", "Secret"): prepare_secret,
+    ("", "Endpoints"): default_endpoints,
+    ("apps", "Deployment"): default_deployment,
+    ("apps", "DaemonSet"): default_daemonset,
+    ("networking.k8s.io", "NetworkPolicy"): default_network_policy,
+}
+
+
+def apply_defaults(rt: ResourceType, obj: JSON) -> None:
+    """The kind's defaults, in place (custom resources get theirs from their schema)."""
+    default = None if rt.custom else DEFAULTS.get((rt.group, rt.kind))
+    if default is not None:
+        default(obj)
 
 
 def prepare_update(rt: ResourceType, new: JSON, old: JSON, subresource: str) -> JSON:
@@ -119,6 +120,7 @@ def prepare_update(rt: ResourceType, new: JSON, old: JSON, subresource: str) -> 
             m.pop(field, None)
     m.pop("selfLink", None)
     new["apiVersion"], new["kind"] = old.get("apiVersion", rt.api_version), rt.kind
+    apply_defaults(rt, new)
     if rt.has_status:
         if "status" in old:
             new["status"] = old["status"]
@@ -215,40 +217,51 @@ def validate_meta(rt: ResourceType, obj: JSON) -> list[FieldError]:
         path = f"metadata.ownerReferences[{index}]"
         for field in ("apiVersion", "kind", "name", "uid"):
             if not isinstance(ref, dict) or not ref.get(field):
-                errors.append(FieldError("Invalid", f"{path}.{field}", "",
-                                         f"{field} must not be empty"))
+                # 1.36's words: only the apiVersion's message names what is empty
+                detail = "version must not be empty" if field == "apiVersion" \
+                    else "must not be empty"
+                errors.append(FieldError("Invalid", f"{path}.{field}", "", detail))
     return errors
 
 
-def validate_builtin(rt: ResourceType, obj: JSON) -> list[FieldError]:
-    """The handful of built-in checks clients depend on (required fields, enums)."""
-    if rt.group == "" and rt.kind == "Pod":
-        return _validate_pod(obj)
-    if rt.group == "" and rt.kind == "Service":
-        return _validate_service(obj)
-    if rt.group == "discovery.k8s.io":
-        kinds = ("IPv4", "IPv6", "FQDN")
-        value = obj.get("addressType")
-        if value is None:
-            return [FieldError("Required", "addressType", OMIT)]
-        if value not in kinds:
-            return [FieldError("NotSupported", "addressType", value, supported=kinds)]
+def _validate_pod(pod: JSON, _old: JSON | None) -> list[FieldError]:
+    return pod_spec_errors(pod.get("spec"), "spec")
+
+
+def _validate_endpoint_slice(obj: JSON, _old: JSON | None) -> list[FieldError]:
+    kinds = ("IPv4", "IPv6", "FQDN")
+    value = obj.get("addressType")
+    if not value:
+        return [FieldError("Required", "addressType", OMIT)]
+    if value not in kinds:
+        return [FieldError("NotSupported", "addressType", value, supported=kinds)]
     return []
 
 
-def _validate_pod(pod: JSON) -> list[FieldError]:
-    containers: Any = (pod.get("spec") or {}).get("containers")
-    if not containers or not isinstance(containers, list):
-        return [FieldError("Required", "spec.containers", OMIT)]
-    errors: list[FieldError] = []
-    for index, container in enumerate(containers):
-        for field in ("name", "image"):
-            if not isinstance(container, dict) or not container.get(field):
-                errors.append(FieldError("Required", f"spec.containers[{index}].{field}", OMIT))
-    return errors
+def _validate_service(svc: JSON, _old: JSON | None) -> list[FieldError]:
+    return _service_errors(svc)
 
 
-def _validate_service(svc: JSON) -> list[FieldError]:
+# the built-in checks of a kind that clients depend on (required fields, enums, formats)
+VALIDATORS: dict[tuple[str, str], Callable[[JSON, JSON | None], list[FieldError]]] = {
+    ("", "Pod"): _validate_pod,
+    ("", "Service"): _validate_service,
+    ("", "Secret"): validate_secret,
+    ("", "Endpoints"): validate_endpoints,
+    ("discovery.k8s.io", "EndpointSlice"): _validate_endpoint_slice,
+    ("apps", "Deployment"): validate_deployment,
+    ("apps", "DaemonSet"): validate_daemonset,
+    ("networking.k8s.io", "NetworkPolicy"): validate_network_policy,
+}
+
+
+def validate_builtin(rt: ResourceType, obj: JSON, old: JSON | None = None) -> list[FieldError]:
+    """The kind's built-in checks (``VALIDATORS``); ``old`` on an update."""
+    check = None if rt.custom else VALIDATORS.get((rt.group, rt.kind))
+    return check(obj, old) if check is not None else []
+
+
+def _service_errors(svc: JSON) -> list[FieldError]:
     spec = svc.get("spec") or {}
     types = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
     kind = spec.get("type", "ClusterIP")

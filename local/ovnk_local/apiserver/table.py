@@ -2,7 +2,9 @@
 
 Built-in kinds get the columns the real server prints (pods: READY,
 STATUS, RESTARTS, AGE and, for ``-o wide``, IP and NODE; nodes, services,
-namespaces, endpoint slices, events, leases, config maps, CRDs); custom
+namespaces, endpoints and endpoint slices, events, leases, config maps,
+secrets, service accounts, deployments, daemon sets, network policies,
+CRDs); custom
 resources get NAME plus their CRD's ``additionalPrinterColumns`` (or AGE
 when there are none), evaluated with the JSONPath subset in
 ``jsonpath.py``.  Ages use apimachinery's ``HumanDuration`` format.
@@ -153,6 +155,51 @@ def _event_seen(event: JSON) -> str:
     return age(series.get("lastObservedTime") or dig(event, "metadata.creationTimestamp"))
 
 
+def _endpoints(obj: JSON) -> str:
+    """``ip:port`` of every address and port, the first three (kubectl's formatEndpoints)."""
+    found = []
+    for subset in obj.get("subsets") or []:
+        ports = [p.get("port") for p in subset.get("ports") or []]
+        for address in subset.get("addresses") or []:
+            ip = str(address.get("ip"))
+            found += [f"{ip}:{port}" for port in ports] if ports else [ip]
+    if not found:
+        return "<none>"
+    shown = ",".join(found[:3])
+    return shown + (f" + {len(found) - 3} more..." if len(found) > 3 else "")
+
+
+def label_selector(selector: Any) -> str:
+    """A LabelSelector as ``metav1.FormatLabelSelector`` prints it."""
+    if not isinstance(selector, dict) or not (selector.get("matchLabels")
+                                              or selector.get("matchExpressions")):
+        return "<none>"
+    words = {"In": "in", "NotIn": "notin"}
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for req in selector.get("matchExpressions") or []:
+        key, operator = req.get("key"), req.get("operator")
+        if operator in words:
+            parts.append(f"{key} {words[operator]} ({','.join(sorted(req.get('values') or []))})")
+        else:
+            parts.append(str(key) if operator == "Exists" else f"!{key}")
+    return ",".join(parts)
+
+
+def _template(obj: JSON, field: str) -> str:
+    return ",".join(str(c.get(field) or "") for c in
+                    dig(obj, "spec.template.spec.containers") or [])
+
+
+def _count(obj: JSON, path: str) -> int:
+    value = dig(obj, path)
+    return value if isinstance(value, int) else 0
+
+
+_WORKLOAD_WIDE: list[tuple[JSON, Cell]] = [
+    (_col("Containers", priority=1), lambda o: _template(o, "name")),
+    (_col("Images", priority=1), lambda o: _template(o, "image")),
+    (_col("Selector", priority=1), lambda o: label_selector(dig(o, "spec.selector")))]
+
 _BUILTIN: dict[tuple[str, str], list[tuple[JSON, Cell]]] = {
     ("", "Namespace"): [(_col("Status"), lambda o: dig(o, "status.phase") or ""),
                         (_col("Age"), _age)],
@@ -184,6 +231,32 @@ _BUILTIN: dict[tuple[str, str], list[tuple[JSON, Cell]]] = {
     ("", "ConfigMap"): [
         (_col("Data", "integer"), lambda o: len(o.get("data") or {}) + len(
             o.get("binaryData") or {})), (_col("Age"), _age)],
+    ("", "Endpoints"): [(_col("Endpoints"), _endpoints), (_col("Age"), _age)],
+    ("", "Secret"): [
+        (_col("Type"), lambda o: o.get("type") or ""),
+        (_col("Data", "integer"), lambda o: len(o.get("data") or {})), (_col("Age"), _age)],
+    ("", "ServiceAccount"): [
+        (_col("Secrets", "integer"), lambda o: len(o.get("secrets") or [])),
+        (_col("Age"), _age)],
+    ("apps", "Deployment"): [
+        (_col("Ready"), lambda o: f"{_count(o, 'status.readyReplicas')}/"
+                                  f"{_count(o, 'spec.replicas')}"),
+        (_col("Up-to-date", "integer"), lambda o: _count(o, "status.updatedReplicas")),
+        (_col("Available", "integer"), lambda o: _count(o, "status.availableReplicas")),
+        (_col("Age"), _age), *_WORKLOAD_WIDE],
+    ("apps", "DaemonSet"): [
+        (_col("Desired", "integer"), lambda o: _count(o, "status.desiredNumberScheduled")),
+        (_col("Current", "integer"), lambda o: _count(o, "status.currentNumberScheduled")),
+        (_col("Ready", "integer"), lambda o: _count(o, "status.numberReady")),
+        (_col("Up-to-date", "integer"), lambda o: _count(o, "status.updatedNumberScheduled")),
+        (_col("Available", "integer"), lambda o: _count(o, "status.numberAvailable")),
+        (_col("Node Selector"), lambda o: ",".join(
+            f"{k}={v}" for k, v in sorted((dig(o, "spec.template.spec.nodeSelector")
+                                           or {}).items())) or "<none>"),
+        (_col("Age"), _age), *_WORKLOAD_WIDE],
+    ("networking.k8s.io", "NetworkPolicy"): [
+        (_col("Pod-Selector"), lambda o: label_selector(dig(o, "spec.podSelector"))),
+        (_col("Age"), _age)],
     ("discovery.k8s.io", "EndpointSlice"): [
         (_col("AddressType"), lambda o: o.get("addressType") or ""),
         (_col("Ports"), lambda o: ",".join(str(p.get("port")) for p in o.get("ports") or [])

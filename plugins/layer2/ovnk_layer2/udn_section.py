@@ -173,6 +173,17 @@ class Layer2Section(UdnSection):
                     keys[key] = ",".join(section[key])
         return keys
 
+    def ignored_fields(self, section: JSON, config: Config) -> str | None:
+        """The preconfigured addresses, without ``--enable-preconfigured-udn-addresses``:
+        upstream renders the NAD without them and says nothing."""
+        given = [key for key in PRECONFIGURED_KEYS if section.get(key)]
+        if not given or config.enable_preconfigured_udn_addresses:
+            return None
+        return (f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} ignored: "
+                "preconfigured UDN addresses are disabled (--enable-preconfigured-udn-"
+                "addresses); pods may get any address of the subnets, and the gateway and "
+                "management addresses are the subnets' first two")
+
 
 def _address_errors(config: JSON, path: str, network_role: Any,
                     subnets: list[IPNet]) -> list[FieldError]:
@@ -187,8 +198,8 @@ def _address_errors(config: JSON, path: str, network_role: Any,
             errors.append(FieldError(path, "defaultGatewayIPs is only supported for Primary "
                                            "network"))
         errors += list_errors(f"{path}.defaultGatewayIPs", gateways, 1, 2)
-        errors += [FieldError(f"{path}.defaultGatewayIPs[{index}]", "IP is invalid", "string")
-                   for index, ip in enumerate(ips) if ip is None]
+        errors += [FieldError(f"{path}.defaultGatewayIPs[{index}]", "IP is invalid",
+                              gateways[index]) for index, ip in enumerate(ips) if ip is None]
         ips_ok = [ip for ip in ips if ip is not None]
         if not all(any(ip in net for net in subnets) for ip in ips_ok):
             errors.append(FieldError(path, "defaultGatewayIPs must belong to one of the subnets "

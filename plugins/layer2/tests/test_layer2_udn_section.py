@@ -29,13 +29,13 @@ def test_rules_and_immutability() -> None:
     assert SECTION.validate(PRIMARY_NET, None, "spec.layer2") == []
     assert [str(e) for e in SECTION.validate({**PRIMARY_NET, "role": "Secondary"}, None,
                                              "spec.layer2")] == [
-        'spec.layer2: Invalid value: "object": defaultGatewayIPs is only supported for Primary '
+        'spec.layer2: Invalid value: defaultGatewayIPs is only supported for Primary '
         "network",
-        'spec.layer2: Invalid value: "object": infrastructureSubnets is only supported for '
+        'spec.layer2: Invalid value: infrastructureSubnets is only supported for '
         "Primary network"]
     assert [str(e) for e in SECTION.validate({**PRIMARY_NET, "mtu": 1400}, PRIMARY_NET,
                                              "spec.layer2")] == [
-        'spec.layer2: Invalid value: "object": Layer2 is immutable']
+        'spec.layer2: Invalid value: Layer2 is immutable']
 
 
 def test_render() -> None:
@@ -46,3 +46,15 @@ def test_render() -> None:
         "infrastructureSubnets": "10.200.0.0/30", "defaultGatewayIPs": "10.200.0.1"}
     secondary = {"role": "Secondary", "ipam": {"mode": "Disabled"}}
     assert SECTION.render(secondary, "secondary", CONFIG) == {}
+
+
+def test_what_render_leaves_out_is_said() -> None:
+    """Without the flag the preconfigured keys are not rendered (upstream), and the section
+    says which ones (the cluster manager's FieldsIgnored warning)."""
+    assert SECTION.ignored_fields(PRIMARY_NET, CONFIG) == (
+        "infrastructureSubnets, defaultGatewayIPs are ignored: preconfigured UDN addresses are "
+        "disabled (--enable-preconfigured-udn-addresses); pods may get any address of the "
+        "subnets, and the gateway and management addresses are the subnets' first two")
+    assert SECTION.ignored_fields(PRIMARY_NET, PRECONFIGURED) is None
+    assert SECTION.ignored_fields({"role": "Primary", "subnets": ["10.200.0.0/16"]},
+                                  CONFIG) is None

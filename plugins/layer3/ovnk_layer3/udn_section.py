@@ -116,7 +116,7 @@ class Layer3Section(UdnSection):
                               wrong_type(f"{item}.cidr", text, "string"))
                 continue
             if net is None or "/" not in text:
-                errors.append(FieldError(f"{item}.cidr", "CIDR is invalid", "string"))
+                errors.append(FieldError(f"{item}.cidr", "CIDR is invalid", text))
                 continue
             host = subnet.get("hostSubnet")
             if host is not None:
@@ -167,11 +167,11 @@ class Layer3Section(UdnSection):
 def _update_errors(config: JSON, old: JSON, path: str) -> list[FieldError]:
     errors = []
     if config.get("role") != old.get("role"):
-        errors.append(FieldError(f"{path}.role", "role is immutable", "string"))
+        errors.append(FieldError(f"{path}.role", "role is immutable", config.get("role")))
     if config.get("mtu") != old.get("mtu"):
-        errors.append(FieldError(f"{path}.mtu", "mtu is immutable", "integer"))
+        errors.append(FieldError(f"{path}.mtu", "mtu is immutable", config.get("mtu")))
     if config.get("joinSubnets") != old.get("joinSubnets"):
-        errors.append(FieldError(f"{path}.joinSubnets", "joinSubnets is immutable", "array"))
+        errors.append(FieldError(f"{path}.joinSubnets", "joinSubnets is immutable"))
     new_subnets = {s.get("cidr"): s.get("hostSubnet") for s in config.get("subnets") or []
                    if isinstance(s, dict)}
     old_subnets = {s.get("cidr"): s.get("hostSubnet") for s in old.get("subnets") or []

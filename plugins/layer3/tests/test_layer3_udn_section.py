@@ -28,7 +28,7 @@ def test_fields_are_immutable_one_by_one() -> None:
     grown = {**old, "subnets": [*old["subnets"], {"cidr": "10.2.0.0/16", "hostSubnet": 24}]}
     assert SECTION.validate(grown, old, "spec.layer3") == []  # a primary network may grow
     assert [str(e) for e in SECTION.validate({**old, "mtu": 1400}, old, "spec.layer3")] == [
-        'spec.layer3.mtu: Invalid value: "integer": mtu is immutable']
+        'spec.layer3.mtu: Invalid value: 1400: mtu is immutable']
 
 
 def test_render_writes_host_subnets() -> None:

@@ -112,10 +112,10 @@ class LocalnetSection(UdnSection):
         elif not physical:  # minLength fails, and so does the rule's matches('^[^,:]+$')
             errors += [too_short(name_path, physical, 1),
                        FieldError(name_path, "physicalNetworkName cannot contain `,` or `:` "
-                                  "characters", "string")]
+                                  "characters", physical)]
         elif any(ch in physical for ch in ",:"):
             errors.append(FieldError(name_path, "physicalNetworkName cannot contain `,` or `:` "
-                                     "characters", "string"))
+                                     "characters", physical))
         errors += check_ipam_subnets(section, path, SUBNETS_RULE)
         if ipam_mode(section) == "Disabled" and "subnets" in section:
             errors.append(FieldError(path, SUBNETS_RULE))

@@ -36,12 +36,12 @@ def test_only_a_cluster_network_may_use_it() -> None:
 def test_rules_and_immutability() -> None:
     section = {"role": "Secondary", "physicalNetworkName": "a:b", "subnets": ["10.0.0.0/24"]}
     assert [str(e) for e in SECTION.validate(section, None, "spec.network.localnet")] == [
-        'spec.network.localnet.physicalNetworkName: Invalid value: "string": '
+        'spec.network.localnet.physicalNetworkName: Invalid value: "a:b": '
         "physicalNetworkName cannot contain `,` or `:` characters"]
     section["physicalNetworkName"] = "physnet"
     assert SECTION.validate(section, dict(section), "p") == []
     assert [str(e) for e in SECTION.validate({**section, "mtu": 1500}, section, "p")] == [
-        'p: Invalid value: "object": Localnet is immutable']
+        'p: Invalid value: Localnet is immutable']
     cudn = {"metadata": {"name": "n"}, "spec": {"namespaceSelector": {}, "network": {
         "topology": "Localnet", "localnet": section}}}
     assert validate_cudn(cudn, sections=SECTIONS) == []

@@ -199,7 +199,8 @@ def test_node_agent_publishes_its_own_node_facts(registry: AdmissionRegistry,
                           host_cidrs='["172.18.0.2/16"]', zone_name="global",
                           gateway_mtu_support="false",
                           node_masquerade_subnet='{"ipv4":"169.254.0.0/17"}',
-                          node_mgmt_port_mac_addresses='{"default":"0a:58:0a:f4:00:02"}')
+                          node_mgmt_port_mac_addresses='{"default":"0a:58:0a:f4:00:02"}',
+                          node_encap_ips='["172.18.0.2"]')
     assert refusal(registry, NODES_RT, "UPDATE", published, old, WORKER, subresource) is None
     moved = annotated(published, l3_gateway_config="{}", zone_name="ovn-worker",
                       remote_zone_migrated="ovn-worker", host_cidrs=None)
@@ -211,8 +212,9 @@ def test_node_agent_publishes_its_own_node_facts(registry: AdmissionRegistry,
         'is not allowed to set the following annotations on node: "ovn-worker": '
         "[k8s.ovn.org/gateway-mtu-support k8s.ovn.org/host-cidrs "
         "k8s.ovn.org/l3-gateway-config k8s.ovn.org/node-chassis-id "
-        "k8s.ovn.org/node-masquerade-subnet k8s.ovn.org/node-mgmt-port-mac-addresses "
-        "k8s.ovn.org/node-primary-ifaddr k8s.ovn.org/zone-name]")
+        "k8s.ovn.org/node-encap-ips k8s.ovn.org/node-masquerade-subnet "
+        "k8s.ovn.org/node-mgmt-port-mac-addresses k8s.ovn.org/node-primary-ifaddr "
+        "k8s.ovn.org/zone-name]")
     gateway_only = annotated(old, l3_gateway_config=GATEWAY)
     assert refusal(registry, NODES_RT, "UPDATE", gateway_only, old, ALICE, subresource) == (
         NODE_WEBHOOK + 'user "alice" is not allowed to set the following annotations on node: '
@@ -317,7 +319,7 @@ def test_ovnk_local_creates_nodes_as_admin(registry: AdmissionRegistry) -> None:
     assert refusal(registry, NODES_RT, "CREATE", created, None, ALICE) == (
         NODE_WEBHOOK + 'user "alice" is not allowed to set the following annotations on node: '
         '"ovn-worker": [k8s.ovn.org/l3-gateway-config k8s.ovn.org/node-chassis-id '
-        "k8s.ovn.org/node-primary-ifaddr]")
+        "k8s.ovn.org/node-encap-ips k8s.ovn.org/node-primary-ifaddr]")
     forged = node({NODE_SUBNETS_ANNOTATION: "{}"}, name="ovn-worker9")
     assert refusal(registry, NODES_RT, "CREATE", forged, None, WORKER) == (
         NODE_WEBHOOK + 'ovnkube-node on node: "ovn-worker" is not allowed to modify nodes '

@@ -40,6 +40,11 @@ def test_a_written_entry_reads_back() -> None:
     ({"ip_addresses": ["x"]}, "does not appear to be an IPv4 or IPv6 interface"),
     ({"mac_address": "x"}, "failed to parse pod MAC 'x'"),
     ({"mac_address": {"a": 1}}, "failed to parse pod MAC {'a': 1}"),
+    # every entry ovnk writes has a MAC (a network without IPAM gives nothing else), and
+    # upstream's reader fails without one: an admin's {"default": {}} is an error, not an
+    # entry that stops the pod IPAM from allocating and renders nothing
+    ({"mac_address": ""}, "failed to parse pod MAC ''"),
+    ({"mac_address": None}, "failed to parse pod MAC None"),
     ({"role": 367}, "role 367 is not one of primary, secondary, infrastructure-locked"),
     ({"role": "boss"}, "role 'boss' is not one of"),
     ({"gateway_ips": ["10.244.0.300"]}, "does not appear to be an IPv4 or IPv6 address"),
@@ -82,9 +87,10 @@ def test_every_field_round_trips() -> None:
     legacy = json.loads(written)["default"]
     assert legacy["ip_address"] == "10.244.0.5/24" and legacy["gateway_ip"] == "10.244.0.1"
     assert parse(json.dumps({"default": {"ip_address": "10.244.0.5/24",
+                                         "mac_address": "0a:58:0a:f4:00:05",
                                          "gateway_ip": "10.244.0.1"}}))["default"] \
-        == PodNetwork(ip_addresses=("10.244.0.5/24",), mac_address="", role="",
-                      gateway_ips=("10.244.0.1",))
+        == PodNetwork(ip_addresses=("10.244.0.5/24",), mac_address="0a:58:0a:f4:00:05",
+                      role="", gateway_ips=("10.244.0.1",))
 
 
 @pytest.mark.parametrize("raw", [None, ""])

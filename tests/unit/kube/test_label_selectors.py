@@ -28,10 +28,10 @@ def test_valid_selectors_match(selector: dict[str, Any] | None, matches: bool) -
 
 @pytest.mark.parametrize(("selector", "message"), [
     ({"matchExpressions": [{"key": "team", "operator": "In"}]},
-     "values: Invalid value: []string(nil): for 'in', 'notin' operators, values set can't be "
+     "values: Invalid value: null: for 'in', 'notin' operators, values set can't be "
      "empty"),
     ({"matchExpressions": [{"key": "team", "operator": "NotIn", "values": []}]},
-     "values: Invalid value: []string(nil): for 'in', 'notin' operators, values set can't be "
+     "values: Invalid value: null: for 'in', 'notin' operators, values set can't be "
      "empty"),
     ({"matchExpressions": [{"key": "bad key!", "operator": "Exists"}]},
      f'key: Invalid value: "bad key!": {QUALIFIED_NAME_MSG}'),
@@ -40,13 +40,13 @@ def test_valid_selectors_match(selector: dict[str, Any] | None, matches: bool) -
     ({"matchLabels": {"team": "blue!"}},
      f'values[0]: Invalid value: "blue!": {LABEL_VALUE_MSG}'),
     ({"matchExpressions": [{"key": "team", "operator": "Exists", "values": ["a"]}]},
-     'values: Invalid value: []string{"a"}: values set must be empty for exists and does not '
+     'values: Invalid value: ["a"]: values set must be empty for exists and does not '
      "exist"),
     ({"matchExpressions": [{"key": "team", "operator": "Matches", "values": ["a"]}]},
      '"Matches" is not a valid label selector operator'),
     ({"matchExpressions": [{"key": "bad key", "operator": "In"}]},
      f'[key: Invalid value: "bad key": {QUALIFIED_NAME_MSG}, values: Invalid value: '
-     "[]string(nil): for 'in', 'notin' operators, values set can't be empty]"),
+     "null: for 'in', 'notin' operators, values set can't be empty]"),
 ])
 def test_malformed_selectors_are_refused_not_matched(selector: dict[str, Any],
                                                      message: str) -> None:

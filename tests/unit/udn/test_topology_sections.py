@@ -64,7 +64,7 @@ class FlatSection(UdnSection):
     def validate(self, section: JSON, old: JSON | None, path: str) -> list[FieldError]:
         errors = check_role(section, path, (PRIMARY, SECONDARY))
         if not isinstance(section.get("vni"), int):
-            errors.append(FieldError(f"{path}.vni", "vni must be an integer", "integer"))
+            errors.append(FieldError(f"{path}.vni", "vni must be an integer", section.get("vni")))
         return errors + immutable_errors(section, old, path, "Flat is immutable")
 
     def render(self, section: JSON, role: str, config: Config) -> JSON:
@@ -115,13 +115,13 @@ def test_a_third_party_section_renders_its_keys_after_the_common_ones() -> None:
 def test_a_third_party_section_is_validated_by_its_own_rules() -> None:
     assert validate_udn(flat_udn(), sections=WITH_FLAT) == []
     assert [str(e) for e in validate_udn(flat_udn(vni="x"), sections=WITH_FLAT)] == [
-        'spec.flat.vni: Invalid value: "integer": vni must be an integer']
+        'spec.flat.vni: Invalid value: "x": vni must be an integer']
     old = flat_udn()
     assert [str(e) for e in validate_udn(flat_udn(vni=8), old, WITH_FLAT)] == [
-        'spec.flat: Invalid value: "object": Flat is immutable']
+        'spec.flat: Invalid value: Flat is immutable']
     both = flat_udn()
     both["spec"]["layer3"] = {"role": "Primary", "subnets": [{"cidr": "10.1.0.0/16"}]}
-    assert 'spec: Invalid value: "object": spec.layer3 is required when topology is Layer3 ' \
+    assert 'spec: Invalid value: spec.layer3 is required when topology is Layer3 ' \
            'and forbidden otherwise' in [str(e) for e in validate_udn(both, sections=WITH_FLAT)]
     # without the plugin, the value is unknown, and the message says why
     assert [str(e) for e in validate_udn(flat_udn())] == [
@@ -134,10 +134,10 @@ def test_the_transport_rules_read_the_sections() -> None:
     network = {"topology": "Flat", "flat": flat, "transport": EVPN,
                "evpn": {"vtep": "v", "ipVRF": {"vni": 1}}}
     assert [str(e) for e in validate_cudn(cudn(network), sections=WITH_FLAT)] == [
-        'spec.network: Invalid value: "object": spec.evpn.macVRF field is required for Flat '
+        'spec.network: Invalid value: spec.evpn.macVRF field is required for Flat '
         "topology when transport is 'EVPN'"]
     flat["role"] = "Secondary"
-    assert 'spec.network: Invalid value: "object": transport \'EVPN\' is only supported for ' \
+    assert 'spec.network: Invalid value: transport \'EVPN\' is only supported for ' \
            'Flat or Layer2 or Layer3 primary networks' in \
         [str(e) for e in validate_cudn(cudn(network), sections=WITH_FLAT)]
 

@@ -101,15 +101,15 @@ def pod_networks(client: KubeClient, ns: str, name: str) -> dict[str, Any]:
 @pytest.mark.parametrize(("spec", "message"), [
     (layer3("10.100.0.0/16") | {"layer3": {"role": "Primary", "subnets": [
         {"cidr": "10.100.0.0/16", "hostSubnet": 30}]}},
-     'spec.layer3.subnets[0]: Invalid value: "object": HostSubnet must be at most 29 for ipv4 '
+     'spec.layer3.subnets[0]: Invalid value: HostSubnet must be at most 29 for ipv4 '
      "CIDR: a /30 node subnet has no address left for pods after its network, gateway (.1), "
      "management port (.2) and broadcast addresses"),
     (layer3("10.100.0.0/16", joinSubnets=["100.70.0.0/30"]),
-     'spec.layer3.joinSubnets: Invalid value: "array": joinSubnets 100.70.0.0/30 is too small: '
+     'spec.layer3.joinSubnets: Invalid value: joinSubnets 100.70.0.0/30 is too small: '
      "it must hold the cluster router and a gateway router address for every node ID (up to "
      "65534), so a /16 or larger IPv4 CIDR"),
     (layer3("10.100.0.0/16", joinSubnets=["fd70::/64"]),
-     'spec.layer3.joinSubnets: Invalid value: "array": joinSubnets must have a CIDR of every IP '
+     'spec.layer3.joinSubnets: Invalid value: joinSubnets must have a CIDR of every IP '
      "family of the subnets: IPv4 is missing"),
 ], ids=["host-subnet-30", "join-30", "v6-join-on-v4-network"])
 def test_refused_at_apply_time(client: KubeClient, kube_apiserver: ServerHandle,
@@ -152,7 +152,7 @@ def test_no_overlay_transport_is_unsupported_not_an_overlay(
 
 @pytest.mark.parametrize(("selector", "message"), [
     ({"matchExpressions": [{"key": "tenant", "operator": "In"}]},
-     "failed to create label-selector: values: Invalid value: []string(nil): for 'in', "
+     "failed to create label-selector: values: Invalid value: null: for 'in', "
      "'notin' operators, values set can't be empty"),
     ({"matchExpressions": [{"key": "bad key", "operator": "Exists"}]},
      f'failed to create label-selector: key: Invalid value: "bad key": {QUALIFIED_NAME_MSG}'),
