@@ -21,8 +21,9 @@ from ovnk_local.cluster import (
 )
 from ovnk_local.components import COMPONENTS as STAND_INS
 from ovnk_local.components import run_component
+from ovnk_local.dataplane import EXTERNAL_HOST_IPS, UNDERLAY_NETWORKS
 from ovnk_local.physical_networks import VLANS
-from ovnk_local.settings import OWNED, ComponentSettings
+from ovnk_local.settings import IP_FAMILIES, OWNED, ComponentSettings
 from ovnk_local.supervision import BACKOFF_BASE, BACKOFF_CAP, Supervisor
 from ovnk_local.supervisor import LocalClusterError
 
@@ -49,6 +50,11 @@ def register(subparsers: Any) -> None:
                     "are the cluster's own.")
     up.add_argument("--dir", default=DEFAULT_DIR, help="state directory (default .ovnk)")
     up.add_argument("--nodes", type=int, default=2, help="number of Node objects (default 2)")
+    up.add_argument("--ip-family", choices=IP_FAMILIES, default="ipv4",
+                    help="the cluster's IP families, as kind's ipFamily: the nodes' underlay "
+                         "addresses and ovnk local's default --cluster-subnets and "
+                         "--service-cluster-ip-range (ipv6: fd00:10:244::/48/64 and "
+                         "fd00:10:96::/112; dual: IPv4 first, then those) (default ipv4)")
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for readiness")
     up.add_argument("--dataplane", action=argparse.BooleanOptionalAction, default=None,
                     help="give every node a real dataplane (namespace, OVS, ovn-controller, "
@@ -120,6 +126,8 @@ def run_up(args: argparse.Namespace) -> int:
     if state.dataplane:
         print(f"  real dataplane: network namespaces {cluster.dataplane.prefix}-* (ip netns), "
               "one OVS + ovn-controller + node agent per node")
+        print("  underlay " + ", ".join(str(UNDERLAY_NETWORKS[v]) for v in state.ip_families)
+              + ": external host " + ", ".join(EXTERNAL_HOST_IPS[v] for v in state.ip_families))
         for network in cluster.physical_networks(state):
             print(f"  physical network {network.name} (Localnet physicalNetworkName): nodes' "
                   f"{network.bridge}, host {network.host_netns} at "

@@ -30,6 +30,7 @@ traffic.  Without it the cluster runs as before and says why.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import shutil
@@ -59,7 +60,15 @@ from ovnk_local.apiserver.security import SecurityOptions, admin_kubeconfig
 from ovnk_local.cgroups import ensure_kubelet_cgroup, kubelet_cgroup_flags, remove_cluster_cgroups
 from ovnk_local.components import COMPONENTS as STAND_INS
 from ovnk_local.credentials import Credentials
-from ovnk_local.dataplane import Dataplane, DataplaneError, NodeDataplane, node_ip
+from ovnk_local.dataplane import (
+    UNDERLAY_GATEWAYS,
+    UNDERLAY_NETWORKS,
+    Dataplane,
+    DataplaneError,
+    NodeDataplane,
+    ipv6_unavailable,
+    node_cidr,
+)
 from ovnk_local.physical_networks import (
     DEFAULT_PHYSICAL_NETWORKS,
     PhysicalNetwork,
@@ -90,9 +99,7 @@ NODE_AGENT = "node-agent"
 SUPERVISOR = "supervisor"
 COMPONENTS = (*STAND_INS, *OVNK_COMPONENTS)
 SYSTEM_NAMESPACES = ("default", "kube-system", "ovn-kubernetes")
-NODE_NETWORK_GATEWAY = "172.18.0.1"
 GATEWAY_PHYSICAL_NETWORK = "physnet"  # the node agent's (--physical-network) for breth0
-NODE_NETWORK_PREFIX = 16
 
 
 def node_names(count: int) -> list[str]:
@@ -100,24 +107,32 @@ def node_names(count: int) -> list[str]:
     return ["ovn-worker" if i == 0 else f"ovn-worker{i + 1}" for i in range(count)]
 
 
-def node_gateway_annotations(name: str, ip: str, gateway: str = NODE_NETWORK_GATEWAY,
-                             prefix: int = NODE_NETWORK_PREFIX) -> dict[str, str]:
+def node_gateway_annotations(name: str, *cidrs: str) -> dict[str, str]:
     """What a node agent publishes about the node's external gateway (shared mode, breth0)
     and its tunnel endpoint.
 
     ``ovnk local`` writes these itself when it creates the Node, with the values the
-    node's namespace gets: the node IP on ``breth0``, the node network's gateway as next
-    hop, the chassis name (= node name) its ovn-controller registers, and the node IP as
-    its only geneve encap IP (``ovn-encap-ip``).
+    node's namespace gets: the node IPs on ``breth0`` (``cidrs``, one per IP family, the
+    primary first; a bare address is taken on the underlay's prefix), the underlay's
+    gateway of each family as next hops, the chassis name (= node name) its
+    ovn-controller registers, and the primary node IP as its only geneve encap IP
+    (``ovn-encap-ip``).
     """
-    cidr = f"{ip}/{prefix}"
-    config = node_gateway.GatewayConfig(mode="shared", bridge_id="breth0", mac=mac_from_ip(ip),
-                                        ips=(cidr,), next_hops=(gateway,))
+    interfaces = [ipaddress.ip_interface(cidr) if "/" in cidr else ipaddress.ip_interface(
+        f"{cidr}/{UNDERLAY_NETWORKS[ipaddress.ip_address(cidr).version].prefixlen}")
+        for cidr in cidrs]
+    config = node_gateway.GatewayConfig(
+        mode="shared", bridge_id="breth0", mac=mac_from_ip(interfaces[0].ip),
+        ips=tuple(str(interface) for interface in interfaces),
+        next_hops=tuple(UNDERLAY_GATEWAYS[interface.version] for interface in interfaces))
+    first = {version: next((str(i) for i in interfaces if i.version == version), None)
+             for version in (4, 6)}
     return {node_gateway.GATEWAY_CONFIG_ANNOTATION: node_gateway.serialize(config, name),
             node_gateway.CHASSIS_ID_ANNOTATION: name,
             node_gateway.PRIMARY_IFADDR_ANNOTATION: node_gateway.serialize_primary_ifaddr(
-                ipv4=cidr),
-            node_encap_ips.NODE_ENCAP_IPS_ANNOTATION: node_encap_ips.serialize([ip])}
+                ipv4=first[4], ipv6=first[6]),
+            node_encap_ips.NODE_ENCAP_IPS_ANNOTATION: node_encap_ips.serialize(
+                [str(interfaces[0].ip)])}
 
 
 def dataplane_unavailable() -> str | None:
@@ -133,17 +148,20 @@ def dataplane_unavailable() -> str | None:
     return None
 
 
-def build_node(name: str, index: int) -> dict[str, object]:
-    ip = node_ip(index)
+def build_node(name: str, index: int, families: tuple[int, ...] = (4,)) -> dict[str, object]:
+    """The Node ``ovnk local`` creates: an underlay address of each IP version of
+    ``families`` (the primary first, as a dual-stack kubelet lists its InternalIPs)."""
+    cidrs = [node_cidr(index, version) for version in families]
     return {
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
                                               "kubernetes.io/os": "linux"},
-                     "annotations": node_gateway_annotations(name, ip)},
+                     "annotations": node_gateway_annotations(name, *cidrs)},
         "spec": {},
         "status": {
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                             "message": "ovnk local kubelet stand-in is posting ready status"}],
-            "addresses": [{"type": "InternalIP", "address": ip},
+            "addresses": [*({"type": "InternalIP", "address": cidr.split("/")[0]}
+                            for cidr in cidrs),
                           {"type": "Hostname", "address": name}],
         },
     }
@@ -214,13 +232,16 @@ class LocalCluster:
         return self.credentials(0).path(name)
 
     # -- records ---------------------------------------------------------------------------
-    def _infra_records(self, port: int, settings: ComponentSettings) -> list[ProcessRecord]:
+    def _infra_records(self, port: int, settings: ComponentSettings,
+                       config: Config) -> list[ProcessRecord]:
         """The API server, the OVN databases and northd.
 
         The API server loads ovnk's admission hooks (``ovnk.admission``), which read the
         components' configuration as a component does (``$OVNK_CONFIG``, ``OVNK_*``): it
         gets ``DIR/ovnk.toml`` and the flags given to ``up`` as variables, so it accepts a
-        UDN/CUDN exactly when the components enable its topology (``--topologies``)."""
+        UDN/CUDN exactly when the components enable its topology (``--topologies``); it
+        allocates ClusterIPs from the components' service CIDRs (both families'
+        on a dual-stack cluster)."""
         ovn = self.ovn_dir
         records = [ProcessRecord(
             "apiserver", "infra",
@@ -230,7 +251,8 @@ class LocalCluster:
              # kubectl exec: the command runs in the pod's namespace (real dataplane)
              "--pod-netns-template",
              self.dataplane.pod_netns_prefix("{node}") + "{namespace}.{name}",
-             "--node-netns-template", self.dataplane.node_netns("{node}")],
+             "--node-netns-template", self.dataplane.node_netns("{node}"),
+             *(f"--service-cidr={cidr}" for cidr in config.service_cidrs)],
             str(self.log_dir / "apiserver.log"),
             env={CONFIG_FILE_ENV: str(self.config_file), **as_environment(settings.given)})]
         for name in ("nb", "sb"):
@@ -326,6 +348,10 @@ class LocalCluster:
             if unavailable:
                 log.warning("local cluster without a real dataplane (pods get addresses but "
                             "carry no traffic): %s", unavailable)
+        without_ipv6 = ipv6_unavailable()
+        if dataplane and 6 in config.ip_families and without_ipv6:
+            raise LocalClusterError(f"--ip-family {settings.ip_family} needs IPv6 on this "
+                                    f"machine: {without_ipv6}")
         self.dir.mkdir(parents=True, exist_ok=True)
         with self.states.update() as state:
             running = [r.name for r in state.processes.values()
@@ -339,6 +365,8 @@ class LocalCluster:
             state.api_port, state.nodes, state.dataplane = port, node_names(nodes), dataplane
             state.component_flags, state.config_source = settings.flags, settings.source
             state.physical_networks = physical if dataplane else []
+            state.ip_families = list(dict.fromkeys(
+                subnet.cidr.version for subnet in config.cluster_subnets))
             state.processes = {}
         for directory in (self.ovn_dir, self.run_dir, self.log_dir):
             directory.mkdir(parents=True, exist_ok=True)
@@ -351,7 +379,7 @@ class LocalCluster:
         try:
             # before the API server starts: its admission hooks read it (OVNK_CONFIG)
             self.write_config(settings)
-            for record in self._infra_records(port, settings):
+            for record in self._infra_records(port, settings, config):
                 self._record(spawn(record))
             state = self.state()
             self._wait_infra(state, timeout)
@@ -367,7 +395,7 @@ class LocalCluster:
                     pass
             self.credentials(port).issue_all(client, state.nodes, config)
             for index, name in enumerate(state.nodes):
-                self._register_node(client, name, index)
+                self._register_node(client, name, index, tuple(state.ip_families))
             if dataplane:
                 self._start_dataplane(state, timeout)
             # the supervisor starts them (it is their parent, and restarts them when they die)
@@ -380,11 +408,12 @@ class LocalCluster:
             raise
         return self.state()
 
-    def _register_node(self, admin: KubeClient, name: str, index: int) -> None:
+    def _register_node(self, admin: KubeClient, name: str, index: int,
+                       families: tuple[int, ...]) -> None:
         """Create the Node (as the admin), then publish what its node side knows about it
         (gateway, chassis, addresses) as that node's own agent identity, through
         ``nodes/status`` — the path and identity the annotation admission rules expect."""
-        node = build_node(name, index)
+        node = build_node(name, index, families)
         meta = node["metadata"]
         assert isinstance(meta, dict)
         annotations = meta.pop("annotations")
@@ -398,12 +427,13 @@ class LocalCluster:
 
     # -- the real dataplane ----------------------------------------------------------------
     def _nodes(self, state: ClusterState) -> list[NodeDataplane]:
-        return [self.dataplane.node(name, index) for index, name in enumerate(state.nodes)]
+        return [self.dataplane.node(name, index, tuple(state.ip_families))
+                for index, name in enumerate(state.nodes)]
 
     def _start_dataplane(self, state: ClusterState, timeout: float) -> None:
         """Underlay, then per node: namespace, OVS, its configuration, ovn-controller, agent."""
         dataplane = self.dataplane
-        dataplane.create_underlay()
+        dataplane.create_underlay(tuple(state.ip_families))
         physical = self.physical_networks(state)
         segments = [network.segment_ovs(dataplane.dir) for network in physical]
         for network, segment in zip(physical, segments, strict=True):

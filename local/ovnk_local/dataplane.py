@@ -42,6 +42,18 @@ INTEGRATION_BRIDGE = "br-int"
 UNDERLAY_NETWORK = ipaddress.ip_network("172.18.0.0/16")
 UNDERLAY_GATEWAY = "172.18.0.1"
 EXTERNAL_HOST_IP = "172.18.255.254"
+# IPv6 (ovnk local up --ip-family ipv6|dual): node IPs ::2, ::3...  Not kind's
+# fc00:f853:ccd:e793::/64: a gateway router force-SNATs load-balanced traffic to the lowest
+# address of each family on its port (OVN's order), which must be the masquerade address
+# (fd69::..., as 169.254.x sorts before 172.18.x): were it the node IP, every NodePort packet
+# would take one more conntrack pass, and one to a UDN pod on the same node would exceed the
+# userspace datapath's six recirculations and be dropped
+UNDERLAY_NETWORK_V6 = ipaddress.ip_network("fd80:172:18::/64")
+UNDERLAY_GATEWAY_V6 = "fd80:172:18::1"
+EXTERNAL_HOST_IP_V6 = "fd80:172:18::fffe"
+UNDERLAY_NETWORKS = {4: UNDERLAY_NETWORK, 6: UNDERLAY_NETWORK_V6}
+UNDERLAY_GATEWAYS = {4: UNDERLAY_GATEWAY, 6: UNDERLAY_GATEWAY_V6}
+EXTERNAL_HOST_IPS = {4: EXTERNAL_HOST_IP, 6: EXTERNAL_HOST_IP_V6}
 
 
 class DataplaneError(OvnkError):
@@ -53,8 +65,21 @@ def namespace_prefix(directory: Path) -> str:
     return "ovnk" + hashlib.sha1(str(directory.resolve()).encode()).hexdigest()[:6]
 
 
-def node_ip(index: int) -> str:
-    return str(UNDERLAY_NETWORK.network_address + index + 2)
+def ipv6_unavailable() -> str | None:
+    """Why this machine's kernel cannot carry IPv6 (booted with ``ipv6.disable=1``, or
+    built without it), or None when it can."""
+    if Path("/proc/sys/net/ipv6").exists():
+        return None
+    return "the kernel has no IPv6 (/proc/sys/net/ipv6 is missing)"
+
+
+def node_ip(index: int, version: int = 4) -> str:
+    return str(UNDERLAY_NETWORKS[version].network_address + index + 2)
+
+
+def node_cidr(index: int, version: int = 4) -> str:
+    """A node's address of one IP family on the underlay, with the underlay's prefix."""
+    return f"{node_ip(index, version)}/{UNDERLAY_NETWORKS[version].prefixlen}"
 
 
 @dataclass(frozen=True)
@@ -65,14 +90,16 @@ class NodeDataplane:
     index: int
     netns: str
     dir: Path
+    families: tuple[int, ...] = (4,)  # IP versions of its underlay addresses, primary first
 
     @property
     def ip(self) -> str:
-        return node_ip(self.index)
+        """The node's primary address (its MAC's, and geneve's)."""
+        return node_ip(self.index, self.families[0])
 
     @property
-    def cidr(self) -> str:
-        return f"{self.ip}/{UNDERLAY_NETWORK.prefixlen}"
+    def cidrs(self) -> list[str]:
+        return [node_cidr(self.index, version) for version in self.families]
 
     @property
     def ovs_db(self) -> Path:
@@ -152,8 +179,8 @@ class Dataplane:
     def external_netns(self) -> str:
         return f"{self.prefix}-external"
 
-    def node(self, name: str, index: int) -> NodeDataplane:
-        return NodeDataplane(name, index, self.node_netns(name), self.dir / name)
+    def node(self, name: str, index: int, families: tuple[int, ...] = (4,)) -> NodeDataplane:
+        return NodeDataplane(name, index, self.node_netns(name), self.dir / name, families)
 
     def node_netns(self, node: str) -> str:
         """A node's namespace (hostNetwork pods run there): ``<prefix>-<node>``."""
@@ -167,16 +194,24 @@ class Dataplane:
         return self.dir.parent / "run" / "cni" / f"{node}.sock"
 
     # -- creation ------------------------------------------------------------------------
-    def create_underlay(self) -> None:
-        """The underlay bridge (gateway address on it) and the external host behind it."""
+    def create_underlay(self, families: tuple[int, ...] = (4,)) -> None:
+        """The underlay bridge (gateway addresses on it) and the external host behind it,
+        with addresses of the IP versions ``families``."""
         ensure_netns(self.underlay_netns)
         netlink.ensure_bridge(UNDERLAY_BRIDGE, netns=self.underlay_netns)
-        netlink.ensure_address(UNDERLAY_BRIDGE, f"{UNDERLAY_GATEWAY}/16",
-                               netns=self.underlay_netns)
+        for version in families:
+            netlink.ensure_address(UNDERLAY_BRIDGE, f"{UNDERLAY_GATEWAYS[version]}/"
+                                   f"{UNDERLAY_NETWORKS[version].prefixlen}",
+                                   netns=self.underlay_netns)
         netlink.set_link(UNDERLAY_BRIDGE, netns=self.underlay_netns, up=True)
         ensure_netns(self.external_netns)
-        self._uplink(self.external_netns, "ext", f"{EXTERNAL_HOST_IP}/16")
-        netlink.ensure_route("0.0.0.0/0", gateway=UNDERLAY_GATEWAY, netns=self.external_netns)
+        self._uplink(self.external_netns, "ext", None)
+        for version in families:
+            netlink.ensure_address(NODE_UPLINK, f"{EXTERNAL_HOST_IPS[version]}/"
+                                   f"{UNDERLAY_NETWORKS[version].prefixlen}",
+                                   netns=self.external_netns)
+            netlink.ensure_route("0.0.0.0/0" if version == 4 else "::/0",
+                                 gateway=UNDERLAY_GATEWAYS[version], netns=self.external_netns)
         # its TCP reaches gateway routers (NodePorts) through OVS's userspace conntrack,
         # which marks a packet whose checksum was left to the "hardware" invalid
         disable_tx_checksum_offload(self.external_netns)
@@ -262,9 +297,12 @@ class Dataplane:
         # interface asked on, or it claims the management ports' addresses on pod veths
         # (a kernel datapath diverts port traffic before the stack ever sees it).
         run_in_netns(node.netns, lambda: _write_sysctl("net/ipv4/conf/all/arp_ignore", "1"))
-        netlink.ensure_address(EXTERNAL_BRIDGE, node.cidr, netns=node.netns)
+        for cidr in node.cidrs:
+            netlink.ensure_address(EXTERNAL_BRIDGE, cidr, netns=node.netns)
         netlink.set_link(EXTERNAL_BRIDGE, netns=node.netns, up=True)
-        netlink.ensure_route("0.0.0.0/0", gateway=UNDERLAY_GATEWAY, netns=node.netns)
+        for version in node.families:
+            netlink.ensure_route("0.0.0.0/0" if version == 4 else "::/0",
+                                 gateway=UNDERLAY_GATEWAYS[version], netns=node.netns)
         # ovn-bridge-mappings is left to the node agent: it sets it only once its flows own
         # breth0 (patched in under NORMAL switching, each gateway router, which shares the
         # node IP, would answer ARP for it on the underlay and break geneve).

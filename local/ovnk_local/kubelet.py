@@ -77,11 +77,12 @@ log = logging.getLogger(__name__)
 
 
 
-def node_address(node: JSON) -> str | None:
-    for address in (node.get("status") or {}).get("addresses") or []:
-        if address.get("type") == "InternalIP":
-            return str(address.get("address"))
-    return None
+def node_addresses(node: JSON | None) -> list[str]:
+    """The node's InternalIPs, in its order (a dual-stack node's primary family first): a
+    pod's ``hostIPs``, and a hostNetwork pod's ``podIPs``."""
+    return [str(address.get("address")) for address in
+            ((node or {}).get("status") or {}).get("addresses") or []
+            if address.get("type") == "InternalIP" and address.get("address")]
 
 
 class UnusablePodNetworks(ValueError):
@@ -113,7 +114,7 @@ def pod_ips_from_annotation(pod: JSON) -> list[str] | None:
     return [str(ipaddress.ip_interface(address).ip) for address in entry.ip_addresses]
 
 
-def build_running_status(pod: JSON, ips: list[str], host_ip: str | None, now: str) -> JSON:
+def build_running_status(pod: JSON, ips: list[str], host_ips: list[str], now: str) -> JSON:
     """The status a kubelet reports for a pod whose containers all run."""
     previous = pod.get("status") or {}
     started = previous.get("startTime") or now
@@ -130,17 +131,18 @@ def build_running_status(pod: JSON, ips: list[str], host_ip: str | None, now: st
                   for c in (pod.get("spec") or {}).get("containers") or []]
     status: dict[str, Any] = {"phase": "Running", "conditions": conditions,
                               "startTime": started, "containerStatuses": containers}
-    return with_addresses(status, ips, host_ip)
+    return with_addresses(status, ips, host_ips)
 
 
-def with_addresses(status: JSON, ips: list[str], host_ip: str | None) -> JSON:
-    """``status`` with the pod's IPs (``podIP(s)``: eth0's) and its node's (``hostIP(s)``)."""
+def with_addresses(status: JSON, ips: list[str], host_ips: list[str]) -> JSON:
+    """``status`` with the pod's IPs (``podIP(s)``: eth0's) and its node's (``hostIP(s)``),
+    each of both families on a dual-stack cluster, the primary first."""
     if ips:
         status["podIP"] = ips[0]
         status["podIPs"] = [{"ip": ip} for ip in ips]
-    if host_ip:
-        status["hostIP"] = host_ip
-        status["hostIPs"] = [{"ip": host_ip}]
+    if host_ips:
+        status["hostIP"] = host_ips[0]
+        status["hostIPs"] = [{"ip": ip} for ip in host_ips]
     return status
 
 
@@ -197,7 +199,7 @@ def pod_phase(restart_policy: str, statuses: list[JSON]) -> str:
     return "Running" if restart_policy == "OnFailure" else "Failed"
 
 
-def build_pod_status(pod: JSON, ips: list[str], host_ip: str | None, now: str,
+def build_pod_status(pod: JSON, ips: list[str], host_ips: list[str], now: str,
                      statuses: list[JSON]) -> JSON:
     """The status a kubelet reports for a pod whose containers are in ``statuses``:
     phase, conditions (``ContainersReady`` and ``Ready`` follow the containers' ``ready``),
@@ -221,7 +223,7 @@ def build_pod_status(pod: JSON, ips: list[str], host_ip: str | None, now: str,
     status: dict[str, Any] = {"phase": pod_phase(restart_policy, statuses),
                               "conditions": conditions, "startTime": started,
                               "containerStatuses": statuses}
-    return with_addresses(status, ips, host_ip)
+    return with_addresses(status, ips, host_ips)
 
 
 def should_restart(restart_policy: str, exit_code: int) -> bool:
@@ -335,20 +337,20 @@ class Kubelet:
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             return
         node = self.nodes.peek(str(node_name))
-        host_ip = node_address(node) if node else None
-        ips = self._ips(pod, host_ip)
+        host_ips = node_addresses(node)
+        ips = self._ips(pod, host_ips)
         if ips is None:
             return  # not wired yet; the annotation update wakes us
-        status = build_running_status(pod, ips, host_ip, now_rfc3339())
+        status = build_running_status(pod, ips, host_ips, now_rfc3339())
         if _same_status(pod.get("status") or {}, status):
             return
         if not (pod.get("spec") or {}).get("hostNetwork"):
             self._cni(str(node_name), "add", pod)
         self._patch_status(pod, status, ips)
 
-    def _ips(self, pod: JSON, host_ip: str | None) -> list[str] | None:
+    def _ips(self, pod: JSON, host_ips: list[str]) -> list[str] | None:
         if (pod.get("spec") or {}).get("hostNetwork"):
-            return [host_ip] if host_ip else []
+            return host_ips
         return self._pod_ips(pod)
 
     def _delete(self, pod: JSON) -> None:
@@ -405,8 +407,8 @@ class Kubelet:
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             return
         node = self.nodes.peek(node_name)
-        host_ip = node_address(node) if node else None
-        ips = self._ips(pod, host_ip)
+        host_ips = node_addresses(node)
+        ips = self._ips(pod, host_ips)
         if ips is None:
             return  # not wired yet; the annotation update wakes us
         state = self._pod_state(pod, node_name)
@@ -421,9 +423,9 @@ class Kubelet:
                     log.warning("kubelet: pod %s: cannot turn TX checksum offload off (TCP "
                                 "and UDP between pods may fail): %s", key, exc)
             state.wired = True
-        statuses = [self._sync_container(pod, state, cs, ips or [host_ip or ""])
+        statuses = [self._sync_container(pod, state, cs, ips or host_ips or [""])
                     for cs in state.containers.values()]
-        status = build_pod_status(pod, ips, host_ip, now_rfc3339(), statuses)
+        status = build_pod_status(pod, ips, host_ips, now_rfc3339(), statuses)
         if not _same_status(pod.get("status") or {}, status):
             self._patch_status(pod, status, ips)
 

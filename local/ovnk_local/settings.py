@@ -49,6 +49,22 @@ LOCAL_SETTINGS: dict[str, Any] = {
 }
 """What a local cluster's components run with unless the user's file or flags say otherwise."""
 
+IP_FAMILIES = ("ipv4", "ipv6", "dual")
+"""``ovnk local up --ip-family``: kind's ``networking.ipFamily`` values."""
+
+FAMILY_SETTINGS: dict[str, dict[str, Any]] = {
+    "ipv4": {},
+    # kind's and upstream's kind.sh IPv6 defaults; UDNs need a large masquerade subnet
+    "ipv6": {"cluster_subnets": "fd00:10:244::/48/64", "service_cidrs": "fd00:10:96::/112",
+             "v6_masquerade_subnet": "fd69::/112"},
+    "dual": {"cluster_subnets": "10.244.0.0/16/24,fd00:10:244::/48/64",
+             "service_cidrs": "10.96.0.0/16,fd00:10:96::/112",
+             "v6_masquerade_subnet": "fd69::/112"},
+}
+"""ovnk local's settings per IP family of the cluster, over ``LOCAL_SETTINGS``."""
+
+FAMILY_VERSIONS = {"ipv4": frozenset({4}), "ipv6": frozenset({6}), "dual": frozenset({4, 6})}
+
 OWNED = ("nb_address", "sb_address", "kubeconfig", "node_name", "metrics_bind_address")
 """Options ``ovnk local`` sets itself, per cluster or per process (its own OVN databases,
 each process's kubeconfig and node, no shared metrics port): ``up`` has no flags for them and
@@ -70,12 +86,13 @@ class ComponentSettings:
     given: Mapping[str, Any] = field(default_factory=dict)  # flags, raw, by Config field
     file_values: Mapping[str, Any] = field(default_factory=dict)  # the user's file, raw
     source: str = ""  # the user's file (absolute), "" without one
+    ip_family: str = "ipv4"  # IP_FAMILIES: the cluster's, and ovnk local's settings for it
 
     @classmethod
     def from_args(cls, args: argparse.Namespace,
                   env: Mapping[str, str] | None = None) -> ComponentSettings:
         """The component options of ``ovnk local up``'s arguments (``--config`` FILE, else
-        ``$OVNK_CONFIG``).
+        ``$OVNK_CONFIG``; ``--ip-family``).
 
         :raises ConfigError: the file cannot be read, or sets what ovnk local owns.
         """
@@ -88,7 +105,14 @@ class ComponentSettings:
                 f"config file {path}: {', '.join(owned)} cannot be set for a local cluster: "
                 "ovnk local sets them itself (its own OVN databases, each process's "
                 "kubeconfig and node)")
-        return cls(given_options(args), file_values, str(Path(path).resolve()) if path else "")
+        return cls(given_options(args), file_values, str(Path(path).resolve()) if path else "",
+                   getattr(args, "ip_family", None) or "ipv4")
+
+    @property
+    def local_settings(self) -> dict[str, Any]:
+        """ovnk local's settings for this cluster's IP family (``LOCAL_SETTINGS`` and
+        ``FAMILY_SETTINGS``)."""
+        return {**LOCAL_SETTINGS, **FAMILY_SETTINGS[self.ip_family]}
 
     @property
     def flags(self) -> list[str]:
@@ -103,18 +127,29 @@ class ComponentSettings:
                   + (f", then {self.source}" if self.source else "")
                   + "; flags given to 'ovnk local up' are on their command lines: "
                     "'ovnk local status')")
-        return config_file_text({**LOCAL_SETTINGS, **self.file_values, **owned}, header)
+        return config_file_text({**self.local_settings, **self.file_values, **owned}, header)
 
     def check(self, owned: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Config:
         """The configuration the components will load (flags > ``OVNK_*`` environment > the
         user's file > ovnk local's settings).
 
-        :raises ConfigError: naming every invalid or inconsistent value and its source.
+        :raises ConfigError: naming every invalid or inconsistent value and its source, or
+            cluster subnets whose IP families are not ``ip_family``'s.
         """
         environ = {key: value for key, value in (os.environ if env is None else env).items()
                    if key != CONFIG_FILE_ENV}  # the components get --config DIR/ovnk.toml
-        return load_config(dict(self.given), environ, self.source or None,
-                           defaults={**LOCAL_SETTINGS, **owned}, defaults_source=SOURCE)
+        config = load_config(dict(self.given), environ, self.source or None,
+                             defaults={**self.local_settings, **owned}, defaults_source=SOURCE)
+        if config.ip_families != FAMILY_VERSIONS[self.ip_family]:
+            subnets = ",".join(str(subnet) for subnet in config.cluster_subnets)
+            raise ConfigError(
+                f"--ip-family {self.ip_family} needs cluster subnets of "
+                + {"ipv4": "IPv4 only", "ipv6": "IPv6 only", "dual": "both IP families"}[
+                    self.ip_family]
+                + f", and --cluster-subnets is {subnets}; leave it to ovnk local or give "
+                "subnets (and --service-cluster-ip-range) of those families")
+        return config
 
 
-__all__ = ["LOCAL_SETTINGS", "OWNED", "SOURCE", "ComponentSettings"]
+__all__ = ["FAMILY_SETTINGS", "IP_FAMILIES", "LOCAL_SETTINGS", "OWNED", "SOURCE",
+           "ComponentSettings"]

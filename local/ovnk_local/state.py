@@ -69,6 +69,9 @@ class ClusterState:
     config_source: str = ""
     # physical networks for Localnet (ovnk_local.physical_networks), with a real dataplane
     physical_networks: list[str] = field(default_factory=list)
+    # IP versions of the cluster (its cluster subnets'), the primary first: the nodes'
+    # underlay addresses (ovnk local up --ip-family)
+    ip_families: list[int] = field(default_factory=lambda: [4])
 
     @classmethod
     def load(cls, path: Path) -> ClusterState:
@@ -82,7 +85,8 @@ class ClusterState:
                                   for name, record in raw.get("processes", {}).items()},
                        component_flags=[str(flag) for flag in raw.get("component_flags", [])],
                        config_source=str(raw.get("config_source", "")),
-                       physical_networks=[str(n) for n in raw.get("physical_networks", [])])
+                       physical_networks=[str(n) for n in raw.get("physical_networks", [])],
+                       ip_families=[int(v) for v in raw.get("ip_families", [4])])
         except (ValueError, TypeError, AttributeError) as exc:
             raise StateFileError(f"{path} is not a local cluster's state ({exc}); stop what "
                                  "it started by hand and remove it") from None
@@ -90,7 +94,7 @@ class ClusterState:
     def to_json(self) -> dict[str, Any]:
         return {"api_port": self.api_port, "nodes": self.nodes, "dataplane": self.dataplane,
                 "component_flags": self.component_flags, "config_source": self.config_source,
-                "physical_networks": self.physical_networks,
+                "physical_networks": self.physical_networks, "ip_families": self.ip_families,
                 "processes": {name: asdict(record) for name, record in self.processes.items()}}
 
 

@@ -91,13 +91,14 @@ def run(args: argparse.Namespace) -> int:
     if args.gateway:
         rundir = args.ovs_rundir or Path(args.ovs_db.removeprefix("unix:")).parent
         gateway = NodeGateway(informers, node, vsctl, rundir, args.node_netns,
-                              str(config.v4_masquerade_subnet), args.physical_network,
+                              [str(config.v4_masquerade_subnet),
+                               str(config.v6_masquerade_subnet)], args.physical_network,
                               uplink=args.uplink, topologies=topologies,
                               service_cidrs=[str(c) for c in config.service_cidrs],
                               allowed_default_services=(
                                   config.udn_allowed_default_services
                                   if config.enable_network_segmentation else ()),
-                              mtu=config.mtu)
+                              mtu=config.mtu, recorder=recorder)
     ports = ManagementPorts(informers, node, vsctl, args.node_netns,
                             [str(s.cidr) for s in config.cluster_subnets],
                             recorder, topologies)

@@ -34,6 +34,13 @@ the node agent owns the bridge's flows, as upstream's gateway code does:
   packets to it leave the router (the bridge MAC is the routers' own).
 
 The pod's address never leaves the node: the external host sees the node IP.
+
+Dual stack: each IP family of the node's addresses gets the same flows with its own
+addresses (the node IP, its masquerade subnet, service CIDRs and ClusterIPs, NodePorts on
+``tcp6``/``udp6``), IPv6 neighbour discovery (solicitations and advertisements) standing for
+ARP wherever ARP is steered, and an advertisement answering the routers' solicitation of the
+masquerade next hop ``fd69::4``; the bridge's table is both families' (``merge_flows``).
+
 ``build_gateway_flows`` is pure; ``ensure_*`` apply, idempotently.  The host's side (routes,
 nftables) is ``gateway_host``.
 """
@@ -50,9 +57,11 @@ from pathlib import Path
 
 from ovnk_core.annotations.node_gateway import GATEWAY_CONFIG_ANNOTATION, GatewayConfigError
 from ovnk_core.annotations.node_gateway import parse as parse_gateway_config
-from ovnk_core.errors import NotReady, OvnkError, PermanentError
+from ovnk_core.config.values import IPNetwork
+from ovnk_core.errors import CapabilityError, NotReady, OvnkError, PermanentError
 from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
+from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import SERVICES
 from ovnk_core.networks.addressing import mac_from_ip, masquerade_ips
@@ -64,6 +73,8 @@ from ovnk_core.node.bridge_mappings import (
     write_bridge_mappings,
 )
 from ovnk_core.node.gateway_host import (
+    GATEWAY_TABLE,
+    LEGACY_TABLE_FAMILY,
     build_host_table,
     ensure_host_gateway,
     host_masquerade_ip,
@@ -86,6 +97,7 @@ CT_ZONE = 64000  # upstream's conntrack zone for the shared gateway bridge
 CT_MARK_OVN = 1  # connections of the default network's gateway router
 OVN_MASQ_CT_ZONE = 64002  # upstream's: service traffic of a router to an endpoint on the host
 GATEWAY_KEY = "gateway"
+FAMILY_UNSUPPORTED_REASON = "IPFamilyUnsupported"
 Vsctl = Callable[..., str]
 
 
@@ -118,9 +130,9 @@ ExternalTarget = tuple[str, str, int]  # (tcp|udp|sctp, externalIP or LoadBalanc
 class DefaultServiceSteering:
     """What the bridge needs to carry allowed default services for UDN pods.
 
-    :param service_cidrs: the cluster's IPv4 service CIDRs (everything else in them,
-        from the host, is dropped).
-    :param cluster_ips: IPv4 ClusterIPs of the default-network services named in
+    :param service_cidrs: the cluster's service CIDRs (everything else in them, from the
+        host, is dropped).
+    :param cluster_ips: ClusterIPs of the default-network services named in
         ``--udn-allowed-default-services`` that exist.
     """
 
@@ -128,13 +140,60 @@ class DefaultServiceSteering:
     cluster_ips: tuple[str, ...]
 
 
-def _arp_responder(port: int, ip: str, mac: str) -> str:
-    """Answer an ARP request for ``ip`` from ``port`` with ``mac``, back out ``port``."""
-    return (f"table=0,priority=110,in_port={port},arp,arp_op=1,arp_tpa={ip} actions="
-            f"move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],mod_dl_src:{mac},"
-            "load:0x2->NXM_OF_ARP_OP[],move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],"
-            f"set_field:{mac}->arp_sha,move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],"
-            f"set_field:{ip}->arp_spa,IN_PORT")
+@dataclass(frozen=True)
+class _Family:
+    """How the flows of one IP version spell their matches and rewrites (IPv4: ``ip``,
+    ``nw_dst``, ARP; IPv6: ``ipv6``, ``ipv6_dst``, neighbour solicitations and
+    advertisements), so that both families' flows have one structure."""
+
+    version: int
+    ip: str
+    src: str
+    dst: str
+    resolution: tuple[str, ...]  # the address-resolution packets
+    sender: str  # their sender's address
+    target: str  # the address they ask about
+
+    def l4(self, protocol: str) -> str:
+        return protocol if self.version == 4 else f"{protocol}6"
+
+    def set_src(self, ip: str) -> str:
+        return f"mod_nw_src:{ip}" if self.version == 4 else f"set_field:{ip}->ipv6_src"
+
+    def set_dst(self, ip: str) -> str:
+        return f"mod_nw_dst:{ip}" if self.version == 4 else f"set_field:{ip}->ipv6_dst"
+
+    def responder(self, port: int, ip: str, mac: str) -> list[str]:
+        """Answer the address resolution of ``ip`` from ``port`` with ``mac``, back out
+        ``port``."""
+        if self.version == 4:
+            return [f"table=0,priority=110,in_port={port},arp,arp_op=1,arp_tpa={ip} actions="
+                    f"move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],mod_dl_src:{mac},"
+                    "load:0x2->NXM_OF_ARP_OP[],move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],"
+                    f"set_field:{mac}->arp_sha,move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],"
+                    f"set_field:{ip}->arp_spa,IN_PORT"]
+        # the solicitation becomes the advertisement (router, solicited, override), its
+        # source link-layer option a target one; OVS lets the target address be set only
+        # on a flow that matches an advertisement, hence the second table
+        return [f"table=0,priority=110,in_port={port},icmp6,icmp_type=135,nd_target={ip} "
+                f"actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],mod_dl_src:{mac},"
+                f"move:NXM_NX_IPV6_SRC[]->NXM_NX_IPV6_DST[],set_field:{ip}->ipv6_src,"
+                "set_field:2->nd_options_type,set_field:136->icmpv6_type,"
+                f"set_field:{ND_ROUTER_SOLICITED_OVERRIDE:#x}->nd_reserved,"
+                f"resubmit(,{ND_ANSWER_TABLE})",
+                f"table={ND_ANSWER_TABLE},priority=100,icmp6,icmp_type=136,nd_target={ip} "
+                f"actions=set_field:{mac}->nd_tll,IN_PORT"]
+
+
+_V4 = _Family(4, "ip", "nw_src", "nw_dst", ("arp",), "arp_spa", "arp_tpa")
+_V6 = _Family(6, "ipv6", "ipv6_src", "ipv6_dst",
+              ("icmp6,icmp_type=135", "icmp6,icmp_type=136"), "ipv6_src", "nd_target")
+ND_ANSWER_TABLE = 6
+ND_ROUTER_SOLICITED_OVERRIDE = 0xE0000000  # the R, S and O flags of an advertisement
+
+
+def _family(ip: str) -> _Family:
+    return _V4 if ipaddress.ip_network(ip, strict=False).version == 4 else _V6
 
 
 def patch_port_name(bridge: str, network: str, node: str) -> str:
@@ -151,21 +210,22 @@ def _host_endpoint_hairpin(node_ip: str, bridge_mac: str, patch: int, masq: str)
     node IP to node IP's port, from OVN's masquerade IP (``.1``, conntrack zone 64002), and
     undoes both on the host's replies before they go back to the router.  Upstream undoes
     the destination in a second zone; the userspace datapath loses a packet recirculated
-    from a second ``ct`` here, and every such connection was addressed to ``.2``, so the
+    from a second ``ct``, and every such connection was addressed to ``.2``, so the
     destination is rewritten without conntrack.
     """
     host_ip, ovn_ip = host_masquerade_ip(masq), ovn_masquerade_ip(masq)
-    back = f"mod_nw_src:{host_ip},mod_dl_dst:{bridge_mac},output:{patch}"
+    f = _family(masq)
+    back = f"{f.set_src(host_ip)},mod_dl_dst:{bridge_mac},output:{patch}"
     return [
-        f"table=0,priority=115,in_port={patch},ip,nw_src={node_ip},nw_dst={host_ip} "
-        f"actions=mod_nw_dst:{node_ip},ct(commit,zone={OVN_MASQ_CT_ZONE},"
+        f"table=0,priority=115,in_port={patch},{f.ip},{f.src}={node_ip},{f.dst}={host_ip} "
+        f"actions={f.set_dst(node_ip)},ct(commit,zone={OVN_MASQ_CT_ZONE},"
         f"nat(src={ovn_ip}),table=3)",
         f"table=3,priority=100 actions=move:NXM_OF_ETH_DST[]->NXM_OF_ETH_SRC[],"
         f"mod_dl_dst:{bridge_mac},LOCAL",
-        f"table=0,priority=115,in_port=LOCAL,ip,nw_dst={ovn_ip} "
+        f"table=0,priority=115,in_port=LOCAL,{f.ip},{f.dst}={ovn_ip} "
         f"actions=ct(zone={OVN_MASQ_CT_ZONE},nat,table=5)",
-        f"table=5,priority=100,ip,ct_state=+trk+est actions={back}",
-        f"table=5,priority=100,ip,ct_state=+trk+rel actions={back}",
+        f"table=5,priority=100,{f.ip},ct_state=+trk+est actions={back}",
+        f"table=5,priority=100,{f.ip},ct_state=+trk+rel actions={back}",
     ]
 
 
@@ -176,12 +236,15 @@ def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
                         default_services: DefaultServiceSteering | None = None,
                         external_ips: Mapping[str, Iterable[ExternalTarget]] | None = None
                         ) -> list[str]:
-    """The bridge's whole flow table (``ovs-ofctl`` syntax), from its ports and networks.
+    """The bridge's whole flow table for the IP family of ``node_ip`` (``ovs-ofctl``
+    syntax), from its ports and networks; a dual-stack node's table is both families'
+    (``merge_flows``).  ``networks`` carry the masquerade IPs of that family; service CIDRs,
+    ClusterIPs and external IPs of the other family are left out.
 
     Masquerade addresses are node-local (every node's gateway router of a network has
-    the same one): ARP about them never crosses the uplink, in either direction, or one
-    node's router (its gratuitous ARPs for its SNAT address) would poison another
-    node's host.
+    the same one): address resolution about them (ARP, IPv6 neighbour discovery) never
+    crosses the uplink, in either direction, or one node's router (its gratuitous ARPs for
+    its SNAT address) would poison another node's host.
 
     A NodePort belongs to one network (its service's) and is unique in the cluster:
     traffic from the uplink to the node IP and that port goes to that network's gateway
@@ -197,43 +260,53 @@ def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
         the node is the network administrator's, or a LoadBalancer provider's, business).
     """
     masq = masquerade_subnet
-    flows = [
-        f"table=0,priority=95,in_port={uplink},arp,arp_spa={masq} actions=drop",
-        f"table=0,priority=95,in_port={uplink},arp,arp_tpa={masq} actions=drop",
-        f"table=0,priority=95,in_port=LOCAL,arp,arp_tpa={masq} actions=drop",
-        f"table=0,priority=100,in_port={uplink},udp,nw_dst={node_ip},tp_dst=6081 "
-        "actions=LOCAL",
-        f"table=0,priority=90,in_port={uplink},arp actions="
-        + ",".join(["LOCAL", *(str(p) for p in sorted(patches.values()))]),
+    f = _family(node_ip)
+
+    def same_family(ips: Iterable[str]) -> list[str]:
+        return [ip for ip in ips if _family(ip) is f]
+
+    flows = [flow for kind in f.resolution for flow in (
+        f"table=0,priority=95,in_port={uplink},{kind},{f.sender}={masq} actions=drop",
+        f"table=0,priority=95,in_port={uplink},{kind},{f.target}={masq} actions=drop",
+        f"table=0,priority=95,in_port=LOCAL,{kind},{f.target}={masq} actions=drop")]
+    flows.append(f"table=0,priority=100,in_port={uplink},{f.l4('udp')},{f.dst}={node_ip},"
+                 "tp_dst=6081 actions=LOCAL")
+    flows += [f"table=0,priority=90,in_port={uplink},{kind} actions="
+              + ",".join(["LOCAL", *(str(p) for p in sorted(patches.values()))])
+              for kind in f.resolution]
+    flows += [
         f"table=0,priority=80,in_port={uplink} actions=LOCAL",
         "table=0,priority=50,in_port=LOCAL actions=" + str(uplink),
         "table=0,priority=0 actions=drop",
     ]
     next_hop = masquerade_next_hop(masq)
     for port in sorted(patches.values()):
-        flows += [f"table=0,priority=95,in_port={port},arp,arp_spa={masq} actions=LOCAL",
-                  f"table=0,priority=90,in_port={port},arp actions={uplink},LOCAL",
-                  _arp_responder(port, next_hop, mac_from_ip(next_hop))]
+        flows += [flow for kind in f.resolution for flow in (
+            f"table=0,priority=95,in_port={port},{kind},{f.sender}={masq} actions=LOCAL",
+            f"table=0,priority=90,in_port={port},{kind} actions={uplink},LOCAL")]
+        flows += f.responder(port, next_hop, mac_from_ip(next_hop))
     default_patch = patches.get(patch_port_name(bridge, DEFAULT_NETWORK_NAME, node))
+    service_cidrs = same_family(default_services.service_cidrs) if default_services else []
     if default_services is not None:
         host_ip = host_masquerade_ip(masq)
-        for cidr in default_services.service_cidrs:
+        for cidr in service_cidrs:
             # what the host forwards (UDN pods' traffic) never goes onto the uplink: not to
             # the default network's other services, not to another UDN's
-            flows.append(f"table=0,priority=105,in_port=LOCAL,ip,nw_dst={cidr} actions=drop")
+            flows.append(f"table=0,priority=105,in_port=LOCAL,{f.ip},{f.dst}={cidr} "
+                         "actions=drop")
         if default_patch is not None:
-            for cidr in default_services.service_cidrs:
+            for cidr in service_cidrs:
                 # the host's own: every default-network ClusterIP (a UDN's finds no load
                 # balancer there, and the router's attempt to route it on is dropped)
-                flows += [f"table=0,priority=112,in_port=LOCAL,ip,nw_src={host_ip},"
-                          f"nw_dst={cidr} actions=output:{default_patch}",
-                          f"table=0,priority=105,in_port={default_patch},ip,nw_dst={cidr} "
+                flows += [f"table=0,priority=112,in_port=LOCAL,{f.ip},{f.src}={host_ip},"
+                          f"{f.dst}={cidr} actions=output:{default_patch}",
+                          f"table=0,priority=105,in_port={default_patch},{f.ip},{f.dst}={cidr} "
                           "actions=drop"]
-            for ip in sorted(set(default_services.cluster_ips)):
-                flows.append(f"table=0,priority=110,in_port=LOCAL,ip,nw_src={masq},"
-                             f"nw_dst={ip} actions=output:{default_patch}")
+            for ip in sorted(set(same_family(default_services.cluster_ips))):
+                flows.append(f"table=0,priority=110,in_port=LOCAL,{f.ip},{f.src}={masq},"
+                             f"{f.dst}={ip} actions=output:{default_patch}")
             # the default router's replies to the host and to the UDNs' masquerade IPs
-            flows.append(f"table=0,priority=110,in_port={default_patch},ip,nw_dst={masq} "
+            flows.append(f"table=0,priority=110,in_port={default_patch},{f.ip},{f.dst}={masq} "
                          f"actions=mod_dl_dst:{bridge_mac},LOCAL")
             flows += _host_endpoint_hairpin(node_ip, bridge_mac, default_patch, masq)
     if default_patch is not None:
@@ -241,10 +314,10 @@ def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
         # connections are committed to conntrack (marked) on the way out, and their
         # replies, which arrive for the node IP like the host's own, go back to it.
         flows += [
-            f"table=0,priority=100,in_port={default_patch},ip,nw_src={node_ip} "
+            f"table=0,priority=100,in_port={default_patch},{f.ip},{f.src}={node_ip} "
             f"actions=ct(commit,zone={CT_ZONE},exec(set_field:{CT_MARK_OVN}->ct_mark)),"
             f"output:{uplink}",
-            f"table=0,priority=85,in_port={uplink},ip,nw_dst={node_ip} "
+            f"table=0,priority=85,in_port={uplink},{f.ip},{f.dst}={node_ip} "
             f"actions=ct(zone={CT_ZONE},table=1)",
             f"table=1,priority=100,ct_state=+trk+est,ct_mark={CT_MARK_OVN} "
             f"actions=output:{default_patch}",
@@ -258,21 +331,22 @@ def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
             continue  # ovn-controller has not patched this network in yet
         ip = network.masquerade_ip
         flows += [
-            f"table=0,priority=100,in_port={patch},ip,nw_src={ip} "
+            f"table=0,priority=100,in_port={patch},{f.ip},{f.src}={ip} "
             f"actions=mod_dl_dst:{bridge_mac},LOCAL",
-            f"table=0,priority=100,in_port=LOCAL,ip,nw_dst={ip} actions={patch}",
-            f"table=0,priority=100,in_port=LOCAL,arp,arp_tpa={ip} actions={patch}",
+            f"table=0,priority=100,in_port=LOCAL,{f.ip},{f.dst}={ip} actions={patch}",
+            *(f"table=0,priority=100,in_port=LOCAL,{kind},{f.target}={ip} actions={patch}"
+              for kind in f.resolution),
         ]
         if default_services is not None and network.service_ip:
             # the host's connections to its NodePorts (redirected to its ClusterIPs)
-            flows += [f"table=0,priority=112,in_port=LOCAL,ip,nw_src={network.service_ip},"
-                      f"nw_dst={cidr} actions=output:{patch}"
-                      for cidr in default_services.service_cidrs]
-            flows.append(f"table=0,priority=110,in_port={patch},ip,"
-                         f"nw_dst={network.service_ip} actions=mod_dl_dst:{bridge_mac},LOCAL")
+            flows += [f"table=0,priority=112,in_port=LOCAL,{f.ip},{f.src}={network.service_ip},"
+                      f"{f.dst}={cidr} actions=output:{patch}"
+                      for cidr in service_cidrs]
+            flows.append(f"table=0,priority=110,in_port={patch},{f.ip},"
+                         f"{f.dst}={network.service_ip} actions=mod_dl_dst:{bridge_mac},LOCAL")
         if (node_ports or {}).get(network.name):
             # its NodePorts' replies, from the node IP
-            flows.append(f"table=0,priority=100,in_port={patch},ip,nw_src={node_ip} "
+            flows.append(f"table=0,priority=100,in_port={patch},{f.ip},{f.src}={node_ip} "
                          f"actions=output:{uplink}")
     served = {DEFAULT_NETWORK_NAME, *(network.name for network in networks)}
     for network_name, ports in sorted((node_ports or {}).items()):
@@ -280,20 +354,26 @@ def build_gateway_flows(node_ip: str, bridge_mac: str, uplink: int,
         if patch is None or network_name not in served:
             continue
         for protocol, port in sorted(set(ports)):
-            flows.append(f"table=0,priority=105,in_port={uplink},{protocol},nw_dst={node_ip},"
-                         f"tp_dst={port} actions=output:{patch}")
+            flows.append(f"table=0,priority=105,in_port={uplink},{f.l4(protocol)},"
+                         f"{f.dst}={node_ip},tp_dst={port} actions=output:{patch}")
     for network_name, targets in sorted((external_ips or {}).items()):
         patch = patches.get(patch_port_name(bridge, network_name, node))
         if patch is None or network_name not in served:
             continue
-        wanted = sorted(set(targets))
+        wanted = sorted({target for target in targets if _family(target[1]) is f})
         for protocol, ip, port in wanted:
-            flows.append(f"table=0,priority=105,in_port={uplink},{protocol},nw_dst={ip},"
-                         f"tp_dst={port} actions=output:{patch}")
+            flows.append(f"table=0,priority=105,in_port={uplink},{f.l4(protocol)},"
+                         f"{f.dst}={ip},tp_dst={port} actions=output:{patch}")
         for ip in sorted({ip for _protocol, ip, _port in wanted}):
-            flows.append(f"table=0,priority=100,in_port={patch},ip,nw_src={ip} "
+            flows.append(f"table=0,priority=100,in_port={patch},{f.ip},{f.src}={ip} "
                          f"actions=output:{uplink}")
-    return flows
+    return merge_flows(flows)  # (the advertisement's second step is every router's)
+
+
+def merge_flows(*tables: list[str]) -> list[str]:
+    """One bridge table of several families' (``build_gateway_flows``): their flows in
+    order, each once (the flows that name no family are in every one)."""
+    return list(dict.fromkeys(flow for table in tables for flow in table))
 
 
 def parsed_services(services: Iterable[JSON]) -> list[ServiceSpec]:
@@ -316,8 +396,8 @@ def service_node_ports(services: Iterable[ServiceSpec],
 def service_external_ips(services: Iterable[ServiceSpec],
                          network_of_namespace: Mapping[str, str]
                          ) -> dict[str, list[ExternalTarget]]:
-    """network → the IPv4 externalIPs and LoadBalancer IPs of its services, with each of
-    the service's ports."""
+    """network → the externalIPs and LoadBalancer IPs of its services, with each of the
+    service's ports."""
     found: dict[str, list[ExternalTarget]] = {}
     for spec in services:
         if not spec.external_ips:
@@ -325,7 +405,7 @@ def service_external_ips(services: Iterable[ServiceSpec],
         network = network_of_namespace.get(spec.namespace, DEFAULT_NETWORK_NAME)
         found.setdefault(network, []).extend(
             (port.protocol.lower(), ip, port.port) for port in spec.ports
-            for ip in spec.external_ips if ipaddress.ip_address(ip).version == 4)
+            for ip in spec.external_ips)
     return found
 
 
@@ -351,15 +431,15 @@ def ensure_gateway_flows(ofctl_target: str, flows: list[str]) -> None:
 def allowed_default_cluster_ips(services: Callable[[str], JSON | None],
                                 allowed: Iterable[str], network_of_namespace: Mapping[str, str]
                                 ) -> tuple[str, ...]:
-    """IPv4 ClusterIPs of the ``allowed`` (``<ns>/<name>``) services that exist on the
-    default network (a namespace of a primary UDN has no default services)."""
+    """ClusterIPs of the ``allowed`` (``<ns>/<name>``) services that exist on the default
+    network (a namespace of a primary UDN has no default services)."""
     found: list[str] = []
     for key in allowed:
         service = services(key)
         spec = parse_service(service) if service is not None else None
         if spec is None or spec.namespace in network_of_namespace:
             continue
-        found += [ip for ip in spec.cluster_ips if ipaddress.ip_address(ip).version == 4]
+        found += spec.cluster_ips
     return tuple(sorted(set(found)))
 
 
@@ -373,31 +453,36 @@ class NodeGateway:
     """
 
     def __init__(self, informers: InformerFactory, node: str, vsctl: Vsctl, ovs_rundir: Path,
-                 node_netns: str | None, masquerade_subnet: str, physical_network: str,
-                 uplink: str = "eth0", resync: float = 2.0,
+                 node_netns: str | None, masquerade_subnets: Iterable[str],
+                 physical_network: str, uplink: str = "eth0", resync: float = 2.0,
                  topologies: Mapping[str, Topology] | None = None,
                  service_cidrs: Iterable[str] = (), allowed_default_services: Iterable[str] = (),
-                 mtu: int | None = None) -> None:
-        """:param topologies: the enabled topology plugins (they say which networks need a
+                 mtu: int | None = None, recorder: EventRecorder | None = None) -> None:
+        """:param masquerade_subnets: the masquerade subnet of each IP family (the node's
+            gateway serves the families of its addresses that the kernel has).
+        :param topologies: the enabled topology plugins (they say which networks need a
             gateway); none: only the default network is served.
-        :param service_cidrs: the cluster's service CIDRs (IPv4 ones are routed from the
-            host through the bridge); none: the host's service traffic is left alone.
+        :param service_cidrs: the cluster's service CIDRs (routed from the host through the
+            bridge); none: the host's service traffic is left alone.
         :param allowed_default_services: ``<ns>/<name>`` of the default services UDN pods
             may reach (``--udn-allowed-default-services``).
-        :param mtu: MTU of the host's service route (the default network's)."""
+        :param mtu: MTU of the host's service route (the default network's).
+        :param recorder: says on the Node that a family of its addresses cannot be served
+            (the kernel lacks it: Warning ``FAMILY_UNSUPPORTED_REASON``)."""
         self.topologies: Mapping[str, Topology] = topologies or {}
         self.node = node
         self.vsctl = vsctl
         self.ovs_rundir = ovs_rundir
         self.node_netns = node_netns
-        self.masquerade_subnet = ipaddress.ip_network(masquerade_subnet)
+        self.masquerade_subnets: dict[int, IPNetwork] = {
+            subnet.version: subnet for subnet in map(ipaddress.ip_network, masquerade_subnets)}
         self.physical_network = physical_network
         self.uplink = uplink
         self.resync = resync
-        self.service_cidrs = tuple(str(c) for c in service_cidrs
-                                   if ipaddress.ip_network(str(c)).version == 4)
+        self.service_cidrs = tuple(str(c) for c in service_cidrs)
         self.allowed_default_services = tuple(allowed_default_services)
         self.mtu = mtu
+        self.recorder = recorder
         self.controller = Controller(f"node-gateway-{node}", self.reconcile)
         self.nodes, self.nads = watch_node_and_networks(informers, node, self.controller,
                                                         GATEWAY_KEY)
@@ -407,18 +492,19 @@ class NodeGateway:
         self.controller.watch(self.services, key_func=lambda _obj: [GATEWAY_KEY])
         self._applied: list[str] | None = None
         self._applied_table: nft.NftTable | None = None
-        self._host_ready = False
+        self._host_ready: set[int] = set()
+        self._unsupported: dict[int, str] = {}  # IP version → why the kernel cannot serve it
         self._neighbors: set[str] = set()
 
-    def networks(self) -> list[GatewayNetwork]:
+    def networks(self, version: int = 4) -> list[GatewayNetwork]:
         """Primary user-defined networks that need a node gateway, with their masquerade
-        IPs and packet marks."""
+        IPs of IP version ``version`` and packet marks."""
         found = []
         for network in primary_networks(self.nads.peek_all(), self.topologies):
             try:
-                router_ip, service_ip = masquerade_ips(self.masquerade_subnet,
+                router_ip, service_ip = masquerade_ips(self.masquerade_subnets[version],
                                                        network.network_id)
-            except ValueError:
+            except (KeyError, ValueError):
                 continue
             found.append(GatewayNetwork(network.name, str(router_ip), str(service_ip),
                                         packet_mark(network.network_id)))
@@ -435,19 +521,20 @@ class NodeGateway:
         except GatewayConfigError as exc:
             raise PermanentError(f"node {self.node}: {exc}") from None
         bridge = gateway.bridge_id
-        node_ip = str(ipaddress.ip_interface(gateway.ips[0]).ip)
+        node_ips: dict[int, str] = {}  # the node's first address of each family it serves
+        for text in gateway.ips:
+            ip = ipaddress.ip_interface(text).ip
+            if ip.version in self.masquerade_subnets:
+                node_ips.setdefault(ip.version, str(ip))
         if self.vsctl("--if-exists", "get", "bridge", bridge,
                       "other-config:hwaddr").strip('"') != gateway.mac:
             self.vsctl("set", "bridge", bridge, f'other-config:hwaddr="{gateway.mac}"')
-        if not self._host_ready:
-            ensure_host_gateway(self.node_netns, str(self.masquerade_subnet), bridge,
-                                self.service_cidrs, gateway.mac, self.mtu)
-            self._host_ready = True
+        node_ips = self.serve_host_families(node or {}, node_ips, bridge, gateway.mac)
         ports = bridge_ports(self.vsctl, bridge)
         if self.uplink not in ports:
             raise NotReady(f"uplink {self.uplink} is not on {bridge} yet", delay=1.0)
         patches = {name: port for name, port in ports.items() if name.startswith("patch-")}
-        networks = self.networks()
+        networks = {version: self.networks(version) for version in node_ips}
         namespaces = primary_namespaces(
             self.nads.peek_all(), primary_networks(self.nads.peek_all(), self.topologies))
         services = parsed_services(self.services.peek_all())
@@ -456,16 +543,21 @@ class NodeGateway:
         if self.service_cidrs:
             steering = DefaultServiceSteering(self.service_cidrs, allowed_default_cluster_ips(
                 self.services.peek, self.allowed_default_services, namespaces))
-        flows = build_gateway_flows(node_ip, gateway.mac, ports[self.uplink], patches,
-                                    networks, bridge, self.node, str(self.masquerade_subnet),
-                                    node_ports, steering,
-                                    service_external_ips(services, namespaces))
-        here = [network for network in networks
-                if patch_port_name(bridge, network.name, self.node) in patches]
-        for network in here:  # (a network not rendered on this node yet has no router here)
+        external_ips = service_external_ips(services, namespaces)
+        flows = merge_flows(*(
+            build_gateway_flows(node_ip, gateway.mac, ports[self.uplink], patches,
+                                networks[version], bridge, self.node,
+                                str(self.masquerade_subnets[version]), node_ports, steering,
+                                external_ips)
+            for version, node_ip in sorted(node_ips.items())))
+        here = {version: [network for network in found
+                          if patch_port_name(bridge, network.name, self.node) in patches]
+                for version, found in networks.items()}
+        for network in (network for found in here.values() for network in found):
+            # (a network not rendered on this node yet has no router here)
             if network.masquerade_ip not in self._neighbors:
-                # the routers' external ports use the node's MAC: no ARP needed (upstream
-                # pins its masquerade next hops the same way)
+                # the routers' external ports use the node's MAC: no ARP or neighbour
+                # discovery needed (upstream pins its masquerade next hops the same way)
                 netlink.ensure_neighbor(network.masquerade_ip, gateway.mac, bridge,
                                         netns=self.node_netns)
                 self._neighbors.add(network.masquerade_ip)
@@ -473,10 +565,16 @@ class NodeGateway:
             ensure_gateway_flows(f"unix:{self.ovs_rundir / bridge}.mgmt", flows)
             self._applied = flows
             log.info("gateway %s: %d flows (%d patch ports)", bridge, len(flows), len(patches))
+        marks = {n.name: n.mark for found in here.values() for n in found}
+        sources: dict[int, list[str]] = {}
+        for network in (network for found in here.values() for network in found):
+            sources.setdefault(network.mark, []).append(network.service_ip)
         table = build_host_table(
-            str(self.masquerade_subnet), bridge, self.service_cidrs,
-            service_redirects(services, namespaces, {n.name: n.mark for n in here}),
-            {n.mark: n.service_ip for n in here})
+            [str(self.masquerade_subnets[version]) for version in sorted(node_ips)], bridge,
+            self.service_cidrs,
+            [redirect for version in sorted(node_ips)
+             for redirect in service_redirects(services, namespaces, marks, version)],
+            sources)
         if table != self._applied_table:
             nft.apply_table(table, netns=self.node_netns)
             self._applied_table = table
@@ -488,6 +586,30 @@ class NodeGateway:
             write_bridge_mappings(self.vsctl, mappings)
             log.info("gateway: ovn-bridge-mappings=%s", mappings)
         self.controller.reconcile_after(GATEWAY_KEY, self.resync)
+
+    def serve_host_families(self, node: JSON, node_ips: dict[int, str], bridge: str,
+                            bridge_mac: str) -> dict[int, str]:
+        """Set the host's side up for each IP family of ``node_ips`` (once per family);
+        the families it serves.  A family the kernel lacks (IPv6 disabled at boot) is left
+        out, with a Warning on the Node, so that the other family keeps working."""
+        for version in sorted(set(node_ips) - self._host_ready - set(self._unsupported)):
+            try:
+                ensure_host_gateway(self.node_netns, str(self.masquerade_subnets[version]),
+                                    bridge, self.service_cidrs, bridge_mac, self.mtu)
+            except CapabilityError as exc:
+                self._unsupported[version] = str(exc)
+                log.warning("gateway: IPv%d of node %s not served: %s", version, self.node,
+                            exc)
+                if self.recorder is not None:
+                    self.recorder.event(node, WARNING, FAMILY_UNSUPPORTED_REASON,
+                                        f"the node's IPv{version} address "
+                                        f"{node_ips[version]} is not served by its gateway: "
+                                        f"{exc}")
+                continue
+            if not self._host_ready:  # an IPv4-only release's table is replaced by ours
+                nft.delete_table(LEGACY_TABLE_FAMILY, GATEWAY_TABLE, netns=self.node_netns)
+            self._host_ready.add(version)
+        return {version: ip for version, ip in node_ips.items() if version in self._host_ready}
 
     def start(self) -> None:
         """Start the controller (the informers belong to the agent's factory)."""

@@ -140,8 +140,11 @@ def ensure_management_port(port: ManagementPort, vsctl: Vsctl, netns: str | None
     if port.table is not None and not use_vrf:
         # traffic in from the port, out through it (sockets bound to it, as a VRF would
         # require), and from its address: all use the network's table
-        netlink.ensure_rule(RULE_PRIORITY, port.table, iifname=port.ifname, netns=netns)
-        netlink.ensure_rule(RULE_PRIORITY, port.table, oifname=port.ifname, netns=netns)
+        for version in sorted({ipaddress.ip_interface(cidr).version for cidr in port.addresses}):
+            netlink.ensure_rule(RULE_PRIORITY, port.table, iifname=port.ifname, netns=netns,
+                                version=version)
+            netlink.ensure_rule(RULE_PRIORITY, port.table, oifname=port.ifname, netns=netns,
+                                version=version)
         for cidr in port.addresses:
             netlink.ensure_rule(RULE_PRIORITY, port.table,
                                 src=str(ipaddress.ip_interface(cidr).ip), netns=netns)
@@ -156,7 +159,8 @@ def delete_management_port(ifname: str, table: int | None, vsctl: Vsctl,
         for rule in netlink.list_rules(netns=netns):
             if rule.get("table") == table and rule.get("priority") == RULE_PRIORITY:
                 netlink.delete_rule(RULE_PRIORITY, table, src=rule.get("src"),
-                                    iifname=rule.get("iifname"), netns=netns)
+                                    iifname=rule.get("iifname"), oifname=rule.get("oifname"),
+                                    netns=netns, version=rule["version"])
 
 
 class ManagementPorts:

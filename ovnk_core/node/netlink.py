@@ -174,6 +174,7 @@ def list_addresses(ifname: str, netns: str | None = None) -> list[str]:
     return _with_ipr(netns, read)
 
 
+IFA_F_NODAD = 0x02
 IFA_F_NOPREFIXROUTE = 0x200
 
 
@@ -182,7 +183,9 @@ def ensure_address(ifname: str, cidr: str, netns: str | None = None,
     """Add ``cidr`` (``a.b.c.d/nn``) to the link; False when it was already there.
 
     ``prefix_route=False`` keeps the kernel from adding the subnet's route to the main
-    table (the caller routes the subnet in a table of its own).
+    table (the caller routes the subnet in a table of its own).  An IPv6 address is usable
+    at once (``nodad``): every address ovnk adds is its own by allocation, and one still in
+    duplicate address detection could be neither a source nor a destination.
     """
     interface = ipaddress.ip_interface(cidr)
 
@@ -190,7 +193,9 @@ def ensure_address(ifname: str, cidr: str, netns: str | None = None,
         index = _index(ipr, ifname)
         if index is None:
             raise NetlinkOperationError(f"link {ifname} not found for address {cidr}")
-        extra: dict[str, Any] = {} if prefix_route else {"IFA_FLAGS": IFA_F_NOPREFIXROUTE}
+        flags = (0 if prefix_route else IFA_F_NOPREFIXROUTE) | \
+            (IFA_F_NODAD if interface.version == 6 else 0)
+        extra: dict[str, Any] = {"IFA_FLAGS": flags} if flags else {}
         try:
             ipr.addr("add", index=index, address=str(interface.ip),
                      prefixlen=interface.network.prefixlen, **extra)
@@ -357,9 +362,11 @@ def _rule_matches(rule: Any, priority: int, table: int, selector: dict[str, Any]
 
 def ensure_rule(priority: int, table: int, src: str | None = None, iifname: str | None = None,
                 fwmark: int | None = None, netns: str | None = None,
-                oifname: str | None = None) -> bool:
-    """An ip rule ``priority: from src iif X oif Y fwmark M lookup table``; False if present."""
-    family = ipaddress.ip_network(src).version if src else 4
+                oifname: str | None = None, version: int = 4) -> bool:
+    """An ip rule ``priority: from src iif X oif Y fwmark M lookup table``; False if present.
+
+    :param version: the rule's IP version when ``src`` does not say it."""
+    family = ipaddress.ip_network(src).version if src else version
     selector = {"src": src, "iifname": iifname, "fwmark": fwmark, "oifname": oifname}
 
     def add(ipr: IPRoute) -> bool:
@@ -386,9 +393,10 @@ def ensure_rule(priority: int, table: int, src: str | None = None, iifname: str 
 
 
 def delete_rule(priority: int, table: int, src: str | None = None, iifname: str | None = None,
-                fwmark: int | None = None, netns: str | None = None) -> bool:
-    family = ipaddress.ip_network(src).version if src else 4
-    selector = {"src": src, "iifname": iifname, "fwmark": fwmark}
+                fwmark: int | None = None, netns: str | None = None, version: int = 4,
+                oifname: str | None = None) -> bool:
+    family = ipaddress.ip_network(src).version if src else version
+    selector = {"src": src, "iifname": iifname, "fwmark": fwmark, "oifname": oifname}
 
     def delete(ipr: IPRoute) -> bool:
         for rule in ipr.get_rules(family=2 if family == 4 else 10):
@@ -401,11 +409,13 @@ def delete_rule(priority: int, table: int, src: str | None = None, iifname: str 
 
 
 def list_rules(netns: str | None = None) -> list[dict[str, Any]]:
+    """Every rule of both IP versions (``version`` 4 or 6)."""
     def read(ipr: IPRoute) -> list[dict[str, Any]]:
         result = []
         for rule in ipr.get_rules():
             src = rule.get_attr("FRA_SRC")
-            result.append({"priority": rule.get_attr("FRA_PRIORITY"),
+            result.append({"version": 4 if rule["family"] == 2 else 6,
+                           "priority": rule.get_attr("FRA_PRIORITY"),
                            "table": rule.get_attr("FRA_TABLE", rule["table"]),
                            "src": f"{src}/{rule['src_len']}" if src else None,
                            "iifname": rule.get_attr("FRA_IIFNAME"),

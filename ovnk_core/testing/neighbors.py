@@ -24,5 +24,5 @@ def learn_neighbor(sb_remote: str, router: str, port: str, ip: str, mac: str) ->
                       f"external_ids:name={router}")
     if not datapath:
         raise LookupError(f"no Southbound datapath for router {router}")
-    _sbctl(sb_remote, "create", "MAC_Binding", f"logical_port={port}", f"ip={ip}",
+    _sbctl(sb_remote, "create", "MAC_Binding", f"logical_port={port}", f'ip="{ip}"',
            f'mac="{mac}"', f"datapath={datapath}", f"timestamp={int(time.time() * 1000)}")

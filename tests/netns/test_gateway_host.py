@@ -27,7 +27,7 @@ def test_host_gateway_forwards_masquerades_and_pins_router_neighbours(netns: str
     netlink.set_link("breth0", netns=netns, up=True)
     ensure_host_gateway(netns, MASQ, "breth0")
     ensure_host_gateway(netns, MASQ, "breth0")  # idempotent
-    nft.apply_table(build_host_table(MASQ, "breth0"), netns)
+    nft.apply_table(build_host_table([MASQ], "breth0"), netns)
     forward = subprocess.run(["ip", "netns", "exec", netns, "cat",
                               "/proc/sys/net/ipv4/ip_forward"], capture_output=True, text=True,
                              check=True).stdout.strip()
@@ -35,7 +35,7 @@ def test_host_gateway_forwards_masquerades_and_pins_router_neighbours(netns: str
     routes = json.loads(subprocess.run(["ip", "-n", netns, "-j", "route"], capture_output=True,
                                        text=True, check=True).stdout)
     assert any(r.get("dst") == "169.254.0.0/17" and r.get("dev") == "breth0" for r in routes)
-    rules = nft.list_table("ip", GATEWAY_TABLE, netns=netns)
+    rules = nft.list_table("inet", GATEWAY_TABLE, netns=netns)
     assert any("masquerade" in json.dumps(rule) for rule in rules)
     netlink.ensure_neighbor("169.254.0.11", "0a:58:ac:12:00:02", "breth0", netns=netns)
     netlink.ensure_neighbor("169.254.0.11", "0a:58:ac:12:00:02", "breth0", netns=netns)
@@ -52,7 +52,7 @@ def test_host_routes_the_service_cidr_via_the_masquerade_next_hop(netns: str) ->
     for _ in range(2):  # idempotent
         ensure_host_gateway(netns, MASQ, "breth0", ["10.96.0.0/16"], "0a:58:ac:12:00:02",
                             mtu=1400)
-    nft.apply_table(build_host_table(MASQ, "breth0", ["10.96.0.0/16"]), netns)
+    nft.apply_table(build_host_table([MASQ], "breth0", ["10.96.0.0/16"]), netns)
     routes = json.loads(subprocess.run(["ip", "-n", netns, "-j", "-d", "route", "show",
                                         "10.96.0.0/16"], capture_output=True, text=True,
                                        check=True).stdout)
@@ -70,7 +70,7 @@ def test_host_routes_the_service_cidr_via_the_masquerade_next_hop(netns: str) ->
                                 "/proc/sys/net/ipv4/conf/breth0/send_redirects"],
                                capture_output=True, text=True, check=True).stdout.strip()
     assert redirects == "0"
-    rules = json.dumps(nft.list_table("ip", GATEWAY_TABLE, netns=netns))
+    rules = json.dumps(nft.list_table("inet", GATEWAY_TABLE, netns=netns))
     assert "10.96.0.0" in rules  # kept out of the masquerade
 
 
@@ -122,11 +122,11 @@ def test_host_connections_to_node_ports_and_cluster_ips_leave_from_the_masquerad
     node_ip = netns_pair.left_addr.split("/")[0]
     ensure_host_gateway(host, MASQ, netns_pair.left_if, ["10.96.0.0/16"],
                         _link_mac(router, netns_pair.right_if))
-    nft.apply_table(build_host_table(MASQ, netns_pair.left_if, ["10.96.0.0/16"], [
+    nft.apply_table(build_host_table([MASQ], netns_pair.left_if, ["10.96.0.0/16"], [
         ServiceRedirect("tcp", 30080, "10.96.0.5", 80),
         ServiceRedirect("udp", 30081, "10.96.0.5", 81),
         ServiceRedirect("tcp", 30090, "10.96.0.5", 80, mark=0x1001)],
-        {0x1001: "169.254.0.12"}), host)
+        {0x1001: ["169.254.0.12"]}), host)
     # the "router": the ClusterIP, and its way back to the masquerade subnet
     for args in (["addr", "add", "10.96.0.5/32", "dev", netns_pair.right_if],
                  ["route", "add", MASQ, "dev", netns_pair.right_if],

@@ -12,17 +12,12 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
-import subprocess
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from ovnk_local.apiserver.server import ServerHandle
 from ovnk_local.testing.apiserver_fixtures import with_crds
 
-from ovnk_core.cli.node_cmd import vsctl_for
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
@@ -37,35 +32,6 @@ from ovnk_core.testing.waiting import wait_until
 pytestmark = pytest.mark.netns
 NODE = "ovn-worker"
 SUBNETS = "k8s.ovn.org/node-subnets"
-
-
-@pytest.fixture
-def ovs(netns: str, tmp_path: Path) -> Iterator[Vsctl]:
-    """ovsdb-server and ovs-vswitchd (userspace datapath) serving ``netns``, with ``br-int``."""
-    run = tmp_path / "ovs"
-    run.mkdir()
-    env = {**os.environ, **{key: str(run) for key in ("OVS_RUNDIR", "OVS_LOGDIR",
-                                                      "OVS_DBDIR")}}
-    subprocess.run(["ovsdb-tool", "create", str(run / "conf.db"),
-                    "/usr/share/openvswitch/vswitch.ovsschema"], check=True, capture_output=True)
-    socket = run / "db.sock"
-    daemons = [subprocess.Popen(
-        ["ip", "netns", "exec", netns, *command, "--no-chdir", "-vconsole:off",
-         f"--log-file={run}/{command[0]}.log", f"--unixctl={run}/{command[0]}.ctl"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for command in (
-            ["ovsdb-server", str(run / "conf.db"), f"--remote=punix:{socket}"],
-            ["ovs-vswitchd", f"unix:{socket}"])]
-    try:
-        wait_until(socket.exists, timeout=10, what="ovsdb-server's socket")
-        vsctl = vsctl_for(str(socket))
-        vsctl("init")
-        vsctl("--may-exist", "add-br", "br-int", "--", "set", "bridge", "br-int",
-              "datapath_type=netdev")
-        yield vsctl
-    finally:
-        for daemon in reversed(daemons):
-            daemon.terminate()
-            daemon.wait(timeout=10)
 
 
 def nad(namespace: str, subnets: str, network_id: int) -> dict[str, Any]:
@@ -128,7 +94,8 @@ def test_a_network_whose_port_fails_never_keeps_another_from_its_port(
         wait_until(lambda: port_ready(netns, "ovn-k8s-mp3", 1003, "10.80.1.2/24", "10.80.0.0/16"),
                    timeout=30, what="bgood_net's management port")
         assert routes(netns, 1003) == [("10.80.0.0/16", "10.80.1.1"), ("10.80.1.0/24", None)]
-        assert netlink.link_index("ovn-k8s-mp0", netns=netns) is not None
+        wait_until(lambda: netlink.link_index("ovn-k8s-mp0", netns=netns) is not None,
+                   what="the default network's management port")
         wait_until(lambda: "ovn-k8s-mp9" not in ovs("list-ports", "br-int").split(),
                    what="the left-behind port removed")
 
@@ -163,8 +130,9 @@ def test_a_network_whose_port_fails_never_keeps_another_from_its_port(
         client.delete(NADS, "net", "bgood")
         wait_until(lambda: "ovn-k8s-mp3" not in ovs("list-ports", "br-int").split(),
                    what="bgood_net's port removed")
-        assert not [rule for rule in netlink.list_rules(netns=netns)
-                    if rule.get("table") == 1003]
+        # (the rules go after the port)
+        wait_until(lambda: not [rule for rule in netlink.list_rules(netns=netns)
+                                if rule.get("table") == 1003], what="bgood_net's rules removed")
         assert port_ready(netns, "ovn-k8s-mp2", 1002, "10.90.1.2/24", "10.90.0.0/16")
     finally:
         ports.stop()

@@ -151,12 +151,12 @@ def test_kubelet_refuses_unusable_annotations(raw: str, problem: str) -> None:
 
 def test_running_status_keeps_transition_times() -> None:
     obj = pod("a", [])
-    first = build_running_status(obj, ["10.244.0.3"], "172.18.0.2", "T1")
+    first = build_running_status(obj, ["10.244.0.3"], ["172.18.0.2"], "T1")
     assert first["podIP"] == "10.244.0.3" and first["hostIP"] == "172.18.0.2"
     assert {c["type"] for c in first["conditions"]} == {"PodScheduled", "Initialized",
                                                         "ContainersReady", "Ready"}
     obj["status"] = first
-    again = build_running_status(obj, ["10.244.0.3"], "172.18.0.2", "T2")
+    again = build_running_status(obj, ["10.244.0.3"], ["172.18.0.2"], "T2")
     assert all(c["lastTransitionTime"] == "T1" for c in again["conditions"])
 
 

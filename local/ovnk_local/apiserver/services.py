@@ -1,8 +1,11 @@
 """Service defaults and ClusterIP / NodePort allocation, as the real server's service REST does.
 
 ovnk's load-balancer rendering needs real ClusterIPs, so a Service created
-here gets one from the configured service CIDRs (IPv4 and, for dual-stack,
-IPv6), keeps it across updates that leave it unset, and gets NodePorts when
+here gets one from the configured service CIDRs, one per IP family its ``ipFamilyPolicy``
+and ``ipFamilies`` (or the ClusterIPs it asks for) select as kube-apiserver selects them
+(``SingleStack`` by default, ``PreferDualStack`` and ``RequireDualStack`` get both families
+on a dual-stack cluster, the latter is refused on another), keeps it across updates that
+leave it unset, and gets NodePorts when
 its type asks for them, and a ``healthCheckNodePort`` (from the same range) when it is a
 ``LoadBalancer`` with ``externalTrafficPolicy: Local``.  Allocation runs under the store lock
 against the Services currently stored, so two creates never get the same address.
@@ -19,6 +22,10 @@ NODE_PORTS = range(30000, 32768)
 HEALTH_CHECK_ONLY = ("may only be set when `type` is 'LoadBalancer' and "
                      "`externalTrafficPolicy` is 'Local'")
 _RESERVED_OFFSETS = (0, 1, 10)
+
+
+def _family_name(version: int) -> str:
+    return "IPv4" if version == 4 else "IPv6"
 
 
 class ServiceAllocator:
@@ -60,29 +67,23 @@ class ServiceAllocator:
         return errors or self._allocate_health_check_node_port(spec, old_spec, services)
 
     def _allocate_ips(self, spec: JSON, services: list[JSON]) -> list[FieldError]:
-        if spec.get("clusterIP") == "None" or spec.get("clusterIPs") == ["None"]:
-            spec["clusterIP"], spec["clusterIPs"] = "None", ["None"]
-            spec.setdefault("ipFamilies", ["IPv4"])
-            spec.setdefault("ipFamilyPolicy", "SingleStack")
-            return []
-        used = {ip for s in services for ip in ((s.get("spec") or {}).get("clusterIPs") or [])}
-        policy = spec.get("ipFamilyPolicy") or "SingleStack"
-        families = list(spec.get("ipFamilies") or [])
-        if not families:
-            families = ["IPv4" if n.version == 4 else "IPv6" for n in self.networks]
-            if policy == "SingleStack":
-                families = families[:1]
         requested = list(spec.get("clusterIPs") or ([spec["clusterIP"]]
                                                      if spec.get("clusterIP") else []))
+        if requested == ["None"]:
+            spec["clusterIP"], spec["clusterIPs"] = "None", ["None"]
+            spec.setdefault("ipFamilies", [_family_name(self.networks[0].version)])
+            spec.setdefault("ipFamilyPolicy", "SingleStack")
+            return []
+        spec["ipFamilyPolicy"] = spec.get("ipFamilyPolicy") or "SingleStack"
+        families, errors = self._families(spec, requested)
+        if errors:
+            return errors
+        used = {ip for s in services for ip in ((s.get("spec") or {}).get("clusterIPs") or [])}
         ips: list[str] = []
         for index, family in enumerate(families):
             network = self._network(family)
+            assert network is not None  # (_families keeps configured families only)
             path = f"spec.clusterIPs[{index}]"
-            if network is None:
-                if policy == "PreferDualStack" and index > 0:
-                    break
-                return [FieldError("Invalid", "spec.ipFamilies", family,
-                                   "not configured on this cluster")]
             if index < len(requested):
                 ip = requested[index]
                 try:
@@ -103,9 +104,49 @@ class ServiceAllocator:
             used.add(ip)
             ips.append(ip)
         spec["clusterIP"], spec["clusterIPs"] = ips[0], ips
-        spec["ipFamilies"] = ["IPv6" if ":" in ip else "IPv4" for ip in ips]
-        spec["ipFamilyPolicy"] = policy
+        spec["ipFamilies"] = families
         return []
+
+    def _families(self, spec: JSON, requested: list[str]) -> tuple[list[str], list[FieldError]]:
+        """The service's IP families as kube-apiserver settles them (``initIPFamilyFields``):
+        inferred from the ClusterIPs asked for, checked against ``ipFamilyPolicy`` and the
+        cluster's families, the cluster's first family by default, and the other family
+        added for a dual-stack policy on a dual-stack cluster."""
+        policy = spec["ipFamilyPolicy"]
+        families = [str(family) for family in spec.get("ipFamilies") or []]
+        configured = [_family_name(network.version) for network in self.networks]
+        errors = []
+        if policy == "SingleStack":
+            for values, what in ((requested, "cluster IPs"), (families, "IP families")):
+                if len(values) == 2:
+                    errors.append(FieldError(
+                        "Invalid", "spec.ipFamilyPolicy", policy, "must be 'RequireDualStack' "
+                        f"or 'PreferDualStack' when multiple {what} are specified"))
+        for index, ip in enumerate(requested):
+            try:
+                family = _family_name(ipaddress.ip_address(ip).version)
+            except ValueError:
+                break  # said where the IP is allocated
+            if index >= len(families):
+                if family in configured:
+                    families.append(family)
+                else:
+                    errors.append(FieldError("Invalid", f"spec.clusterIPs[{index}]", ip,
+                                             f"{family} is not configured on this cluster"))
+        if errors:
+            return [], errors
+        if policy == "RequireDualStack" and len(configured) < 2:
+            errors.append(FieldError("Invalid", "spec.ipFamilyPolicy", policy,
+                                     "this cluster is not configured for dual-stack services"))
+        errors += [FieldError("Invalid", f"spec.ipFamilies[{index}]", family,
+                              "not configured on this cluster")
+                   for index, family in enumerate(families) if family not in configured]
+        if errors:
+            return [], errors
+        families = families or configured[:1]
+        if policy != "SingleStack" and len(families) == 1 and len(configured) == 2:
+            families.append(next(family for family in configured if family != families[0]))
+        return families, []
 
     @staticmethod
     def _free_ip(network: ipaddress.IPv4Network | ipaddress.IPv6Network,

@@ -199,13 +199,13 @@ def test_status_follows_the_containers() -> None:
                        "restartCount": 0, "started": True,
                        "state": {"running": {"startedAt": "t0"}}, "lastState": {},
                        "containerID": "ovnk-local://u/a/7"}
-    status = build_pod_status(POD, ["10.244.0.5"], "172.18.0.2", "t1", [running, waiting])
+    status = build_pod_status(POD, ["10.244.0.5"], ["172.18.0.2"], "t1", [running, waiting])
     assert status["phase"] == "Pending"
     conditions = {c["type"]: c for c in status["conditions"]}
     assert conditions["Ready"]["status"] == "False"
     assert conditions["Ready"]["message"] == "containers with unready status: [b]"
     assert status["podIPs"] == [{"ip": "10.244.0.5"}] and status["hostIP"] == "172.18.0.2"
-    ready = build_pod_status({**POD, "status": status}, ["10.244.0.5"], None, "t2", [running])
+    ready = build_pod_status({**POD, "status": status}, ["10.244.0.5"], [], "t2", [running])
     assert ready["phase"] == "Running"
     conditions = {c["type"]: c for c in ready["conditions"]}
     assert conditions["Ready"] == {"type": "Ready", "status": "True", "lastTransitionTime": "t2"}
