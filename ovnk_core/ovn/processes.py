@@ -40,6 +40,18 @@ def _wait_for(predicate: object, timeout: float, what: str, proc: subprocess.Pop
     raise ProcessError(f"{what} not ready after {timeout:.0f}s: {_tail(log)}")
 
 
+def unix_socket_accepts(path: Path | str, timeout: float = 1.0) -> bool:
+    """Whether a server accepts connections on a unix socket: its file appears at ``bind``,
+    before the server listens, and stays behind when a server dies."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
 def stop_child(proc: subprocess.Popen[bytes] | None, grace: float = 10.0) -> None:
     """TERM a child daemon, KILL it after ``grace`` seconds, and reap it."""
     if proc is None or proc.poll() is not None:
@@ -131,7 +143,8 @@ class OvsdbServer:
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL,
                                      start_new_session=self.new_session)
-        _wait_for(self.socket.exists, timeout, f"ovsdb-server {self.name}", self.proc, self.log)
+        _wait_for(lambda: unix_socket_accepts(self.socket), timeout,
+                  f"ovsdb-server {self.name}", self.proc, self.log)
         if self.tcp:
             _wait_for(lambda: _PORT_LINE.search(self.log.read_text()) is not None, timeout,
                       f"ovsdb-server {self.name} TCP listener", self.proc, self.log)
