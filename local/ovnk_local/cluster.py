@@ -30,6 +30,7 @@ traffic.  Without it the cluster runs as before and says why.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -542,26 +543,26 @@ class LocalCluster:
                 return f"node agent of {node}" if daemon == NODE_AGENT else f"{daemon} of {node}"
             return f"component {name}" if name in COMPONENTS else name
 
-        def ready() -> bool:
+        def ready(name: str) -> bool:
+            """``name`` is ready; raises when any of ``names`` ended, or the supervisor."""
             state = self.state()
             supervisor = state.processes.get(SUPERVISOR)
             if supervisor is None or not pid_running(supervisor.pid, supervisor.args):
                 raise LocalClusterError(f"the supervisor of {self.dir} is not running; see "
                                         f"{self.log_dir / (SUPERVISOR + '.log')}")
-            for name in names:
-                record = state.processes[name]
+            for other in names:
+                record = state.processes[other]
                 if record.last_exit and record.last_exit_at > since:
                     tail = " | ".join(record.last_exit_log)
-                    raise LocalClusterError(f"{what(name)} {record.last_exit}; see {record.log}"
-                                            + (f": {tail}" if tail else ""))
-                if record.restart_requested or not record_ready(record):
-                    return False
-            return True
+                    raise LocalClusterError(f"{what(other)} {record.last_exit}; see "
+                                            f"{record.log}" + (f": {tail}" if tail else ""))
+            record = state.processes[name]
+            return not record.restart_requested and record_ready(record)
 
         for name in names:
             record = self.state().processes[name]
             try:
-                wait_until(ready, timeout, what(name), record.log)
+                wait_until(functools.partial(ready, name), timeout, what(name), record.log)
             except LocalClusterError as exc:
                 state = self.state()
                 waiting = waiting_for(state.processes[name], state)

@@ -1,6 +1,6 @@
 """The zone controller while OVN Northbound is down: not ready (saying why), a pod it cannot
-wire gets one Warning event saying why, and once NB is back it is ready again and wires
-that pod at once.
+wire (or unwire) gets one Warning event saying why, and once NB is back it is ready again
+and writes that pod's ports at once.
 
 The zone process (``ZoneApp``, its own identity) writes an NB server of its own that the
 test stops and starts again on the same database file, as ``ovnk local``'s supervisor
@@ -105,11 +105,18 @@ def test_nb_down_means_not_ready_and_a_pod_event_and_nb_back_wires_the_pod(
     assert pods.failures("outage/during") == 0 and not pods.stats.slow_lane
     assert [e.get("count") for e in warnings_on(client, "during")] == [1]
     assert not zone.ready_file.exists()
+    # a pod whose ports must go (it completed) says that they cannot
+    client.patch_status(PODS, "before", {"status": {"phase": "Succeeded"}}, "outage")
+    events = wait_until(lambda: warnings_on(client, "before"), timeout=30,
+                        what="a Warning event on the completed pod")
+    assert [(e["reason"], e["message"].split(": ", 1)[0]) for e in events] == [
+        ("ErrorDeletingResource", "failed to delete the logical ports of pod outage/before")]
 
     zone.server.start()  # the same database file, as the supervisor restarts it
     wait_until(zone.ready_file.exists, timeout=15, what="ready again")
     assert not not_ready_file(zone.ready_file).exists()
-    # retried at once, not after the backoff it had grown meanwhile
-    wait_until(lambda: {"outage_before", "outage_during"} <= ports(zone.server), timeout=5,
-               what="the pod wired")
+    # retried at once, not after the backoff they had grown meanwhile
+    wait_until(lambda: (lambda names: "outage_during" in names
+                        and "outage_before" not in names)(ports(zone.server)), timeout=5,
+               what="the new pod wired, the completed one's ports gone")
     assert len(warnings_on(client, "during")) == 1
