@@ -21,10 +21,15 @@ from dataclasses import dataclass
 from ovnk_core.ovn.declarative import DesiredRow, Link
 
 ERROR_ADDING = "ErrorAddingResource"
-"""The pod's Warning reason when a feature's error keeps its new port from being written."""
+"""The pod's Warning reason when a feature's error keeps its new port from being written
+(and, as upstream's for any failed add, when OVN Northbound cannot be reached)."""
 
 ERROR_UPDATING = "ErrorUpdatingResource"
-"""The pod's Warning reason when a feature's error drops its rows from an existing port."""
+"""The pod's Warning reason when a feature's error drops its rows from an existing port
+(and when OVN Northbound cannot be reached to change its ports)."""
+
+ERROR_DELETING = "ErrorDeletingResource"
+"""The pod's Warning reason when its ports cannot be removed (OVN Northbound unreachable)."""
 
 
 @dataclass(frozen=True)
@@ -47,4 +52,4 @@ class PodPortExtras:
     error: str = ""
 
 
-__all__ = ["ERROR_ADDING", "ERROR_UPDATING", "PodPortExtras"]
+__all__ = ["ERROR_ADDING", "ERROR_DELETING", "ERROR_UPDATING", "PodPortExtras"]

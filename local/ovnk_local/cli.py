@@ -15,7 +15,8 @@ from ovnk_core.config import add_config_arguments
 from ovnk_core.logsetup import setup_logging
 from ovnk_local.cluster import (
     COMPONENTS,
-    NODE_AGENT,
+    NODE_DAEMONS,
+    OVN,
     LocalCluster,
     dataplane_unavailable,
 )
@@ -74,10 +75,13 @@ def register(subparsers: Any) -> None:
     status.set_defaults(func=run_status)
 
     restart = commands.add_parser(
-        "restart", help="restart the components (all, or one) keeping API and OVN state")
-    restart.add_argument("component", nargs="?", choices=sorted([*COMPONENTS, NODE_AGENT]),
-                         help="one component, or node-agent for every node's agent "
-                              "(default: all)")
+        "restart", help="restart the components (all, or one), an OVN process or a node's "
+                        "daemon, keeping API and OVN state")
+    restart.add_argument("component", nargs="?", metavar="NAME",
+                         help=f"a component ({', '.join(COMPONENTS)}), an OVN process "
+                              f"({', '.join(OVN)}), every node's {', '.join(NODE_DAEMONS)}, "
+                              "or one node's as NODE/DAEMON (default: every component and "
+                              "node agent)")
     restart.add_argument("--dir", default=DEFAULT_DIR)
     restart.set_defaults(func=run_restart)
 
@@ -162,10 +166,16 @@ def run_status(args: argparse.Namespace) -> int:
     for line in component_settings_lines(cluster):
         print(line)
     now = time.time()
-    print(f"{'NAME':<28}{'ROLE':<11}{'PID':<9}{'STATE':<10}{'RESTARTS':<10}LOG")
+    width = max(28, *(len(row.name) + 2 for row in rows))
+    print(f"{'NAME':<{width}}{'ROLE':<11}{'PID':<9}{'STATE':<10}{'RESTARTS':<10}LOG")
     for row in rows:
         state = "ready" if row.ready else ("running" if row.running else "DOWN")
-        print(f"{row.name:<28}{row.role:<11}{row.pid:<9}{state:<10}{row.restarts:<10}{row.log}")
+        print(f"{row.name:<{width}}{row.role:<11}{row.pid:<9}{state:<10}{row.restarts:<10}"
+              f"{row.log}")
+        if row.not_ready:
+            print(f"    not ready: {row.not_ready}")
+        if row.waiting_for:
+            print(f"    waiting for {', '.join(row.waiting_for)} (to start)")
         if row.next_start:
             print(f"    restarting in {max(0.0, row.next_start - now):.0f}s (backoff)")
         if row.last_exit:

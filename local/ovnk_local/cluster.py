@@ -30,6 +30,7 @@ traffic.  Without it the cluster runs as before and says why.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import os
@@ -55,6 +56,7 @@ from ovnk_core.manifests.crds import build_crds
 from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.node.netns import NETNS_DIR
 from ovnk_core.ovn.processes import NB_SCHEMA, SB_SCHEMA
+from ovnk_core.readiness import not_ready_reason
 from ovnk_core.udn.sections import sections_for
 from ovnk_local.apiserver.security import SecurityOptions, admin_kubeconfig
 from ovnk_local.cgroups import ensure_kubelet_cgroup, kubelet_cgroup_flags, remove_cluster_cgroups
@@ -80,9 +82,11 @@ from ovnk_local.physical_networks import (
 from ovnk_local.runtime import kill_leftovers
 from ovnk_local.settings import ComponentSettings
 from ovnk_local.state import ClusterState, ProcessRecord, StateFile
+from ovnk_local.supervision import waiting_for
 from ovnk_local.supervisor import (
     LocalClusterError,
     pid_running,
+    record_ready,
     spawn,
     terminate,
     wait_until,
@@ -93,9 +97,12 @@ log = logging.getLogger(__name__)
 DATAPLANE_BINARIES = ("ip", "ovsdb-server", "ovsdb-tool", "ovs-vswitchd", "ovs-vsctl",
                       "ovn-controller")
 VSWITCH_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
-INFRA = ("apiserver", "nb-ovsdb", "sb-ovsdb", "northd")
+OVN_DATABASES = ("nb-ovsdb", "sb-ovsdb")
+OVN = (*OVN_DATABASES, "northd")
+INFRA = ("apiserver", *OVN)
 OVNK_COMPONENTS = ("cluster-manager", "controller")
 NODE_AGENT = "node-agent"
+NODE_DAEMONS = ("ovsdb-server", "ovs-vswitchd", "ovn-controller", NODE_AGENT)  # per node
 SUPERVISOR = "supervisor"
 COMPONENTS = (*STAND_INS, *OVNK_COMPONENTS)
 SYSTEM_NAMESPACES = ("default", "kube-system", "ovn-kubernetes")
@@ -167,6 +174,14 @@ def build_node(name: str, index: int, families: tuple[int, ...] = (4,)) -> dict[
     }
 
 
+def refresh(record: ProcessRecord, fresh: ProcessRecord) -> None:
+    """Give ``record`` (with its history) how ``fresh`` is run today."""
+    record.args, record.log, record.env = fresh.args, fresh.log, fresh.env
+    record.supervised, record.ready_file = True, fresh.ready_file
+    record.ready_socket, record.requires = fresh.ready_socket, fresh.requires
+    record.bound_to = fresh.bound_to
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -187,6 +202,8 @@ class ProcessStatus:
     last_exit_at: float = 0.0
     last_exit_log: tuple[str, ...] = ()  # the tail of its log when it ended
     next_start: float = 0.0  # when the supervisor starts it again (0: not waiting)
+    waiting_for: tuple[str, ...] = ()  # what it requires that is not ready (not running)
+    not_ready: str = ""  # why it says it is not ready (running)
 
 
 class LocalCluster:
@@ -234,7 +251,8 @@ class LocalCluster:
     # -- records ---------------------------------------------------------------------------
     def _infra_records(self, port: int, settings: ComponentSettings,
                        config: Config) -> list[ProcessRecord]:
-        """The API server, the OVN databases and northd.
+        """The API server, the OVN databases and northd (the supervisor's to start: northd
+        once both databases serve).
 
         The API server loads ovnk's admission hooks (``ovnk.admission``), which read the
         components' configuration as a component does (``$OVNK_CONFIG``, ``OVNK_*``): it
@@ -261,13 +279,15 @@ class LocalCluster:
                 ["ovsdb-server", str(ovn / f"{name}.db"), f"--remote=punix:{ovn}/{name}.sock",
                  f"--unixctl={ovn}/{name}.ctl", f"--log-file={self.log_dir}/{name}-ovsdb.log",
                  f"--pidfile={self.run_dir}/{name}-ovsdb.pid", "--no-chdir", "-vconsole:off"],
-                str(self.log_dir / f"{name}-ovsdb.out")))
+                str(self.log_dir / f"{name}-ovsdb.log"), supervised=True,
+                ready_socket=str(ovn / f"{name}.sock")))
         records.append(ProcessRecord(
             "northd", "infra",
             ["ovn-northd", f"--ovnnb-db=unix:{ovn}/nb.sock", f"--ovnsb-db=unix:{ovn}/sb.sock",
              f"--unixctl={ovn}/northd.ctl", f"--log-file={self.log_dir}/northd.log",
              "--no-chdir", "-vconsole:off", f"--pidfile={self.run_dir}/northd.pid"],
-            str(self.log_dir / "northd.out")))
+            str(self.log_dir / "northd.log"), supervised=True,
+            ready_socket=str(ovn / "northd.ctl"), requires=list(OVN_DATABASES)))
         return records
 
     @property
@@ -296,7 +316,9 @@ class LocalCluster:
             args = [sys.executable, "-m", "ovnk_core.cli.main", "local", "component", name,
                     "--dir", str(self.dir)]
         return ProcessRecord(name, "component", args, str(self.log_dir / f"{name}.log"),
-                             supervised=True, ready_file=str(self.ready_file(name)))
+                             supervised=True, ready_file=str(self.ready_file(name)),
+                             # the zone controller renders into NB: it starts once NB serves
+                             requires=["nb-ovsdb"] if name == "controller" else [])
 
     def _supervisor_record(self) -> ProcessRecord:
         return ProcessRecord(
@@ -379,12 +401,12 @@ class LocalCluster:
         try:
             # before the API server starts: its admission hooks read it (OVNK_CONFIG)
             self.write_config(settings)
-            for record in self._infra_records(port, settings, config):
-                self._record(spawn(record))
-            state = self.state()
-            self._wait_infra(state, timeout)
+            apiserver, *ovn = self._infra_records(port, settings, config)
+            self._record(spawn(apiserver), *ovn)  # the supervisor starts OVN
             with self.states.update() as locked:
                 self._ensure_supervisor(locked)
+            state = self.state()
+            self._wait_infra(state, timeout)
             admin_kubeconfig(self.pki_dir, self.server_url(port), self.kubeconfig)
             client = KubeClient(api_client_from_kubeconfig(str(self.kubeconfig)))
             self._apply_crds(client, config)
@@ -402,7 +424,8 @@ class LocalCluster:
             self._record(*(self._component_record(name) for name in COMPONENTS))
             self._wait_ready(list(COMPONENTS), timeout)
             if dataplane:
-                self._wait_ready([f"{node}/{NODE_AGENT}" for node in state.nodes], timeout)
+                self._wait_ready([f"{node}/{daemon}" for node in state.nodes
+                                  for daemon in ("ovn-controller", NODE_AGENT)], timeout)
         except BaseException:
             self.down()
             raise
@@ -438,39 +461,33 @@ class LocalCluster:
         segments = [network.segment_ovs(dataplane.dir) for network in physical]
         for network, segment in zip(physical, segments, strict=True):
             create_segment(network, segment)
-            self._record(*(spawn(record) for record in dataplane.ovs_records(segment)))
+            self._record(*dataplane.ovs_records(segment))  # the supervisor starts them
         nodes = self._nodes(state)
         for node in nodes:
             dataplane.create_node(node)
             # before the node agent starts: it finds the kubelet's cgroup in the node's dir
             ensure_kubelet_cgroup(dataplane.prefix, node.name, node.dir)
-            self._record(*(spawn(record) for record in dataplane.ovs_records(node)))
+            self._record(*dataplane.ovs_records(node))
         state = self.state()
         northd = state.processes["northd"]
         wait_until(dataplane.southbound_ready, timeout, "SB_Global (written by ovn-northd)",
                    northd.log)
         for network, segment in zip(physical, segments, strict=True):
-            self._wait_ovs(segment, state, timeout)
+            self._wait_ready(dataplane.ovs_names(segment), timeout)
             configure_segment(network, segment)
         for node in nodes:
-            self._wait_ovs(node, state, timeout)
+            self._wait_ready(dataplane.ovs_names(node), timeout)
             dataplane.configure_node(node)
             for network, segment in zip(physical, segments, strict=True):
                 attach_node(network, segment, node)
-            # ovn-controller now; the agent is the supervisor's to start
-            self._record(spawn(dataplane.controller_record(node)), self._agent_record(node))
+            # configured: the supervisor may start its ovn-controller and agent now
+            self._record(dataplane.controller_record(node), self._agent_record(node))
 
     def physical_networks(self, state: ClusterState | None = None) -> list[PhysicalNetwork]:
         """The cluster's physical networks (none without a real dataplane)."""
         names = (state or self.state()).physical_networks
         return [PhysicalNetwork(name, index, self.dataplane.prefix)
                 for index, name in enumerate(names)]
-
-    @staticmethod
-    def _wait_ovs(node: NodeDataplane, state: ClusterState, timeout: float) -> None:
-        record = state.processes[f"{node.name}/ovs-vswitchd"]
-        wait_until(lambda: (node.dir / "ovs-vswitchd.ctl").exists() and node.ovs_db.exists(),
-                   timeout, f"OVS of {node.name}", record.log)
 
     def pod_netns(self, namespace: str, name: str) -> str:
         """The network namespace of a running pod of this cluster's real dataplane.
@@ -515,7 +532,10 @@ class LocalCluster:
             # in the host's namespace, where the API server's loopback address is; it works
             # on the node's namespace by name (netlink) and on its OVS by socket
             str(self.log_dir / f"{node.name}-node-agent.log"),
-            supervised=True, ready_file=str(self.ready_file(f"node-agent-{node.name}")))
+            supervised=True, ready_file=str(self.ready_file(f"node-agent-{node.name}")),
+            # the flows it owns on breth0 are gone with a dead ovs-vswitchd: it starts again
+            # after one, and fills them in again
+            requires=dataplane.ovs_names(node), bound_to=[f"{node.name}/ovs-vswitchd"])
 
     def _remove_containers(self) -> None:
         """Kill every pod container of this cluster that still runs (the kubelet leaves
@@ -539,11 +559,7 @@ class LocalCluster:
                    timeout, "API server", api.log)
         if not pid_running(api.pid, api.args):
             raise LocalClusterError(f"API server exited; see {api.log}")
-        for name, sock in (("nb-ovsdb", self.nb_socket), ("sb-ovsdb", self.sb_socket)):
-            record = state.processes[name]
-            wait_until(sock.exists, timeout, f"{name} socket", record.log)
-        northd = state.processes["northd"]
-        wait_until((self.ovn_dir / "northd.ctl").exists, timeout, "ovn-northd", northd.log)
+        self._wait_ready(list(OVN), timeout)
 
     def _wait_ready(self, names: list[str], timeout: float, since: float = 0.0) -> None:
         """Wait until the supervisor has started each process and it is ready.
@@ -552,29 +568,38 @@ class LocalCluster:
             at all), naming how and its log; or the supervisor is gone; or the timeout.
         """
         def what(name: str) -> str:
-            node, _, agent = name.partition("/")
-            return f"node agent of {node}" if agent == NODE_AGENT else f"component {name}"
+            node, _, daemon = name.partition("/")
+            if daemon:
+                return f"node agent of {node}" if daemon == NODE_AGENT else f"{daemon} of {node}"
+            return f"component {name}" if name in COMPONENTS else name
 
-        def ready() -> bool:
+        def ready(name: str) -> bool:
+            """``name`` is ready; raises when any of ``names`` ended, or the supervisor."""
             state = self.state()
             supervisor = state.processes.get(SUPERVISOR)
             if supervisor is None or not pid_running(supervisor.pid, supervisor.args):
                 raise LocalClusterError(f"the supervisor of {self.dir} is not running; see "
                                         f"{self.log_dir / (SUPERVISOR + '.log')}")
-            for name in names:
-                record = state.processes[name]
+            for other in names:
+                record = state.processes[other]
                 if record.last_exit and record.last_exit_at > since:
                     tail = " | ".join(record.last_exit_log)
-                    raise LocalClusterError(f"{what(name)} {record.last_exit}; see {record.log}"
-                                            + (f": {tail}" if tail else ""))
-                if record.restart_requested or not pid_running(record.pid, record.args) \
-                        or not Path(record.ready_file).exists():
-                    return False
-            return True
+                    raise LocalClusterError(f"{what(other)} {record.last_exit}; see "
+                                            f"{record.log}" + (f": {tail}" if tail else ""))
+            record = state.processes[name]
+            return not record.restart_requested and record_ready(record)
 
         for name in names:
             record = self.state().processes[name]
-            wait_until(ready, timeout, what(name), record.log)
+            try:
+                wait_until(functools.partial(ready, name), timeout, what(name), record.log)
+            except LocalClusterError as exc:
+                state = self.state()
+                waiting = waiting_for(state.processes[name], state)
+                if not waiting:
+                    raise
+                raise LocalClusterError(f"{exc} (it waits for {', '.join(waiting)}, not "
+                                        "ready)") from None
 
     def _healthz(self, port: int) -> bool:
         """Whether the API server answers /healthz (HTTPS, verified against the cluster CA)."""
@@ -599,62 +624,78 @@ class LocalCluster:
             running = pid_running(record.pid, record.args)
             if record.name == "apiserver":
                 ready = running and self._healthz(state.api_port)
-            elif record.ready_file:
-                ready = running and Path(record.ready_file).exists()
             else:
-                ready = running
+                ready = running and record_ready(record)
             result.append(ProcessStatus(
                 record.name, record.role, record.pid, running, ready, record.log,
                 restarts=record.restarts, last_exit=record.last_exit,
                 last_exit_at=record.last_exit_at, last_exit_log=tuple(record.last_exit_log),
-                next_start=record.next_start if record.wanted and not running else 0.0))
+                next_start=record.next_start if record.wanted and not running else 0.0,
+                waiting_for=tuple(waiting_for(record, state)) if record.wanted
+                and not running else (),
+                not_ready=not_ready_reason(Path(record.ready_file))
+                if running and not ready and record.ready_file else ""))
         return result
 
     def restart(self, component: str | None = None, timeout: float = 60.0) -> list[str]:
-        """Restart the components (all, or one); ``node-agent`` restarts every node's agent.
+        """Restart the components (all, or one); ``node-agent`` restarts every node's agent;
+        an OVN process (``nb-ovsdb``, ``sb-ovsdb``, ``northd``), a node daemon
+        (``ovn-controller``, ``ovs-vswitchd``, ``ovsdb-server``: every node's) or one
+        node's (``NODE/DAEMON``) restarts that; a node agent restarts after its
+        ovs-vswitchd.  What they hold is kept (the API server's and OVN's state).
 
-        The API server, OVN databases and the nodes' OVS and ovn-controller keep running.
         The supervisor carries the restarts out (it stops and starts its own children);
         this asks for them in ``cluster.json`` and waits until each one is ready again.
         """
         state = self.state()
         if not state.processes:
             raise LocalClusterError(f"no local cluster in {self.dir}; run 'ovnk local up'")
-        names = [component] if component else list(COMPONENTS)
-        agents = state.dataplane and (component is None or component == NODE_AGENT)
-        names = [name for name in names if name != NODE_AGENT]
-        for name in names:
-            if name not in COMPONENTS:
-                raise LocalClusterError(
-                    f"{name!r} is not a restartable component (components: "
-                    f"{', '.join(self.restartable(state))}; the API server and OVN databases "
-                    "keep running)")
-        if component == NODE_AGENT and not state.dataplane:
-            raise LocalClusterError("this local cluster runs without a real dataplane: it has "
-                                    "no node agents")
-        fresh = [self._component_record(name) for name in names]
-        if agents:
-            fresh += [self._agent_record(node) for node in self._nodes(state)]
+        names = self._restart_targets(state, component)
+        # a node agent's command line is today's (its flags may be new); the rest keep theirs
+        fresh = {record.name: record for record in
+                 [self._component_record(name) for name in names if name in COMPONENTS]
+                 + [self._agent_record(node) for node in self._nodes(state)
+                    if f"{node.name}/{NODE_AGENT}" in names]}
+        # what is bound to a restarted process restarts after it (a node agent after its
+        # ovs-vswitchd): asked for too, so that this waits for it
+        names += [r.name for r in state.processes.values()
+                  if r.name not in names and set(r.bound_to) & set(names)]
         with self.states.update() as locked:
             # taken under the lock: whatever the supervisor recorded before is older
             requested_at = time.time()
-            for record in fresh:
-                current = locked.processes.get(record.name)
-                if current is not None:  # keep its history, take today's command line
-                    current.args, current.log, current.env = record.args, record.log, record.env
-                    current.supervised, current.ready_file = True, record.ready_file
-                    record = current
+            for name in names:
+                record = locked.processes.get(name) or fresh[name]
+                if name in fresh:  # keep its history, take today's command line
+                    refresh(record, fresh[name])
                 record.wanted = True
                 record.restart_requested = True
-                locked.processes[record.name] = record
+                locked.processes[name] = record
             self._ensure_supervisor(locked)
-        restarted = [record.name for record in fresh]
-        self._wait_ready(restarted, timeout, since=requested_at)
-        return restarted
+        self._wait_ready(names, timeout, since=requested_at)
+        return names
+
+    def _restart_targets(self, state: ClusterState, component: str | None) -> list[str]:
+        """The records ``restart COMPONENT`` means (see ``restart``)."""
+        node_records = [name for name, record in state.processes.items()
+                        if record.role == "node"]
+        if component is None:
+            return [*COMPONENTS, *(n for n in node_records if n.endswith(f"/{NODE_AGENT}"))]
+        if component in COMPONENTS or component in OVN or component in node_records:
+            return [component]
+        every = [n for n in node_records if n.endswith(f"/{component}")]
+        if component in NODE_DAEMONS and every:
+            return every
+        if component in NODE_DAEMONS:
+            raise LocalClusterError(f"this local cluster runs without a real dataplane: it has "
+                                    f"no {component}")
+        raise LocalClusterError(
+            f"{component!r} cannot be restarted (restartable: "
+            f"{', '.join(self.restartable(state))}; the API server keeps running)")
 
     @staticmethod
     def restartable(state: ClusterState) -> list[str]:
-        return [*COMPONENTS, *([NODE_AGENT] if state.dataplane else [])]
+        return [*COMPONENTS, *OVN,
+                *([*NODE_DAEMONS, "NODE/DAEMON"] if state.dataplane else [])]
 
     def down(self) -> list[str]:
         kept = self.dir.exists()  # never create the directory of a cluster that is not there

@@ -235,23 +235,33 @@ class Dataplane:
         self._uplink(node.netns, node.underlay_port, None)
         create_ovs_database(node)
 
+    @staticmethod
+    def ovs_names(node: NodeDataplane) -> list[str]:
+        """The records of ``node``'s OVS daemons: ovsdb-server, ovs-vswitchd."""
+        return [f"{node.name}/ovsdb-server", f"{node.name}/ovs-vswitchd"]
+
     def ovs_records(self, node: NodeDataplane) -> list[ProcessRecord]:
-        """ovsdb-server and ovs-vswitchd of ``node`` (ovn-controller comes after setup)."""
+        """ovsdb-server and ovs-vswitchd of ``node`` (ovn-controller comes after setup),
+        supervised: what they hold survives them (bridges and ports in ``conf.db``; the
+        userspace datapath's tap devices, with their addresses, outlive ovs-vswitchd)."""
         d = node.dir
         common = ["--no-chdir", "-vconsole:off"]
+        server, switch = self.ovs_names(node)
         return [
-            ProcessRecord(f"{node.name}/ovsdb-server", "node",
+            ProcessRecord(server, "node",
                           ["ovsdb-server", str(d / "conf.db"), f"--remote=punix:{node.ovs_db}",
                            f"--unixctl={d}/ovsdb-server.ctl", f"--pidfile={d}/ovsdb-server.pid",
                            f"--log-file={self.log_dir}/{node.name}-ovsdb-server.log", *common],
-                          str(self.log_dir / f"{node.name}-ovsdb-server.out"),
-                          netns=node.netns, env=node.env()),
-            ProcessRecord(f"{node.name}/ovs-vswitchd", "node",
+                          str(self.log_dir / f"{node.name}-ovsdb-server.log"),
+                          netns=node.netns, env=node.env(), supervised=True,
+                          ready_socket=str(node.ovs_db)),
+            ProcessRecord(switch, "node",
                           ["ovs-vswitchd", f"unix:{node.ovs_db}",
                            f"--unixctl={d}/ovs-vswitchd.ctl", f"--pidfile={d}/ovs-vswitchd.pid",
                            f"--log-file={self.log_dir}/{node.name}-ovs-vswitchd.log", *common],
-                          str(self.log_dir / f"{node.name}-ovs-vswitchd.out"),
-                          netns=node.netns, env=node.env()),
+                          str(self.log_dir / f"{node.name}-ovs-vswitchd.log"),
+                          netns=node.netns, env=node.env(), supervised=True,
+                          ready_socket=str(d / "ovs-vswitchd.ctl"), requires=[server]),
         ]
 
     def southbound_ready(self) -> bool:
@@ -265,14 +275,21 @@ class Dataplane:
                                 capture_output=True, text=True)
         return result.returncode == 0 and bool(result.stdout.strip())
 
-    def controller_record(self, node: NodeDataplane) -> ProcessRecord:
+    def controller_record(self, node: NodeDataplane, southbound: str = "sb-ovsdb"
+                          ) -> ProcessRecord:
+        """ovn-controller of ``node``, supervised: started once SB (record ``southbound``)
+        and the node's OVS serve; a new one takes over the chassis of the dead one and
+        fills br-int's flows again."""
         return ProcessRecord(
             f"{node.name}/ovn-controller", "node",
             ["ovn-controller", f"unix:{node.ovs_db}", f"--pidfile={node.dir}/ovn-controller.pid",
              f"--log-file={self.log_dir}/{node.name}-ovn-controller.log", "--no-chdir",
              "-vconsole:off"],
-            str(self.log_dir / f"{node.name}-ovn-controller.out"),
-            netns=node.netns, env=node.env())
+            str(self.log_dir / f"{node.name}-ovn-controller.log"),
+            netns=node.netns, env=node.env(), supervised=True,
+            # its control socket (it takes no --unixctl: OVN_RUNDIR/ovn-controller.PID.ctl)
+            ready_socket=str(node.dir / "ovn-controller.{pid}.ctl"),
+            requires=[southbound, *self.ovs_names(node)])
 
     def configure_node(self, node: NodeDataplane, timeout: float = 30.0) -> None:
         """Bridges, the node IP on ``breth0``, and what ovn-controller reads (OVS running)."""

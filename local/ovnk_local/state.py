@@ -31,7 +31,7 @@ class StateFileError(OvnkError):
 @dataclass
 class ProcessRecord:
     name: str
-    role: str  # "infra", "supervisor", "component" (restartable) or "node" (a node's daemons)
+    role: str  # "infra" (API server, OVN), "supervisor", "component" or "node" (a node's)
     args: list[str]
     log: str
     pid: int = 0  # 0: not started yet (a supervised record the supervisor will start)
@@ -39,9 +39,12 @@ class ProcessRecord:
     log_offset: int = 0  # the log's size when this run started: its own output follows
     netns: str = ""  # run inside this named network namespace
     env: dict[str, str] = field(default_factory=dict)  # added to the inherited environment
-    # -- supervision (components and node agents) -------------------------------------------
+    # -- supervision (everything but the API server) -----------------------------------------
     supervised: bool = False  # the supervisor starts it, and restarts it when it dies
     ready_file: str = ""  # written by the process once ready; removed when it dies
+    ready_socket: str = ""  # a unix socket that accepts connections once it serves ({pid})
+    requires: list[str] = field(default_factory=list)  # ready before it is (re)started
+    bound_to: list[str] = field(default_factory=list)  # restarted when one of them restarts
     wanted: bool = True  # False once 'down' stops it on purpose: never restarted then
     restart_requested: bool = False  # 'ovnk local restart' asks the supervisor for one
     restarts: int = 0  # times the supervisor started it again after it died

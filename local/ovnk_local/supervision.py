@@ -1,25 +1,35 @@
-"""The local cluster's supervisor: restarts components that die, carries out restarts.
+"""The local cluster's supervisor: restarts what dies, carries out restarts.
 
 ``ovnk local up`` starts one supervisor process (``ovnk local supervise``,
 recorded in ``cluster.json`` as ``supervisor``, stopped first by ``down``).
-It is the parent of every supervised process (the components and the node
-agents): it starts them, so it learns how each one ended (exit code or
-signal), and it is the only one that restarts them.  Level-driven: every
-pass reads ``cluster.json`` and, under its lock, converges each supervised
-record:
+It is the parent of every supervised process — the OVN databases and
+ovn-northd, each node's OVS (ovsdb-server, ovs-vswitchd) and ovn-controller,
+the components and the node agents: it starts them, so it learns how each one
+ended (exit code or signal), and it is the only one that restarts them.
+Level-driven: every pass reads ``cluster.json`` and, under its lock, converges
+each supervised record:
 
-* not started yet (pid 0): start it;
+* not started yet (pid 0): start it, once every record it ``requires`` is
+  ready (ovn-northd needs the NB and SB servers, ovn-controller the SB server
+  and its node's OVS, the zone controller NB);
 * ``restart_requested`` (``ovnk local restart``): stop it (on purpose, not
   counted), start it again, forget its backoff;
+* running, but a record it is ``bound_to`` was started after it: stop it and
+  start it again (on purpose, not counted) — a node agent after its node's
+  ovs-vswitchd, whose OpenFlow tables it must fill again;
 * found dead: record how it ended (``last_exit``, the tail of its log), remove
   its ready file, and schedule the next start after an exponential backoff
   (``base``, doubling per death in a row, capped at ``cap``; a run longer than
-  ``stable_after`` starts the series again) — a component that crashes at
-  start is retried ever more slowly, never in a hot loop;
-* its next start is due: start it and count a restart.
+  ``stable_after`` starts the series again) — a process that crashes at start
+  is retried ever more slowly, never in a hot loop;
+* its next start is due and what it requires is ready: start it and count a
+  restart.
 
-A record ``down`` marked unwanted is never touched again, nor is anything
-unsupervised (the API server, OVN databases, OVS), which keeps its own state.
+What the processes keep lives on disk and survives them: the NB and SB
+databases, each node's ``conf.db`` (bridges, ports, the pods' interfaces),
+and, with the userspace datapath, the bridges' tap devices and their
+addresses.  A record ``down`` marked unwanted is never touched again, nor is
+anything unsupervised (the API server).
 """
 
 from __future__ import annotations
@@ -33,8 +43,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ovnk_local.state import ProcessRecord, StateFile
-from ovnk_local.supervisor import log_tail, pid_running, spawn_process, terminate
+from ovnk_local.state import ClusterState, ProcessRecord, StateFile
+from ovnk_local.supervisor import (
+    log_tail,
+    pid_running,
+    record_ready,
+    spawn_process,
+    terminate,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +81,22 @@ def describe_exit(status: int | None) -> str:
     return f"exit code {code}"
 
 
+def waiting_for(record: ProcessRecord, state: ClusterState) -> list[str]:
+    """The records ``record`` requires that are not ready (one missing from the state
+    is not waited for)."""
+    return [name for name in record.requires
+            if name in state.processes and not record_ready(state.processes[name])]
+
+
+def rebound_by(record: ProcessRecord, state: ClusterState) -> str | None:
+    """The record ``record`` is bound to that was started after it, if any."""
+    for name in record.bound_to:
+        other = state.processes.get(name)
+        if other is not None and other.pid and other.started > record.started:
+            return name
+    return None
+
+
 class Supervisor:
     def __init__(self, states: StateFile, base: float = BACKOFF_BASE, cap: float = BACKOFF_CAP,
                  stable_after: float = STABLE_AFTER,
@@ -78,6 +110,7 @@ class Supervisor:
         # keeps subprocess from reaping them behind its back, see spawn_process)
         self._children: dict[int, subprocess.Popen[bytes]] = {}
         self._exits: dict[int, int] = {}  # reaped child pid -> wait status
+        self._waiting: set[str] = set()  # records said to wait for their requirements
 
     def run(self, stop: threading.Event, interval: float = POLL_INTERVAL) -> None:
         log.info("supervising the local cluster of %s", self.states.path.parent)
@@ -93,34 +126,43 @@ class Supervisor:
     def step(self) -> None:
         self._reap()
         now = self.clock()
-        if not any(self._due(record, now) for record in self.states.read().processes.values()):
+        state = self.states.read()
+        if not any(self._due(record, state, now) for record in state.processes.values()):
             return
         with self.states.update() as state:
             now = self.clock()
             for record in state.processes.values():
-                if self._due(record, now):
-                    self._converge(record, now)
+                if self._due(record, state, now):
+                    self._converge(record, state, now)
 
-    def _due(self, record: ProcessRecord, now: float) -> bool:
+    def _due(self, record: ProcessRecord, state: ClusterState, now: float) -> bool:
         if not record.supervised or not record.wanted:
             return False
-        if record.restart_requested or record.pid == 0:
+        if record.restart_requested:
             return True
+        if record.pid == 0:
+            return self._requirements_ready(record, state)
         if pid_running(record.pid, record.args):
-            return False
-        return record.next_start == 0 or now >= record.next_start
+            return rebound_by(record, state) is not None
+        if record.next_start == 0:
+            return True  # found dead
+        return now >= record.next_start and self._requirements_ready(record, state)
 
-    def _converge(self, record: ProcessRecord, now: float) -> None:
+    def _converge(self, record: ProcessRecord, state: ClusterState, now: float) -> None:
         if record.restart_requested:
             log.info("%s: restarting on request", record.name)
-            terminate(record)
-            self._forget(record.pid)
-            self._start(record)
+            self._stop(record)
             record.restart_requested = False
             record.failures = 0
             record.next_start = 0.0
+            self._start_when_ready(record, state)
         elif record.pid == 0:
             self._start(record)
+        elif pid_running(record.pid, record.args):
+            log.info("%s: restarting, since %s started again", record.name,
+                     rebound_by(record, state))
+            self._stop(record)
+            self._start_when_ready(record, state)
         elif record.next_start == 0:
             self._died(record, now)
         else:
@@ -129,6 +171,26 @@ class Supervisor:
             record.next_start = 0.0
             log.info("%s: started again (restart %d) as pid %d", record.name, record.restarts,
                      record.pid)
+
+    def _requirements_ready(self, record: ProcessRecord, state: ClusterState) -> bool:
+        waiting = waiting_for(record, state)
+        if waiting and record.name not in self._waiting:
+            log.info("%s: waiting for %s", record.name, ", ".join(waiting))
+        self._waiting.discard(record.name)
+        if waiting:
+            self._waiting.add(record.name)
+        return not waiting
+
+    def _start_when_ready(self, record: ProcessRecord, state: ClusterState) -> None:
+        """Start it now if what it requires is ready, else leave it to a later pass."""
+        if self._requirements_ready(record, state):
+            self._start(record)
+        else:
+            record.pid = 0
+
+    def _stop(self, record: ProcessRecord) -> None:
+        terminate(record)
+        self._forget(record.pid)
 
     def _died(self, record: ProcessRecord, now: float) -> None:
         record.last_exit = describe_exit(self._status_of(record.pid))

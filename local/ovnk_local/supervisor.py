@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from ovnk_core.errors import OvnkError
+from ovnk_core.ovn.processes import unix_socket_accepts
 from ovnk_local.state import ProcessRecord
 
 
@@ -38,6 +39,17 @@ def pid_running(pid: int, args: list[str]) -> bool:
     if state in ("Z", "X"):
         return False
     return bool(cmdline) and os.path.basename(cmdline[0].decode()) == os.path.basename(args[0])
+
+
+def record_ready(record: ProcessRecord) -> bool:
+    """Running, and ready as far as its record can tell: its ready file written, its
+    socket accepting connections (neither: running is ready)."""
+    if not pid_running(record.pid, record.args):
+        return False
+    if record.ready_file and not Path(record.ready_file).exists():
+        return False
+    return not record.ready_socket or unix_socket_accepts(
+        record.ready_socket.replace("{pid}", str(record.pid)))
 
 
 def spawn(record: ProcessRecord) -> ProcessRecord:

@@ -121,6 +121,16 @@ class Controller:
         """Reconcile ``key`` again now, without backoff."""
         self.queue.add(key)
 
+    def retry_waiting(self) -> int:
+        """Reconcile now every key that is waiting (``NotReady``) or failing, in the slow
+        lane too: what they waited for may be back (a database reachable again).  Returns
+        how many were queued."""
+        with self._lock:
+            keys = set(self._failures) | set(self._waits)
+        for key in keys:
+            self.queue.add(key)
+        return len(keys)
+
     def reconcile_all(self) -> None:
         if self._all_keys is None:
             raise RuntimeError(f"controller {self.name} has no primary informer")

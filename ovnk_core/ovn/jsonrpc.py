@@ -229,12 +229,13 @@ class OvsdbConnection:
             raise
 
     def request(self, method: str, params: list[Any],
-                on_row: RowCallback | None = None) -> Any:
+                on_row: RowCallback | None = None, timeout: float | None = None) -> Any:
         """Send one request and return its ``result``.
 
         :param on_row: receives the rows of ``select`` results while they arrive
             (``(k, row)``, k counting the rows arrays of the reply); without it
             the rows stay in the result.
+        :param timeout: this request's own timeout (default: the connection's).
         :raises OvsdbRequestError: the reply carries a JSON-RPC error.
         :raises OvsdbConnectionError: no (complete) reply within the timeout; the
             connection is closed.
@@ -251,13 +252,14 @@ class OvsdbConnection:
         sock = self._socket()
         try:
             self._send({"method": method, "params": params, "id": request_id})
-            sock.settimeout(self.timeout)
+            wait = self.timeout if timeout is None else timeout
+            sock.settimeout(wait)
             while True:
                 try:
                     data = sock.recv(1 << 20)
                 except TimeoutError:
                     raise OvsdbConnectionError(
-                        f"{self.remote}: nothing received for {self.timeout:.0f}s while waiting "
+                        f"{self.remote}: nothing received for {wait:.0f}s while waiting "
                         f"for the reply to {method}") from None
                 if not data:
                     raise OvsdbConnectionError(f"{self.remote} closed the connection")
@@ -301,6 +303,10 @@ class OvsdbConnection:
         if not isinstance(result, list):
             raise OvsdbRequestError(f"transact: unexpected reply {str(result)[:200]}")
         return result
+
+    def echo(self, timeout: float | None = None) -> None:
+        """A round trip that proves the server answers (RFC 7047's ``echo``)."""
+        self.request("echo", ["ovnk"], timeout=timeout)
 
     def get_schema(self, database: str) -> dict[str, Any]:
         schema = self.request("get_schema", [database])

@@ -85,6 +85,11 @@ class NbConnectError(OvnkError):
     """The Northbound database could not be reached within the timeout."""
 
 
+class NbConnectionLost(NbConnectError, OvnTransactionError):
+    """The connection to Northbound broke during a transaction (which may or may not have
+    committed: the writer reads NB again before its next one)."""
+
+
 class NbClient:
     """A connected Northbound client.
 
@@ -257,4 +262,4 @@ class NbClient:
         raise NbConnectError(f"OVN Northbound at {self.remote} not connected after {timeout}s")
 
 
-__all__ = ["ID_KEY", "NbClient", "NbConnectError"]
+__all__ = ["ID_KEY", "NbClient", "NbConnectError", "NbConnectionLost"]

@@ -40,6 +40,34 @@ def _wait_for(predicate: object, timeout: float, what: str, proc: subprocess.Pop
     raise ProcessError(f"{what} not ready after {timeout:.0f}s: {_tail(log)}")
 
 
+SUN_PATH_MAX = 107  # bytes of a unix socket's path (sun_path, its NUL aside)
+
+
+def unix_socket_accepts(path: Path | str, timeout: float = 1.0) -> bool:
+    """Whether a server accepts connections on a unix socket: its file appears at ``bind``,
+    before the server listens, and stays behind when a server dies.  A path too long for
+    ``sun_path`` (a deep test directory) is reached through its directory's descriptor,
+    as OVS reaches it (``/proc/self/fd/N/NAME``)."""
+    address, directory = str(path), None
+    if len(address.encode()) > SUN_PATH_MAX:
+        try:
+            directory = os.open(os.path.dirname(address) or ".", os.O_PATH | os.O_DIRECTORY)
+        except OSError:
+            return False
+        address = f"/proc/self/fd/{directory}/{os.path.basename(address)}"
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(timeout)
+            try:
+                sock.connect(address)
+            except OSError:
+                return False
+        return True
+    finally:
+        if directory is not None:
+            os.close(directory)
+
+
 def stop_child(proc: subprocess.Popen[bytes] | None, grace: float = 10.0) -> None:
     """TERM a child daemon, KILL it after ``grace`` seconds, and reap it."""
     if proc is None or proc.poll() is not None:
@@ -131,7 +159,8 @@ class OvsdbServer:
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL,
                                      start_new_session=self.new_session)
-        _wait_for(self.socket.exists, timeout, f"ovsdb-server {self.name}", self.proc, self.log)
+        _wait_for(lambda: unix_socket_accepts(self.socket), timeout,
+                  f"ovsdb-server {self.name}", self.proc, self.log)
         if self.tcp:
             _wait_for(lambda: _PORT_LINE.search(self.log.read_text()) is not None, timeout,
                       f"ovsdb-server {self.name} TCP listener", self.proc, self.log)

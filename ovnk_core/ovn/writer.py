@@ -16,7 +16,10 @@ own rows, so this writer instead:
   and then reads NB again before the next attempt (once per ``apply``,
   which is retried);
 * reconnects by itself (any remote; with ``leader_only`` only to a RAFT
-  leader) and reads NB again after a connection broke during a request.
+  leader) and reads NB again after a connection broke during a request;
+* says whether NB can be written now (``check``: a round trip when idle), which
+  is the zone controller's readiness; a failed request says the same
+  (``NbConnectError``, ``NbConnectionLost`` when it broke mid-way).
 
 Changes made to owned rows by someone else that do not make a write miss
 (a column edited by hand) are repaired by a periodic ``resync``: it returns
@@ -50,7 +53,7 @@ from ovnk_core.ovn.datum import (
 )
 from ovnk_core.ovn.declarative import ApplyResult, DesiredRow
 from ovnk_core.ovn.jsonrpc import OvsdbConnection, OvsdbConnectionError, OvsdbRequestError
-from ovnk_core.ovn.nb import NB_SCHEMA_NAME, NbConnectError
+from ovnk_core.ovn.nb import NB_SCHEMA_NAME, NbConnectError, NbConnectionLost
 from ovnk_core.ovn.owned_rows import OwnedRows, OwnedRowsLoader, RowRecord, changed_owners
 from ovnk_core.ovn.ownership import NAME_IDENTIFIED_TABLES, Owner
 from ovnk_core.ovn.txn_plan import StaleRows, plan_apply
@@ -88,6 +91,7 @@ class NbWriter:
         self._store = OwnedRows()
         self._stale = True
         self._last_resync = 0.0
+        self._problem: str | None = None  # why NB could not be used last time; None: it could
         # Told which owners' rows another writer changed, after every read of NB but the
         # first (called with the write lock held: it must only enqueue work).
         self.on_drift: Callable[[set[Owner]], None] | None = None
@@ -133,6 +137,39 @@ class NbWriter:
         return self._schema
 
     # -- connection ----------------------------------------------------------------------
+    @property
+    def problem(self) -> str | None:
+        """Why the last request could not reach NB (``None``: it could)."""
+        return self._problem
+
+    def check(self, timeout: float = 5.0, wait: float = 0.5) -> str | None:
+        """Whether NB can be written now: ``None``, or why not.
+
+        When no request is in flight (else its outcome answers, within ``wait``
+        seconds), connects if need be, reads NB again when the view is suspect (after
+        the connection broke), else makes one round trip of at most ``timeout`` seconds.
+        A connection seen broken here makes the next request read NB first.
+        """
+        if not self._lock.acquire(timeout=wait):
+            return self._problem
+        try:
+            if self._stale or self._schema is None:
+                self._load_schema()
+                self._resync_locked()
+            else:
+                try:
+                    self._connection().echo(timeout)
+                except (OvsdbConnectionError, OvsdbRequestError) as exc:
+                    self._stale = True
+                    raise NbConnectError(f"cannot reach OVN Northbound at {self.remote}: "
+                                         f"{exc}") from None
+            self._problem = None
+        except NbConnectError as exc:
+            self._problem = str(exc)
+        finally:
+            self._lock.release()
+        return self._problem
+
     def _connection(self) -> OvsdbConnection:
         if self._conn is not None and not self._conn.closed:
             return self._conn
@@ -155,19 +192,22 @@ class NbWriter:
                 continue
             self._conn = conn
             return conn
-        raise NbConnectError(f"cannot reach OVN Northbound at {self.remote}: "
-                             + "; ".join(errors))
+        self._problem = f"cannot reach OVN Northbound at {self.remote}: " + "; ".join(errors)
+        raise NbConnectError(self._problem)
 
     def _transact(self, ops: list[dict[str, Any]]) -> list[Any]:
         """One write transaction; a broken connection makes the store suspect (the
         transaction may or may not have committed)."""
         try:
-            return self._connection().transact(NB_SCHEMA_NAME, ops)
+            replies = self._connection().transact(NB_SCHEMA_NAME, ops)
         except OvsdbConnectionError as exc:
             self._stale = True
-            raise OvnTransactionError(f"OVN Northbound: {exc}") from None
+            self._problem = f"OVN Northbound: {exc}"
+            raise NbConnectionLost(self._problem) from None
         except OvsdbRequestError as exc:
             raise OvnTransactionError(f"OVN Northbound: {exc}") from None
+        self._problem = None
+        return replies
 
     def _suspect(self) -> None:
         """Read NB again before the next write, unless it was read very recently (a conflict
@@ -209,7 +249,8 @@ class NbWriter:
                 NB_SCHEMA_NAME, ops, on_row=lambda index, row: loader.add_row(tables[index], row))
         except OvsdbConnectionError as exc:
             self._stale = True
-            raise NbConnectError(f"cannot read OVN Northbound at {self.remote}: {exc}") from None
+            self._problem = f"cannot read OVN Northbound at {self.remote}: {exc}"
+            raise NbConnectError(self._problem) from None
         except OvsdbRequestError as exc:
             raise NbConnectError(f"cannot read OVN Northbound at {self.remote}: {exc}") from None
         errors = [r for r in replies if isinstance(r, dict) and r.get("error")]
@@ -222,6 +263,7 @@ class NbWriter:
             changed = set() if first else changed_owners(self._store, store)
             self._store = store
         self._stale = False
+        self._problem = None
         self._last_resync = time.monotonic()
         self.resyncs += 1
         log.log(logging.DEBUG if first else logging.INFO,

@@ -4,6 +4,12 @@ Connects to the zone's Northbound database and the Kubernetes API, builds
 the zone controller on shared informers, serves metrics, and runs until
 asked to stop.  One zone controller runs per zone; in single-zone mode (as
 ``ovnk local`` runs it) that is one for the cluster.
+
+It is ready (``--ready-file``, ``ovnk_core.readiness``) while it can write
+NB: checked every ``HEALTH_INTERVAL`` seconds (a round trip when no write is
+in flight).  While NB cannot be reached it says so as its reason for not
+being ready, and its controllers' keys wait (``NotReady``) instead of failing;
+once NB answers again every waiting or failing key is reconciled at once.
 """
 
 from __future__ import annotations
@@ -25,11 +31,14 @@ from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.metrics import ControllerCollector, serve_metrics
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
+from ovnk_core.readiness import ReadyFile
 from ovnk_core.zone.controller import ZoneController
 
 log = logging.getLogger(__name__)
 
 COMPONENT = "ovnkube-controller"
+HEALTH_INTERVAL = 1.0  # seconds between checks that NB can be written
+HEALTH_TIMEOUT = 5.0  # seconds NB may take to answer a check
 
 
 class ZoneApp:
@@ -52,8 +61,7 @@ class ZoneApp:
         self.plugin_controllers: list[Controller] = host.contributed_controllers(
             "ovnk_zone_controllers", self.context)
         self.registry = CollectorRegistry()
-        self.registry.register(ControllerCollector(
-            lambda: [*self.zone.controllers(), *self.plugin_controllers]))
+        self.registry.register(ControllerCollector(self.controllers))
 
     def run(self, stop: threading.Event, ready_file: Path | None = None) -> None:
         """Run until ``stop`` is set.
@@ -62,6 +70,7 @@ class ZoneApp:
             ``--informer-sync-timeout`` (the process exits non-zero with the reason).
         """
         server = None
+        readiness = ReadyFile(ready_file, f"zone controller {self.identity}")
         if self.config.metrics_bind_address:
             server = serve_metrics(self.registry, self.config.metrics_bind_address)
         try:
@@ -71,10 +80,7 @@ class ZoneApp:
             for controller in self.plugin_controllers:
                 controller.start()
             log.info("zone controller %s: running against %s", self.identity, self.nb.remote)
-            if ready_file is not None:
-                ready_file.parent.mkdir(parents=True, exist_ok=True)
-                ready_file.write_text("running\n")
-            stop.wait()
+            self.serve_readiness(stop, readiness)
         finally:
             for controller in self.plugin_controllers:
                 controller.stop()
@@ -83,8 +89,29 @@ class ZoneApp:
             self.nb.stop()
             if server is not None:
                 server.shutdown()
-            if ready_file is not None:
-                ready_file.unlink(missing_ok=True)
+            readiness.clear()
+
+    def controllers(self) -> list[Controller]:
+        return [*self.zone.controllers(), *self.plugin_controllers]
+
+    def serve_readiness(self, stop: threading.Event, readiness: ReadyFile,
+                        interval: float = HEALTH_INTERVAL) -> None:
+        """Until ``stop``: ready while NB can be written; when it can again after it could
+        not, every waiting or failing key is reconciled at once."""
+        reachable = True
+        while True:
+            problem = self.nb.check(HEALTH_TIMEOUT)
+            if problem is None:
+                if not reachable:
+                    queued = sum(c.retry_waiting() for c in self.controllers())
+                    log.info("OVN Northbound is reachable again; reconciling %d waiting "
+                             "key(s)", queued)
+                readiness.ready("running")
+            else:
+                readiness.not_ready(problem)
+            reachable = problem is None
+            if stop.wait(interval):
+                return
 
 
 def build_zone_app(config: Config) -> ZoneApp:

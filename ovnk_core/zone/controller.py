@@ -76,10 +76,11 @@ from ovnk_core.networks.nad_config import nad_network_name, primary_nad_namespac
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
 from ovnk_core.ovn.declarative import DesiredRow, MissingReference, UnstorableValue, apply_many
 from ovnk_core.ovn.group_commit import GroupCommit
+from ovnk_core.ovn.nb import NbConnectError
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
-from ovnk_core.pod_port import ERROR_ADDING, ERROR_UPDATING
+from ovnk_core.pod_port import ERROR_ADDING, ERROR_DELETING, ERROR_UPDATING
 from ovnk_core.pods.ip_pools import uses_node_subnets
 from ovnk_core.pods.network_selections import requested_networks
 from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
@@ -190,6 +191,9 @@ class ZoneController:
         self._holders: dict[str, dict[str, str]] = {}
         self._claimed: dict[str, dict[str, tuple[str, ...]]] = {}
         self._refused: dict[str, dict[str, str]] = {}  # pod key → NAD key → event message
+        # pod key → the reason of the event saying its ports cannot be written (NB
+        # unreachable), until they are
+        self._unwritten: dict[str, str] = {}
         # pod key → NAD key → (reason, message) of the features' errors last reported
         self._feature_errors: dict[str, dict[str, tuple[str, str]]] = {}
         self.network_controller = Controller("zone-network-controller", self.reconcile_network,
@@ -435,6 +439,8 @@ class ZoneController:
                 desired[owner] = []
         try:
             changed = apply_many(self.nb, desired).changed
+        except NbConnectError as exc:  # waits for NB (retried at once when it is back)
+            raise NotReady(f"network {name}: {exc}", backoff=True) from None
         except MissingReference as exc:
             raise NotReady(f"network {name}: {exc}") from None
         except UnstorableValue as exc:  # those owners alone were not written
@@ -589,6 +595,9 @@ class ZoneController:
         if wanted:
             try:
                 self.commit.apply(wanted)
+            except NbConnectError as exc:  # waits for NB (retried at once when it is back)
+                self._report_unwritten(pod, key, wanted, present, exc)
+                raise NotReady(f"pod {namespace}/{name}: {exc}", backoff=True) from None
             except MissingReference as exc:
                 raise NotReady(f"pod {namespace}/{name}: {exc}", delay=1.0,
                                backoff=True) from None
@@ -597,6 +606,7 @@ class ZoneController:
                 if exc.not_ready:
                     raise NotReady(f"pod {namespace}/{name}: {exc.not_ready}", delay=1.0,
                                    backoff=True) from None
+        self._unwritten.pop(key, None)
         if waiting:
             raise NotReady(f"pod {namespace}/{name}: " + "; ".join(waiting), backoff=True)
         if feature_errors:
@@ -713,6 +723,26 @@ class ZoneController:
             if self.recorder is not None:
                 self.recorder.event(pod, WARNING, attachment_checks.REASON, message)
             reported[nad_key] = message
+
+    def _report_unwritten(self, pod: JSON | None, key: str,
+                          wanted: dict[Owner, list[DesiredRow]], present: set[Owner],
+                          error: NbConnectError) -> None:
+        """A Warning event on a pod whose ports cannot be written because NB cannot be
+        reached — once until they are written, not on every retry.  The reason is
+        upstream's for a pod whose add (update, delete) failed."""
+        if pod is None or key in self._unwritten:
+            return
+        if any(rows and owner not in present for owner, rows in wanted.items()):
+            reason, what = ERROR_ADDING, "add"
+        elif any(wanted.values()):
+            reason, what = ERROR_UPDATING, "update"
+        else:
+            reason, what = ERROR_DELETING, "delete"
+        self._unwritten[key] = reason
+        message = f"failed to {what} the logical ports of pod {key}: {error}"
+        log.warning("%s", message)
+        if self.recorder is not None:
+            self.recorder.event(pod, WARNING, reason, message)
 
     def _report_feature_errors(self, pod: JSON | None, key: str,
                                errors: dict[str, tuple[str, str]]) -> None:

@@ -1,6 +1,8 @@
-"""SIGKILL the cluster manager and the zone controller at random moments while networks and
-pods churn in ``ovnk local``; afterwards nothing is wrong.  Then, on a real dataplane,
-networks no node can serve among the others while node agents are SIGKILLed.
+"""SIGKILL the cluster manager, the zone controller and OVN's own processes (the NB and SB
+servers, ovn-northd) at random moments while networks and pods churn in ``ovnk local``;
+afterwards nothing is wrong.  The controllers are restarted as an operator would
+(``ovnk local restart``), OVN's processes by the supervisor alone.  Then, on a real
+dataplane, networks no node can serve among the others while node agents are SIGKILLed.
 
 Invariants, checked while churning and at the end: a surviving network's ID and its node
 subnets never move, every pod's IP lies in its node's subnet for that network, no two pods
@@ -30,7 +32,7 @@ from typing import Any
 
 import pytest
 from ovnk_local.cluster import LocalCluster
-from ovnk_local.supervisor import pid_running
+from ovnk_local.supervisor import pid_running, record_ready
 from ovnk_local.testing.dataplane import require_dataplane
 
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
@@ -136,6 +138,21 @@ def kill(local: LocalCluster, component: str) -> None:
     local.restart(component)
 
 
+OVN_PROCESSES = ("nb-ovsdb", "sb-ovsdb", "northd")
+
+
+def kill_ovn(local: LocalCluster, name: str) -> None:
+    """SIGKILL one of OVN's processes; the supervisor starts it again from its database."""
+    record = local.state().processes[name]
+    os.kill(record.pid, signal.SIGKILL)
+
+    def back() -> bool:
+        now = local.state().processes[name]
+        return now.restarts == record.restarts + 1 and record_ready(now)
+
+    wait_until(back, timeout=60, what=f"{name} started again by the supervisor")
+
+
 def clean_render(local: LocalCluster, admin: KubeClient, workdir: Path) -> Snapshot:
     """What a fresh zone controller renders into an empty NB from the same cluster."""
     config = udn_config()
@@ -231,10 +248,12 @@ def test_sigkill_during_churn_leaves_nothing_wrong(local: LocalCluster, tmp_path
     observed = Observed(admin)
     live: dict[str, list[str]] = {}   # namespace -> pods
     hostile: dict[str, str] = {}      # namespace -> the kind of its hostile object
+    ovn_kills: list[str] = []
     nodes = [n["metadata"]["name"] for n in admin.list(NODES)["items"]]
     for counter, step in enumerate(range(STEPS), 1):
         action = rng.choices(["network", "pod", "delete-pod", "delete-network", "kill-cm",
-                              "kill-controller", "hostile"], weights=[3, 5, 2, 1, 2, 2, 2])[0]
+                              "kill-controller", "hostile", "kill-ovn"],
+                             weights=[3, 5, 2, 1, 2, 2, 2, 2])[0]
         if action == "hostile" and live:
             for index, kind in enumerate(sorted(HOSTILE)):
                 namespace = f"hostile{counter}-{index}"
@@ -270,9 +289,15 @@ def test_sigkill_during_churn_leaves_nothing_wrong(local: LocalCluster, tmp_path
             kill(local, "cluster-manager")
         elif action == "kill-controller":
             kill(local, "controller")
+        elif action == "kill-ovn":
+            killed = OVN_PROCESSES[len(ovn_kills) % len(OVN_PROCESSES)]  # each in turn
+            kill_ovn(local, killed)
+            ovn_kills.append(killed)
         if step % 5 == 4:
             observed.check({network_name(ns) for ns in live})
 
+    if STEPS >= 45:  # the seed's churn kills each of OVN's processes
+        assert set(ovn_kills) == set(OVN_PROCESSES), ovn_kills
     # settle: every pod allocated, every network rendered, nothing moved
     def all_allocated() -> bool:
         pods = [p for p in admin.list(PODS)["items"]

@@ -255,6 +255,51 @@ def test_reconnects_after_a_server_restart(tmp_path: Path) -> None:
         server.stop()
 
 
+def test_check_says_whether_nb_can_be_written_and_reads_it_again_when_back(
+        tmp_path: Path) -> None:
+    """The zone controller's readiness: a round trip when idle; a server that went away
+    is the reason, and once it answers again NB is read again before anything is said
+    ready (another writer may have changed it meanwhile)."""
+    server = OvsdbServer("nb", tmp_path, NB_SCHEMA).start()
+    try:
+        with NbWriter([server.remote], timeout=10).start() as writer:
+            apply(writer, NODE, node_rows())
+            assert writer.check() is None and writer.problem is None
+            server.stop()
+            problem = writer.check(timeout=2)
+            assert problem is not None and problem.startswith(
+                f"cannot reach OVN Northbound at {server.remote}: ")
+            assert writer.check(timeout=2) == writer.problem  # still down: still the reason
+            with pytest.raises(NbConnectError, match="cannot reach OVN Northbound"):
+                apply(writer, NODE, node_rows(subnet="10.1.9.0/24"))
+            server.start()
+            nbctl(server.remote, "lsp-del", "blue_k8s-node1")  # meanwhile, by someone else
+            drifted: list[set[Owner]] = []
+            writer.on_drift = drifted.append
+            resyncs = writer.resyncs
+            assert writer.check() is None and writer.problem is None
+            assert writer.resyncs == resyncs + 1 and drifted == [{NODE}]
+            assert apply(writer, NODE, node_rows()).created == 1
+    finally:
+        server.stop()
+
+
+def test_a_connection_lost_during_a_write_says_nb_cannot_be_reached(tmp_path: Path) -> None:
+    """The zone controller waits for NB on any ``NbConnectError``: a connection that breaks
+    under a transaction is one too (and still an ``OvnTransactionError``)."""
+    server = OvsdbServer("nb", tmp_path, NB_SCHEMA).start()
+    try:
+        with NbWriter([server.remote], timeout=10).start() as writer:
+            apply(writer, NODE, node_rows())
+            server.stop()
+            with pytest.raises(NbConnectError) as raised:
+                apply(writer, NODE, node_rows(subnet="10.1.9.0/24"))
+            assert isinstance(raised.value, OvnTransactionError)
+            assert writer.problem == str(raised.value)
+    finally:
+        server.stop()
+
+
 def test_unreachable_server_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(NbConnectError, match="cannot reach OVN Northbound"):
         NbWriter([f"unix:{tmp_path}/absent.sock"]).start(connect_timeout=0.5)

@@ -145,3 +145,22 @@ def test_metrics_report_results_slow_lane_and_depth() -> None:
     text = generate_latest(registry).decode()
     assert 'result="not-ready"} 1.0' in text and 'result="success"} 2.0' in text
     assert 'ovnkube_controller_slow_lane_keys{controller="test"} 0.0' in text
+
+
+def test_retry_waiting_reconciles_waiting_and_failing_keys_now() -> None:
+    """What they waited for is back (OVN Northbound reachable again): no key sits out its
+    backoff, the slow lane's included; keys that succeeded are left alone."""
+    script = Script(NotReady("NB unreachable", delay=60), RuntimeError("boom"), None,
+                    RuntimeError("boom"))
+    controller, clock, _ = make(script, max_failures=1, slow_lane_period=300)
+    for key in ("waits", "fails", "done"):
+        controller.queue.add(key)
+    assert [step(controller) for _ in range(3)] == ["waits", "fails", "done"]
+    clock.advance(1.0)
+    assert step(controller) == "fails"  # its second failure: the slow lane (300s)
+    assert controller.stats.slow_lane == {"fails"}
+    assert set(controller.queue.pending_delayed()) == {"waits", "fails"}
+    assert controller.retry_waiting() == 2
+    assert sorted(filter(None, [step(controller), step(controller), step(controller)])) == \
+        ["fails", "waits"]
+    assert not controller.queue.pending_delayed() and not controller.stats.slow_lane

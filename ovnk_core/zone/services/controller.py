@@ -43,6 +43,7 @@ from ovnk_core.networks.addressing import HOST_MASQUERADE_OFFSET, OVN_SERVICE_HA
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
 from ovnk_core.ovn.declarative import DesiredRow, MissingReference, Ref
 from ovnk_core.ovn.group_commit import GroupCommit
+from ovnk_core.ovn.nb import NbConnectError
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.render_state import NetworkState, NodeState
@@ -200,6 +201,8 @@ class ServicesController:
             return
         try:
             self.commit.apply(desired)
+        except NbConnectError as exc:  # waits for NB (retried at once when it is back)
+            raise NotReady(f"service {key}: {exc}", backoff=True) from None
         except MissingReference as exc:  # the network's groups or a node's router
             raise NotReady(f"service {key}: {exc}") from None
 

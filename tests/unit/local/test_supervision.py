@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from ovnk_local.state import ProcessRecord, StateFile, StateFileError
 from ovnk_local.supervision import Supervisor, describe_exit, restart_delay
-from ovnk_local.supervisor import pid_running, terminate
+from ovnk_local.supervisor import pid_running, record_ready, terminate
 
 from ovnk_core.testing.waiting import wait_until
 
@@ -25,6 +25,12 @@ def python(code: str) -> list[str]:
 
 
 SERVES = python("print('serving', flush=True); import time; time.sleep(120)")
+# listens on the unix socket argv[1] after argv[2] seconds ({pid} in it: its own pid)
+LISTENS = python("import os, socket, sys, time; time.sleep(float(sys.argv[2])); "
+                 "path = sys.argv[1].replace('{pid}', str(os.getpid())); "
+                 "os.path.exists(path) and os.unlink(path); "
+                 "s = socket.socket(socket.AF_UNIX); s.bind(path); s.listen(); "
+                 "print('listening', flush=True); time.sleep(120)")
 CRASHES = python("import sys; print('cannot start: no kubeconfig', flush=True); sys.exit(3)")
 
 
@@ -213,3 +219,74 @@ def test_concurrent_writers_lose_nothing_and_never_tear_the_file(tmp_path: Path)
     assert torn == 0
     assert state.api_port == 150 and len(state.processes) == 150
     assert not list(tmp_path.glob(".cluster.json.*.tmp"))
+
+
+def server(tmp_path: Path, name: str, delay: float = 0.0, **extra: object) -> ProcessRecord:
+    """A supervised process that listens on ``<name>.sock`` after ``delay`` seconds."""
+    sock = str(tmp_path / f"{name}.sock")
+    return ProcessRecord(name, "infra", [*LISTENS, sock, str(delay)], str(tmp_path / f"{name}.log"),
+                         supervised=True, ready_socket=sock, **extra)  # type: ignore[arg-type]
+
+
+def test_a_process_starts_once_what_it_requires_is_ready(
+        tmp_path: Path, states: StateFile, supervisor: Supervisor) -> None:
+    """ovn-northd needs NB and SB serving: started only once both accept connections; a
+    dependency that dies later is restarted alone (its dependents reconnect by themselves)."""
+    add(states, server(tmp_path, "nb", delay=0.8), server(tmp_path, "sb"),
+        server(tmp_path, "northd", requires=["nb", "sb"]))
+    sb = record_when(states, "sb", lambda r: record_ready(r))
+    nb = record_when(states, "nb", lambda r: record_ready(r))
+    northd = record_when(states, "northd", lambda r: record_ready(r))
+    assert northd.started >= max(nb.started + 0.8, sb.started)  # nb listens 0.8 s late
+    os.kill(nb.pid, signal.SIGKILL)
+    back = record_when(states, "nb", lambda r: r.restarts == 1 and record_ready(r))
+    assert back.last_exit == "killed by signal 9 (SIGKILL)"
+    again = record_of(states, "northd")
+    assert again.pid == northd.pid and again.restarts == 0 and pid_running(again.pid, again.args)
+
+
+def test_a_restart_request_waits_for_what_it_requires(
+        tmp_path: Path, states: StateFile, supervisor: Supervisor) -> None:
+    add(states, server(tmp_path, "nb", delay=0.5), server(tmp_path, "controller",
+                                                           requires=["nb"]))
+    first = record_when(states, "controller", lambda r: record_ready(r))
+    nb = record_of(states, "nb")
+    with states.update() as state:  # NB is killed, and a restart of the controller asked
+        os.kill(nb.pid, signal.SIGKILL)
+        state.processes["controller"].restart_requested = True
+    again = record_when(states, "controller", lambda r: r.pid not in (0, first.pid)
+                        and record_ready(r))
+    assert not pid_running(first.pid, first.args)
+    assert again.started > record_when(states, "nb", lambda r: record_ready(r)).started
+    assert again.restarts == 0 and again.last_exit == ""
+
+
+def test_a_process_bound_to_another_restarts_after_it(
+        tmp_path: Path, states: StateFile, supervisor: Supervisor) -> None:
+    """A node agent fills the OpenFlow tables of its node's ovs-vswitchd: a new
+    ovs-vswitchd has none, so the agent starts again after it (on purpose, not counted)."""
+    add(states, server(tmp_path, "vswitchd"),
+        server(tmp_path, "agent", requires=["vswitchd"], bound_to=["vswitchd"]))
+    agent = record_when(states, "agent", lambda r: record_ready(r))
+    switch = record_of(states, "vswitchd")
+    os.kill(switch.pid, signal.SIGKILL)
+    switch = record_when(states, "vswitchd", lambda r: r.restarts == 1 and record_ready(r))
+    again = record_when(states, "agent", lambda r: r.pid not in (0, agent.pid)
+                        and record_ready(r))
+    assert again.started > switch.started
+    assert again.restarts == 0 and again.last_exit == ""
+    assert not pid_running(agent.pid, agent.args)
+    time.sleep(0.3)  # several passes: started once after its vswitchd, and left alone since
+    assert record_of(states, "agent").pid == again.pid
+
+
+def test_a_ready_socket_may_name_the_process_pid(
+        tmp_path: Path, states: StateFile, supervisor: Supervisor) -> None:
+    """ovn-controller takes no --unixctl: its socket is ovn-controller.PID.ctl."""
+    sock = str(tmp_path / "ovn-controller.{pid}.ctl")
+    add(states, ProcessRecord("ctl", "node", [*LISTENS, sock, "0.3"], str(tmp_path / "c.log"),
+                              supervised=True, ready_socket=sock))
+    started = record_when(states, "ctl", lambda r: r.pid != 0)
+    assert not record_ready(started)  # listening only after 0.3 s
+    ready = record_when(states, "ctl", lambda r: record_ready(r))
+    assert Path(sock.replace("{pid}", str(ready.pid))).exists()
