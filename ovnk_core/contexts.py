@@ -16,7 +16,7 @@ feature that is no longer enabled when they start.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
@@ -168,6 +168,13 @@ class ZoneContext(_NetworkListeners):
     # whoever owns it: to take over rows an earlier version of a feature wrote under other
     # ids (upstream's legacy names), which ``adopt_and_delete`` then removes
     row_exists: Callable[[str, str], bool] = lambda _table, _primary_id: False
+    # the rendered primary user-defined network of a namespace (``None``: its pods use the
+    # default network), as the zone renders its pods
+    primary_network_of_namespace: Callable[[str], str | None] = lambda _namespace: None
+    # ask the zone to reconcile these pods (``ns/name`` keys) again: for a feature whose
+    # ``ovnk_zone_pod_port`` answer depends on other objects (a policy selecting the pod)
+    # and has changed; only enqueues
+    reconcile_pods: Callable[[Iterable[str]], None] = lambda _keys: None
 
     def feature_owners(self, feature: str) -> set[Owner]:
         """Every owner of ``feature``'s rows now in NB (``feature_owner(feature, ...)``,
