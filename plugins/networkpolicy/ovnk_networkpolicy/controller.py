@@ -100,6 +100,8 @@ class PolicyController:
         # owner scope (``policy:<ns>/<name>``, ``namespace:<ns>``) -> networks it has rows on
         self._rendered: dict[str, set[str]] = {}
         self._named: set[str] = set()  # policies with named ports
+        # what decides a policy's members as last rendered: (network, podSelector, types)
+        self._signatures: dict[str, tuple[str, str, bool, bool]] = {}
         self.controller = Controller(f"{ids.FEATURE}-zone-controller", self.reconcile,
                                      initial_sync=self.initial_sync, on_error=self.report)
         self.controller.watch(self.policies, key_func=lambda p: [f"policy:{policy_key(p)}"])
@@ -227,6 +229,16 @@ class PolicyController:
                 sets[ids.address_set_owner(scope.network, selector.key)] = \
                     self._address_set_rows(scope, selector)
         self._converge(f"policy:{key}", scope.network if rows and scope else None, rows, sets)
+        signature = None if policy is None or scope is None else (
+            scope.network, repr(policy.pod_selector), policy.is_ingress, policy.is_egress)
+        with self._lock:
+            changed = self._signatures.get(key, "unknown") != signature
+            if signature is None:
+                self._signatures.pop(key, None)
+            else:
+                self._signatures[key] = signature
+        if changed:  # which pods join the policy's group changed: the zone re-links them
+            self._reconcile_pods_of(namespace)
         self.controller.queue.add(f"namespace:{namespace}")
         for set_key in touched:
             self.controller.queue.add(addrset_key(set_key))
@@ -249,8 +261,17 @@ class PolicyController:
             break
         rows = build_namespace_rows(scope, namespace, self._logging(namespace)) \
             if has_policy and scope is not None else []
+        with self._lock:
+            before = self._rendered.get(f"namespace:{namespace}")
         self._converge(f"namespace:{namespace}", scope.network if rows and scope else None,
                        rows)
+        with self._lock:
+            after = self._rendered.get(f"namespace:{namespace}")
+        if before != after:
+            self._reconcile_pods_of(namespace)
+
+    def _reconcile_pods_of(self, namespace: str) -> None:
+        self.context.reconcile_pods(self.pods.keys_by_index(NAMESPACE_INDEX, namespace))
 
     def reconcile_address_set(self, set_key: SetKey) -> None:
         network, selector_key = set_key
