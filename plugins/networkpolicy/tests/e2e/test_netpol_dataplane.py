@@ -1,6 +1,7 @@
-"""NetworkPolicy with real packets in ``ovnk local`` on the default network: a deny-all
-policy drops what reached a server, then a policy allowing one client lets exactly that
-client back in, and deleting the policies restores everything."""
+"""NetworkPolicy with real packets in ``ovnk local``, on the default network and on a
+primary Layer3 UDN: a deny-all policy drops what reached a server, then a policy allowing
+one client lets exactly that client back in, and deleting the policies restores
+everything."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ovnk_core.testing.waiting import wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.netns]
 AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
 TIMED_OUT = 28  # curl: no answer at all (dropped)
+UDN_NAMESPACE = "tenant"
 
 
 def apply(cluster: LocalCluster, *objects: dict[str, Any]) -> None:
@@ -26,17 +28,17 @@ def apply(cluster: LocalCluster, *objects: dict[str, Any]) -> None:
         kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(obj))
 
 
-def netexec_pod(name: str, node: str, **labels: str) -> dict[str, Any]:
+def netexec_pod(namespace: str, name: str, node: str, **labels: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "np", "labels": labels},
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "spec": {"nodeName": node, "containers": [{
                 "name": "netexec", "image": AGNHOST, "args": ["netexec", "--http-port=8080"],
                 "ports": [{"name": "http", "containerPort": 8080}]}]}}
 
 
-def policy(name: str, ingress: list[dict[str, Any]]) -> dict[str, Any]:
+def policy(namespace: str, name: str, ingress: list[dict[str, Any]]) -> dict[str, Any]:
     return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-            "metadata": {"name": name, "namespace": "np"},
+            "metadata": {"name": name, "namespace": namespace},
             "spec": {"podSelector": {"matchLabels": {"app": "server"}},
                      "policyTypes": ["Ingress"], "ingress": ingress}}
 
@@ -48,49 +50,67 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     local.up(nodes=2, timeout=90, dataplane=True, settings=ComponentSettings(
         given={"extra_features": "networkpolicy"}))
     try:
-        apply(local, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "np"}})
-        apply(local, netexec_pod("server", "ovn-worker", app="server"),
-              netexec_pod("allowed", "ovn-worker2", role="client"),
-              netexec_pod("other", "ovn-worker"))
+        apply(local, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "np"}},
+              {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": UDN_NAMESPACE,
+               "labels": {"k8s.ovn.org/primary-user-defined-network": ""}}})
+        apply(local, {"apiVersion": "k8s.ovn.org/v1", "kind": "UserDefinedNetwork",
+                      "metadata": {"name": "net", "namespace": UDN_NAMESPACE},
+                      "spec": {"topology": "Layer3", "layer3": {"role": "Primary", "subnets": [
+                          {"cidr": "106.106.0.0/16", "hostSubnet": 24}]}}})
+        for namespace in ("np", UDN_NAMESPACE):
+            apply(local, netexec_pod(namespace, "server", "ovn-worker", app="server"),
+                  netexec_pod(namespace, "allowed", "ovn-worker2", role="client"),
+                  netexec_pod(namespace, "other", "ovn-worker"))
         yield local
     finally:
         local.down()
 
 
-def pod_ip(cluster: LocalCluster, name: str) -> str:
-    found = json.loads(kubectl(cluster, "get", "pod", "-n", "np", name, "-o", "json").stdout)
-    return str((found.get("status") or {}).get("podIP") or "")
+def pod_ip(cluster: LocalCluster, namespace: str, name: str) -> str:
+    """The pod's address on its primary network (its UDN's, in a UDN namespace)."""
+    found = json.loads(kubectl(cluster, "get", "pod", "-n", namespace, name, "-o",
+                               "json").stdout)
+    raw = ((found.get("metadata") or {}).get("annotations") or {}).get(
+        "k8s.ovn.org/pod-networks")
+    for entry in (json.loads(raw) if raw else {}).values():
+        if entry.get("role") == "primary" and entry.get("ip_addresses"):
+            return str(entry["ip_addresses"][0]).split("/")[0]
+    return ""
 
 
-def curl(cluster: LocalCluster, name: str, url: str) -> subprocess.CompletedProcess[str]:
-    return kubectl(cluster, "exec", "-n", "np", name, "--", "curl", "-sS", "--max-time", "3",
-                   url, check=False)
+def curl(cluster: LocalCluster, namespace: str, name: str, url: str
+         ) -> subprocess.CompletedProcess[str]:
+    return kubectl(cluster, "exec", "-n", namespace, name, "--", "curl", "-sS", "--max-time",
+                   "3", url, check=False)
 
 
-def answers(cluster: LocalCluster, client: str, url: str) -> bool:
-    result = curl(cluster, client, url)
+def answers(cluster: LocalCluster, namespace: str, client: str, url: str) -> bool:
+    result = curl(cluster, namespace, client, url)
     return result.returncode == 0 and result.stdout == "server"
 
 
-def test_deny_all_then_allow_one_client(cluster: LocalCluster) -> None:
-    wait_until(lambda: all(pod_ip(cluster, p) for p in ("server", "allowed", "other")),
+@pytest.mark.parametrize("namespace", ["np", UDN_NAMESPACE])
+def test_deny_all_then_allow_one_client(cluster: LocalCluster, namespace: str) -> None:
+    wait_until(lambda: all(pod_ip(cluster, namespace, p) for p in ("server", "allowed",
+                                                                   "other")),
                timeout=90, what="pods with addresses")
-    url = f"http://{pod_ip(cluster, 'server')}:8080/hostname"
-    wait_until(lambda: answers(cluster, "allowed", url) and answers(cluster, "other", url),
-               timeout=60, what="the server reachable without policies")
+    url = f"http://{pod_ip(cluster, namespace, 'server')}:8080/hostname"
+    wait_until(lambda: answers(cluster, namespace, "allowed", url) and
+               answers(cluster, namespace, "other", url),
+               timeout=90, what="the server reachable without policies")
 
-    apply(cluster, policy("deny-all", []))
-    wait_until(lambda: curl(cluster, "allowed", url).returncode == TIMED_OUT and
-               curl(cluster, "other", url).returncode == TIMED_OUT,
+    apply(cluster, policy(namespace, "deny-all", []))
+    wait_until(lambda: curl(cluster, namespace, "allowed", url).returncode == TIMED_OUT and
+               curl(cluster, namespace, "other", url).returncode == TIMED_OUT,
                timeout=60, what="everything dropped by deny-all")
 
-    apply(cluster, policy("allow-client", [{"from": [
+    apply(cluster, policy(namespace, "allow-client", [{"from": [
         {"podSelector": {"matchLabels": {"role": "client"}}}],
         "ports": [{"port": 8080, "protocol": "TCP"}]}]))
-    wait_until(lambda: answers(cluster, "allowed", url), timeout=60,
+    wait_until(lambda: answers(cluster, namespace, "allowed", url), timeout=60,
                what="the selected client let in")
-    assert curl(cluster, "other", url).returncode == TIMED_OUT
+    assert curl(cluster, namespace, "other", url).returncode == TIMED_OUT
 
-    kubectl(cluster, "delete", "networkpolicy", "-n", "np", "deny-all", "allow-client")
-    wait_until(lambda: answers(cluster, "other", url), timeout=60,
+    kubectl(cluster, "delete", "networkpolicy", "-n", namespace, "deny-all", "allow-client")
+    wait_until(lambda: answers(cluster, namespace, "other", url), timeout=60,
                what="everything back once the policies are gone")
