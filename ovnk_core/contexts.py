@@ -30,7 +30,7 @@ from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.networks.registry import NetworkRegistry
 from ovnk_core.ovn.declarative import RowWriter
 from ovnk_core.ovn.ownership import Owner
-from ovnk_core.render_state import NetworkState
+from ovnk_core.render_state import NetworkState, NodeSwitch
 
 NetworkListener = Callable[[str], None]
 
@@ -175,6 +175,9 @@ class ZoneContext(_NetworkListeners):
     # ``ovnk_zone_pod_port`` answer depends on other objects (a policy selecting the pod)
     # and has changed; only enqueues
     reconcile_pods: Callable[[Iterable[str]], None] = lambda _keys: None
+    # the switches of a network's nodes in this zone with their management addresses
+    # (``ovnk_core.render_state.NodeSwitch``; none while the network is not rendered)
+    node_switches: Callable[[str], list[NodeSwitch]] = lambda _network: []
 
     def feature_owners(self, feature: str) -> set[Owner]:
         """Every owner of ``feature``'s rows now in NB (``feature_owner(feature, ...)``,

@@ -60,7 +60,8 @@ class ZoneApp:
                                        table, primary_id) is not None,
                                    primary_network_of_namespace=(
                                        self.zone.primary_network_of_namespace),
-                                   reconcile_pods=self._reconcile_pods)
+                                   reconcile_pods=self._reconcile_pods,
+                                   node_switches=self.zone.node_switches)
         self.zone.network_listeners.append(self.context.networks_changed)
         self.plugin_controllers: list[Controller] = host.contributed_controllers(
             "ovnk_zone_controllers", self.context)
