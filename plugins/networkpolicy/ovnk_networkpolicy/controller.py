@@ -10,6 +10,7 @@ caches, builds the rows (``rows``) and converges its owners (``ids``) in one tra
 ``namespace:<ns>``           the default-deny groups, while the namespace has a policy
 ``addrset:<net>:<selector>`` a peer set's addresses; deleted once no policy uses it
 ``network:<name>``           the rows upstream keeps on every network
+``nodes:<network>``          the ``NetpolNode`` ACLs on the network's node switches
 
 A policy that cannot be rendered (``PolicyError``) gets a Warning event
 (``ErrorAddingResource``, as upstream's retry framework names a failed add) and keeps
@@ -31,8 +32,14 @@ from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.events import WARNING
 from ovnk_core.kube.informer import index_by_namespace
-from ovnk_core.kube.resources import NAMESPACES, PODS, Resource
-from ovnk_core.ovn.declarative import DesiredRow, apply, apply_many, delete_owner
+from ovnk_core.kube.resources import NAMESPACES, NODES, PODS, Resource
+from ovnk_core.ovn.declarative import (
+    DesiredRow,
+    MissingReference,
+    apply,
+    apply_many,
+    delete_owner,
+)
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.zone.owners import network_of_controller
 from ovnk_networkpolicy import ids
@@ -53,6 +60,7 @@ from ovnk_networkpolicy.rows import (
     build_address_set_rows,
     build_namespace_rows,
     build_network_rows,
+    build_node_rows,
     build_policy_rows,
     policy_peer_selectors,
     rule_peer_selectors,
@@ -108,6 +116,10 @@ class PolicyController:
         self.controller.watch(self.namespaces, key_func=self.namespace_keys,
                               relevant=namespace_relevant)
         self.controller.watch(self.pods, key_func=self.pod_keys, relevant=pod_relevant)
+        self.nodes = context.informers.get(NODES)
+        self.controller.watch(self.nodes, key_func=lambda _node: [
+            f"nodes:{scope.network}" for scope in self.networks()])
+        self._node_switches: dict[str, set[str]] = {}  # network -> switches with node ACLs
 
     # -- keys --------------------------------------------------------------------------
     def namespace_keys(self, namespace: JSON) -> list[str]:
@@ -144,8 +156,13 @@ class PolicyController:
                 self.controller.queue.add(addrset_key((network, rest)))
             elif kind == ids.NETWORK_SCOPE and network is not None:
                 self.controller.queue.add(f"network:{network}")  # deleted if gone
+            elif kind == "node" and network is not None:
+                with self._lock:
+                    self._node_switches.setdefault(network, set()).add(rest)
+                self.controller.queue.add(f"nodes:{network}")
         for scope_ in self.networks():
             self.controller.queue.add(f"network:{scope_.network}")
+            self.controller.queue.add(f"nodes:{scope_.network}")
         for key in self.policies.list_keys():
             self.controller.queue.add(f"policy:{key}")
 
@@ -182,6 +199,8 @@ class PolicyController:
             self.reconcile_address_set((network, selector_key))
         elif kind == "network":
             self.reconcile_network(rest)
+        elif kind == "nodes":
+            self.reconcile_nodes(rest)
         else:
             log.warning("networkpolicy: ignoring key %r of no known kind", key)
 
@@ -211,6 +230,28 @@ class PolicyController:
                 self._rendered[scope_name] = {network}
             else:
                 self._rendered.pop(scope_name, None)
+
+    def reconcile_nodes(self, network: str) -> None:
+        """``NetpolNode``: each node's management addresses may reach the pods on its
+        switch (the kubelet's probes), whatever the policies; gone with the node."""
+        scope = next((s for s in self.networks() if s.network == network), None)
+        switches = self.context.node_switches(network) if scope is not None else []
+        desired: dict[Owner, list[DesiredRow]] = {}
+        for switch in switches:
+            assert scope is not None
+            desired[ids.node_owner(network, switch.name)] = build_node_rows(
+                scope, switch.name, switch.ref, switch.management_ips)
+        with self._lock:
+            before = set(self._node_switches.get(network, ()))
+        for name in before - {switch.name for switch in switches}:
+            desired[ids.node_owner(network, name)] = []
+        try:
+            apply_many(self.context.nb, desired)
+        except MissingReference as exc:
+            raise NotReady(f"network {network}: a node switch is not written yet: {exc}",
+                           backoff=True) from exc
+        with self._lock:
+            self._node_switches[network] = {switch.name for switch in switches}
 
     def reconcile_policy(self, key: str) -> None:
         """The policy's rows on its namespace's network; none when it is gone or cannot be

@@ -28,12 +28,24 @@ def apply(cluster: LocalCluster, *objects: dict[str, Any]) -> None:
         kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(obj))
 
 
-def netexec_pod(namespace: str, name: str, node: str, **labels: str) -> dict[str, Any]:
+def netexec_pod(namespace: str, name: str, node: str, probe: bool = False,
+                **labels: str) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": "netexec", "image": AGNHOST, "args": ["netexec", "--http-port=8080"],
+        "ports": [{"name": "http", "containerPort": 8080}]}
+    if probe:
+        container["readinessProbe"] = {"httpGet": {"path": "/healthz", "port": "http"},
+                                       "periodSeconds": 1}
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": {"nodeName": node, "containers": [{
-                "name": "netexec", "image": AGNHOST, "args": ["netexec", "--http-port=8080"],
-                "ports": [{"name": "http", "containerPort": 8080}]}]}}
+            "spec": {"nodeName": node, "containers": [container]}}
+
+
+def ready(cluster: LocalCluster, namespace: str, name: str) -> bool:
+    found = json.loads(kubectl(cluster, "get", "pod", "-n", namespace, name, "-o",
+                               "json").stdout)
+    return any(c["type"] == "Ready" and c["status"] == "True"
+               for c in (found.get("status") or {}).get("conditions") or [])
 
 
 def policy(namespace: str, name: str, ingress: list[dict[str, Any]]) -> dict[str, Any]:
@@ -103,6 +115,11 @@ def test_deny_all_then_allow_one_client(cluster: LocalCluster, namespace: str) -
     wait_until(lambda: curl(cluster, namespace, "allowed", url).returncode == TIMED_OUT and
                curl(cluster, namespace, "other", url).returncode == TIMED_OUT,
                timeout=60, what="everything dropped by deny-all")
+    # ...but not the kubelet's probes from the node (upstream's NetpolNode ACL): a new
+    # selected pod with a readiness probe becomes Ready
+    apply(cluster, netexec_pod(namespace, "probed", "ovn-worker", probe=True, app="server"))
+    wait_until(lambda: ready(cluster, namespace, "probed"), timeout=90,
+               what="a denied pod Ready by its kubelet's HTTP probe")
 
     apply(cluster, policy(namespace, "allow-client", [{"from": [
         {"podSelector": {"matchLabels": {"role": "client"}}}],

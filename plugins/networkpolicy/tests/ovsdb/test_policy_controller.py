@@ -20,13 +20,14 @@ from ovnk_core.contexts import ZoneContext
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
-from ovnk_core.kube.resources import EVENTS, NAMESPACES, PODS
-from ovnk_core.ovn.declarative import ApplyResult, DesiredRow
+from ovnk_core.kube.resources import EVENTS, NAMESPACES, NODES, PODS
+from ovnk_core.ovn.declarative import ApplyResult, DesiredRow, Ref, apply
 from ovnk_core.ovn.hashed_names import hash_for_ovn
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.processes import OvsdbServer
 from ovnk_core.ovn.writer import NbWriter
+from ovnk_core.render_state import NodeSwitch
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.ovsdb_fixtures import read_rows
 from ovnk_core.testing.waiting import wait_until
@@ -64,13 +65,16 @@ class Zone:
     running: list[tuple[PolicyController, InformerFactory, NbWriter]] = field(
         default_factory=list)
 
+    switches: list[NodeSwitch] = field(default_factory=list)
+
     def start(self) -> tuple[PolicyController, CountingWriter]:
         writer = NbWriter([self.remote], timeout=30).start()
         counting = CountingWriter(writer)
         informers = InformerFactory(self.client)
         context = ZoneContext(udn_config(), self.client, informers,
                               EventRecorder(self.client, "ovnkube-controller", "test"),
-                              counting, lambda _name: None, writer.owners_with_key_prefix)
+                              counting, lambda _name: None, writer.owners_with_key_prefix,
+                              node_switches=lambda _network: list(self.switches))
         controller = PolicyController(context, lambda _ns: SCOPE, lambda: [SCOPE], HAIRPIN)
         informers.start()
         controller.controller.start()
@@ -245,3 +249,28 @@ def test_namespace_relabel_and_acl_logging_reach_their_rows(zone: Zone) -> None:
     wait_until(lambda: list(owned(remote, "ACL")[deny].severity) == ["alert"] and
                list(owned(remote, "ACL")[allow].severity) == ["notice"], timeout=30)
     assert owned(remote, "ACL")[deny].log and owned(remote, "ACL")[allow].log
+
+
+def test_node_acls_follow_the_zone_switches(zone: Zone) -> None:
+    """``NetpolNode``: an ACL per management address on each node switch, gone with it."""
+    topology = Owner("default-network-controller", "node:node1")
+    switch = topology.object_ids("LogicalSwitch", "node1")
+    writer = NbWriter([zone.remote], timeout=30).start()
+    try:
+        apply(writer, topology, [DesiredRow("Logical_Switch", switch, {"name": "node1"})])
+    finally:
+        writer.stop()
+    zone.switches = [NodeSwitch("node1", "node1", Ref.to("Logical_Switch", switch),
+                                ("10.244.0.2",))]
+    zone.start()
+    acl = f"{CTRL}:NetpolNode:node1:10.244.0.2"
+    wait_until(lambda: acl in ids_of(zone.remote, "ACL"), timeout=30)
+    row = owned(zone.remote, "ACL")[acl]
+    assert (row.match, row.priority, row.action, row.direction) == (
+        "ip4.src==10.244.0.2", 1001, "allow-related", "to-lport")
+    [sw] = [r for r in read_rows(zone.remote, "Logical_Switch") if r.name == "node1"]
+    assert [a.external_ids["k8s.ovn.org/id"] for a in sw.acls] == [acl]
+
+    zone.switches = []  # the node left the zone: a node event converges the ACLs
+    zone.client.create(NODES, {"metadata": {"name": "node2"}})
+    wait_until(lambda: acl not in ids_of(zone.remote, "ACL"), timeout=30)
