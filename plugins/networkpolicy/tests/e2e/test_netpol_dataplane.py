@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -131,3 +132,39 @@ def test_deny_all_then_allow_one_client(cluster: LocalCluster, namespace: str) -
     kubectl(cluster, "delete", "networkpolicy", "-n", namespace, "deny-all", "allow-client")
     wait_until(lambda: answers(cluster, namespace, "other", url), timeout=60,
                what="everything back once the policies are gone")
+
+
+def test_zone_restart_never_opens_a_denied_path(cluster: LocalCluster) -> None:
+    """While the zone controller restarts (its pods' ports re-reconciled, the policies read
+    again), a client the policies deny is never let through, and the allowed one is back
+    once it runs."""
+    wait_until(lambda: all(pod_ip(cluster, "np", p) for p in ("server", "allowed", "other")),
+               timeout=90, what="pods with addresses")
+    url = f"http://{pod_ip(cluster, 'np', 'server')}:8080/hostname"
+    apply(cluster, policy("np", "deny-all", []),
+          policy("np", "allow-client", [{"from": [
+              {"podSelector": {"matchLabels": {"role": "client"}}}]}]))
+    wait_until(lambda: answers(cluster, "np", "allowed", url) and
+               curl(cluster, "np", "other", url).returncode == TIMED_OUT,
+               timeout=60, what="the policies in force")
+    results: list[int] = []
+    done = threading.Event()
+
+    def probe() -> None:
+        while not done.is_set():
+            results.append(curl(cluster, "np", "other", url).returncode)
+
+    prober = threading.Thread(target=probe, daemon=True)
+    prober.start()
+    try:
+        cluster.restart("controller", timeout=90)
+        # the restarted zone reconciles every pod: keep probing while it does
+        wait_until(lambda: answers(cluster, "np", "allowed", url), timeout=60,
+                   what="the allowed client served after the restart")
+        count = len(results)
+        wait_until(lambda: len(results) >= count + 3, timeout=60)
+    finally:
+        done.set()
+        prober.join(timeout=30)
+    assert results and set(results) == {TIMED_OUT}, results
+    kubectl(cluster, "delete", "networkpolicy", "-n", "np", "deny-all", "allow-client")
