@@ -138,6 +138,18 @@ class PolicyController:
         keys += [f"policy:{key}" for key in named]
         return keys
 
+    def network_changed(self, network: str) -> None:
+        """A network appeared, changed or went: its own rows, and every policy and
+        namespace with a policy, whose network may now be another (a namespace's primary
+        UDN rendered after its policies were).  Network changes are rare: this lists."""
+        queue = self.controller.queue
+        queue.add(f"network:{network}")
+        queue.add(f"nodes:{network}")
+        for key in self.policies.list_keys():
+            queue.add(f"policy:{key}")
+        for namespace in self.policies.index_values(NAMESPACE_INDEX):
+            queue.add(f"namespace:{namespace}")
+
     # -- startup -----------------------------------------------------------------------
     def initial_sync(self) -> None:
         """Learn every policy's peer sets before any worker runs (so no set in use is

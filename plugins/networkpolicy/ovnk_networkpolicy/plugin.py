@@ -42,8 +42,7 @@ class NetworkPolicyFeature(Feature):
 
         def network_changed(network: str) -> None:
             networks.saw(network)
-            controller.controller.queue.add(f"network:{network}")
-            controller.controller.queue.add(f"nodes:{network}")
+            controller.network_changed(network)
 
         context.on_networks_changed(network_changed)
         self._zone = (context, PolicyCache(controller.policies))

@@ -66,6 +66,8 @@ class Zone:
         default_factory=list)
 
     switches: list[NodeSwitch] = field(default_factory=list)
+    # namespace -> its network (default: the default network)
+    networks: dict[str, NetworkScope] = field(default_factory=dict)
 
     def start(self) -> tuple[PolicyController, CountingWriter]:
         writer = NbWriter([self.remote], timeout=30).start()
@@ -75,7 +77,9 @@ class Zone:
                               EventRecorder(self.client, "ovnkube-controller", "test"),
                               counting, lambda _name: None, writer.owners_with_key_prefix,
                               node_switches=lambda _network: list(self.switches))
-        controller = PolicyController(context, lambda _ns: SCOPE, lambda: [SCOPE], HAIRPIN)
+        controller = PolicyController(
+            context, lambda ns: self.networks.get(ns, SCOPE),
+            lambda: [SCOPE, *{s.network: s for s in self.networks.values()}.values()], HAIRPIN)
         informers.start()
         controller.controller.start()
         self.running.append((controller, informers, writer))
@@ -274,3 +278,21 @@ def test_node_acls_follow_the_zone_switches(zone: Zone) -> None:
     zone.switches = []  # the node left the zone: a node event converges the ACLs
     zone.client.create(NODES, {"metadata": {"name": "node2"}})
     wait_until(lambda: acl not in ids_of(zone.remote, "ACL"), timeout=30)
+
+
+def test_policies_move_when_their_namespace_gets_its_primary_udn(zone: Zone) -> None:
+    """A namespace's primary UDN rendered after its policies: told the network changed, the
+    controller moves them (and the namespace's default deny) to the UDN's controller."""
+    namespace(zone.client, "tenant")
+    zone.client.create(NETWORK_POLICIES, netpol("tenant", "deny"), namespace="tenant")
+    controller, _ = zone.start()
+    remote = zone.remote
+    wait_until(lambda: f"{CTRL}:NetworkPolicy:tenant:deny" in ids_of(remote, "Port_Group"),
+               timeout=30)
+    zone.networks["tenant"] = NetworkScope("tenant_blue")
+    controller.network_changed("tenant_blue")
+    udn = "tenant_blue-network-controller"
+    wait_until(lambda: {f"{udn}:NetworkPolicy:tenant:deny", f"{udn}:NetpolNamespace:tenant:Ingress"}
+               <= ids_of(remote, "Port_Group"), timeout=30)
+    wait_until(lambda: not {i for i in ids_of(remote, "Port_Group") if ":tenant" in i
+                            and i.startswith(CTRL)}, timeout=30)
