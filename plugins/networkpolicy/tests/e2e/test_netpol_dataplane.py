@@ -168,3 +168,27 @@ def test_zone_restart_never_opens_a_denied_path(cluster: LocalCluster) -> None:
         prober.join(timeout=30)
     assert results and set(results) == {TIMED_OUT}, results
     kubectl(cluster, "delete", "networkpolicy", "-n", "np", "deny-all", "allow-client")
+
+
+def test_egress_to_a_named_port_of_selected_pods(cluster: LocalCluster) -> None:
+    """Egress from the client only to pods labelled ``app=server`` on their port named
+    ``http`` (resolved on the server pod: 8080); everything else it sends is dropped."""
+    wait_until(lambda: all(pod_ip(cluster, "np", p) for p in ("server", "allowed", "other")),
+               timeout=90, what="pods with addresses")
+    server = f"http://{pod_ip(cluster, 'np', 'server')}:8080/hostname"
+    other = f"http://{pod_ip(cluster, 'np', 'other')}:8080/hostname"
+    wait_until(lambda: answers(cluster, "np", "allowed", server) and
+               curl(cluster, "np", "allowed", other).returncode == 0,
+               timeout=60, what="the client reaching both without policies")
+    apply(cluster, {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                    "metadata": {"name": "egress-named", "namespace": "np"},
+                    "spec": {"podSelector": {"matchLabels": {"role": "client"}},
+                             "policyTypes": ["Egress"],
+                             "egress": [{"to": [{"podSelector": {"matchLabels": {
+                                 "app": "server"}}}], "ports": [{"port": "http"}]}]}})
+    wait_until(lambda: curl(cluster, "np", "allowed", other).returncode == TIMED_OUT,
+               timeout=60, what="egress to a pod the policy does not name dropped")
+    assert answers(cluster, "np", "allowed", server)
+    kubectl(cluster, "delete", "networkpolicy", "-n", "np", "egress-named")
+    wait_until(lambda: curl(cluster, "np", "allowed", other).returncode == 0, timeout=60,
+               what="egress back once the policy is gone")
