@@ -29,36 +29,38 @@ SYNC_TIMEOUT = 30.0
 
 
 class PolicyCache:
-    """Parsed policies by key, parsed again only when their resourceVersion changes."""
+    """Parsed policies by namespace and name, parsed again only when their
+    resourceVersion changes; a namespace's deleted policies are forgotten when it is read."""
 
     def __init__(self, policies: Informer) -> None:
         self.policies = policies
         self._lock = threading.Lock()
-        self._parsed: dict[str, tuple[str, Policy | None]] = {}
+        self._parsed: dict[str, dict[str, tuple[str, Policy | None]]] = {}
 
     def in_namespace(self, namespace: str) -> list[Policy]:
-        found = []
-        for obj in self.policies.peek_by_index("namespace", namespace):
-            policy = self.parsed(obj)
-            if policy is not None:
-                found.append(policy)
-        return found
+        objects = self.policies.peek_by_index("namespace", namespace)
+        with self._lock:
+            cached = dict(self._parsed.get(namespace, {}))
+        current: dict[str, tuple[str, Policy | None]] = {}
+        for obj in objects:
+            meta = obj["metadata"]
+            name, version = str(meta["name"]), str(meta.get("resourceVersion", ""))
+            known = cached.get(name)
+            current[name] = known if known is not None and known[0] == version and version \
+                else (version, _parse(obj))
+        with self._lock:
+            if current:
+                self._parsed[namespace] = current
+            else:
+                self._parsed.pop(namespace, None)
+        return [policy for _version, policy in current.values() if policy is not None]
 
-    def parsed(self, obj: JSON) -> Policy | None:
-        meta = obj["metadata"]
-        key, version = f"{meta.get('namespace')}/{meta['name']}", \
-            str(meta.get("resourceVersion", ""))
-        with self._lock:
-            cached = self._parsed.get(key)
-        if cached is not None and cached[0] == version and version:
-            return cached[1]
-        try:
-            policy: Policy | None = parse_policy(obj)
-        except PolicyError:
-            policy = None
-        with self._lock:
-            self._parsed[key] = (version, policy)
-        return policy
+
+def _parse(obj: JSON) -> Policy | None:
+    try:
+        return parse_policy(obj)
+    except PolicyError:
+        return None
 
 
 def pod_port_links(cache: PolicyCache, row_exists: Callable[[str, str], bool],

@@ -90,3 +90,15 @@ def test_pod_facts_read_the_primary_entry_and_named_ports() -> None:
     broken = {"metadata": {**pod["metadata"], "annotations": {
         "k8s.ovn.org/pod-networks": "{not json"}}}
     assert pod_facts(broken).ips == ()
+
+
+def test_cache_follows_new_versions_and_deletions() -> None:
+    policies = Policies(netpol("a", rv="1"))
+    cache = PolicyCache(policies)  # type: ignore[arg-type]
+    assert [p.pod_selector for p in cache.in_namespace("ns1")] == [
+        {"matchLabels": {"app": "db"}}]
+    policies.objects = [netpol("a", rv="2", podSelector={"matchLabels": {"app": "web"}})]
+    assert [p.pod_selector for p in cache.in_namespace("ns1")] == [
+        {"matchLabels": {"app": "web"}}]
+    policies.objects = []
+    assert cache.in_namespace("ns1") == [] and cache._parsed == {}
