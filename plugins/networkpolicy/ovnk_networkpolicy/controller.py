@@ -94,10 +94,22 @@ class PolicyController:
 
     def __init__(self, context: ZoneContext, network_of: NetworkOf,
                  networks: Callable[[], Iterable[NetworkScope]],
-                 hairpin_ips: Sequence[str]) -> None:
+                 hairpin_ips: Sequence[str],
+                 scope_of: Callable[[str], NetworkScope | None] | None = None,
+                 gone: Callable[[str], bool] = lambda _network: True) -> None:
+        """:param network_of: a namespace's network (``None``: not rendered yet).
+        :param networks: the networks rendered now.
+        :param scope_of: a network by name (``None``: not rendered now); default: looked up
+            in ``networks``.
+        :param gone: whether a network that is not rendered is gone for good (its rows are
+            then deleted) rather than not rendered yet (its rows are kept: a restarting
+            zone renders its networks after this controller starts)."""
         self.context = context
         self.network_of = network_of
         self.networks = networks
+        self.scope_of = scope_of or (
+            lambda name: next((s for s in networks() if s.network == name), None))
+        self.gone = gone
         self.hairpin_ips = list(hairpin_ips)
         self.policies = context.informers.get(NETWORK_POLICIES,
                                               indexers={NAMESPACE_INDEX: index_by_namespace})
@@ -217,12 +229,29 @@ class PolicyController:
             log.warning("networkpolicy: ignoring key %r of no known kind", key)
 
     def reconcile_network(self, network: str) -> None:
-        for scope in self.networks():
-            if scope.network == network:
-                apply(self.context.nb, ids.network_owner(network),
-                      build_network_rows(scope, self.hairpin_ips))
-                return
-        delete_owner(self.context.nb, ids.network_owner(network))
+        scope = self.scope_of(network)
+        if scope is not None:
+            apply(self.context.nb, ids.network_owner(network),
+                  build_network_rows(scope, self.hairpin_ips))
+        elif self.gone(network):
+            self.forget_network(network)
+        else:
+            raise NotReady(f"network {network} is not rendered yet", backoff=True)
+
+    def forget_network(self, network: str) -> None:
+        """Every row of this feature on a network that is gone, in one transaction (the
+        groups' ACLs before the address sets they name: OVSDB applies it as one)."""
+        controller = ids.owner(network, ids.NETWORK_SCOPE).controller
+        owners = {owner for owner in self.context.feature_owners(ids.FEATURE)
+                  if owner.controller == controller}
+        if owners:
+            apply_many(self.context.nb, {owner: [] for owner in owners})
+            log.info("networkpolicy: network %s is gone: removed %d owner(s)", network,
+                     len(owners))
+        with self._lock:
+            for networks in self._rendered.values():
+                networks.discard(network)
+            self._node_switches.pop(network, None)
 
     def _converge(self, scope_name: str, network: str | None, rows: list[DesiredRow],
                   extra: dict[Owner, list[DesiredRow]] | None = None) -> None:
@@ -246,11 +275,14 @@ class PolicyController:
     def reconcile_nodes(self, network: str) -> None:
         """``NetpolNode``: each node's management addresses may reach the pods on its
         switch (the kubelet's probes), whatever the policies; gone with the node."""
-        scope = next((s for s in self.networks() if s.network == network), None)
-        switches = self.context.node_switches(network) if scope is not None else []
+        scope = self.scope_of(network)
+        if scope is None:
+            if self.gone(network):
+                return  # forget_network removes its rows
+            raise NotReady(f"network {network} is not rendered yet", backoff=True)
+        switches = self.context.node_switches(network)
         desired: dict[Owner, list[DesiredRow]] = {}
         for switch in switches:
-            assert scope is not None
             desired[ids.node_owner(network, switch.name)] = build_node_rows(
                 scope, switch.name, switch.ref, switch.management_ips)
         with self._lock:
@@ -312,6 +344,8 @@ class PolicyController:
                 continue
             has_policy = True
             break
+        if has_policy and scope is None:
+            raise NotReady(f"the network of namespace {namespace} is not rendered yet")
         rows = build_namespace_rows(scope, namespace, self._logging(namespace)) \
             if has_policy and scope is not None else []
         with self._lock:
@@ -330,10 +364,12 @@ class PolicyController:
         network, selector_key = set_key
         selector = self.registry.selector(set_key)
         owner = ids.address_set_owner(network, selector_key)
-        scope = next((s for s in self.networks() if s.network == network), None)
-        if selector is None or scope is None:
+        scope = self.scope_of(network)
+        if selector is None or (scope is None and self.gone(network)):
             delete_owner(self.context.nb, owner)
             return
+        if scope is None:
+            raise NotReady(f"network {network} is not rendered yet", backoff=True)
         apply(self.context.nb, owner, self._address_set_rows(scope, selector))
 
     # -- reading the caches ------------------------------------------------------------

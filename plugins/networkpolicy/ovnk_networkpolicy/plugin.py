@@ -38,7 +38,8 @@ class NetworkPolicyFeature(Feature):
     def ovnk_zone_controllers(self, context: ZoneContext) -> list[Controller]:
         networks = ZoneNetworks(context)
         controller = PolicyController(context, networks.of_namespace, networks.all,
-                                      hairpin_ips(context))
+                                      hairpin_ips(context), scope_of=networks.scope,
+                                      gone=networks.gone)
 
         def network_changed(network: str) -> None:
             networks.saw(network)

@@ -67,7 +67,8 @@ class Zone:
 
     switches: list[NodeSwitch] = field(default_factory=list)
     # namespace -> its network (default: the default network)
-    networks: dict[str, NetworkScope] = field(default_factory=dict)
+    networks: dict[str, NetworkScope | None] = field(default_factory=dict)  # None: unrendered
+    gone: set[str] = field(default_factory=set)  # networks gone for good (not just unrendered)
 
     def start(self) -> tuple[PolicyController, CountingWriter]:
         writer = NbWriter([self.remote], timeout=30).start()
@@ -79,7 +80,9 @@ class Zone:
                               node_switches=lambda _network: list(self.switches))
         controller = PolicyController(
             context, lambda ns: self.networks.get(ns, SCOPE),
-            lambda: [SCOPE, *{s.network: s for s in self.networks.values()}.values()], HAIRPIN)
+            lambda: [SCOPE, *{s.network: s for s in self.networks.values() if s}.values()],
+            HAIRPIN,
+            gone=lambda network: network in self.gone)
         informers.start()
         controller.controller.start()
         self.running.append((controller, informers, writer))
@@ -296,3 +299,32 @@ def test_policies_move_when_their_namespace_gets_its_primary_udn(zone: Zone) -> 
                <= ids_of(remote, "Port_Group"), timeout=30)
     wait_until(lambda: not {i for i in ids_of(remote, "Port_Group") if ":tenant" in i
                             and i.startswith(CTRL)}, timeout=30)
+
+
+def test_rows_of_an_unrendered_network_wait_and_go_only_with_it(zone: Zone) -> None:
+    """At a restart the zone renders its networks after this controller starts: a network
+    not rendered yet keeps its rows (and its namespaces' policies wait); a network gone for
+    good loses them."""
+    blue = NetworkScope("tenant_blue")
+    udn = "tenant_blue-network-controller"
+    zone.networks["tenant"] = blue
+    namespace(zone.client, "tenant")
+    zone.client.create(NETWORK_POLICIES, netpol("tenant", "deny"), namespace="tenant")
+    zone.start()
+    remote = zone.remote
+    rows = {f"{udn}:Cluster:clusterPortGroup", f"{udn}:NetworkPolicy:tenant:deny",
+            f"{udn}:NetpolNamespace:tenant:Ingress"}
+    wait_until(lambda: rows <= ids_of(remote, "Port_Group"), timeout=30)
+    zone.stop()
+
+    zone.networks["tenant"] = None  # restarted, the UDN not rendered again yet
+    controller, counting = zone.start()
+    wait_until(lambda: controller.controller.stats.reconciles >= 4, timeout=30)
+    wait_until(lambda: controller.controller.stats.not_ready >= 1, timeout=30)
+    assert rows <= ids_of(remote, "Port_Group") and counting.changes == []
+
+    zone.gone.add("tenant_blue")
+    controller.network_changed("tenant_blue")
+    wait_until(lambda: not {i for i in ids_of(remote, "Port_Group") if i.startswith(udn)},
+               timeout=30)
+    assert not {i for i in ids_of(remote, "ACL") if i.startswith(udn)}
