@@ -134,10 +134,10 @@ def console_steps(text: str) -> list[Step]:
 def run_script(blocks: list[Block], steps: Path) -> tuple[str, list[tuple[str, Step]]]:
     """One ``bash`` script of the ``run`` blocks, as a reader runs them one after the other.
 
-    ``set -e``: the first failing command stops it; ``### page:line`` is echoed before each
-    block (with the seconds since the start) so the failing one is named.  Each console step's output goes to ``steps/N`` (its
-    exit status is not checked: a transcript may show a refusal); the returned list says
-    which step and where each ``N`` is.
+    ``set -e``: the first failing command stops it; ``### page:line at Ns`` is echoed before
+    each block (N: seconds since the start) so the failing one is named.  Each console step's
+    output goes to ``steps/N`` (its exit status is not checked: a transcript may show a
+    refusal); the returned list says which step and where each ``N`` is.
     """
     lines = ["set -e"]
     expected: list[tuple[str, Step]] = []

@@ -7,9 +7,10 @@ the pages' examples are applied.  Then, for each topology page, it writes what
 ``ovnk show network NAME --format dot`` prints (``docs/img/NAME.dot``) and the SVG Graphviz
 draws from it (stamped with the ``.dot``'s digest, which ``tests/unit/test_docs_pictures.py``
 checks), and the reachability matrix of the workshop's pods (``ovnk reachability --format
-json``, ``docs/img/reachability.json``) with its picture as ovnk draws it
-(``reachability.svg``); then it takes the cluster down.  Run it with the virtualenv's Python
-after a change to what ovnk renders, and commit ``docs/img/``:
+json``, ``docs/img/reachability.json``) with its picture, the one the docs' own
+``ovnk reachability --output`` block drew (``reachability.svg``); then it takes the cluster
+down.  Run it with the virtualenv's Python after a change to what ovnk renders, and commit
+``docs/img/``:
 
     .venv/bin/python scripts/docs_pictures.py [--dir DIR]
 
@@ -119,7 +120,8 @@ def ovnk(kubeconfig: Path, *args: str) -> str:
                           env=ex.reader_environment(dict(os.environ))).stdout
 
 
-def draw(kubeconfig: Path) -> None:
+def draw(workdir: Path) -> None:
+    kubeconfig = workdir / ".ovnk" / "kubeconfig"
     IMG.mkdir(parents=True, exist_ok=True)
     for picture in TOPOLOGIES:
         dot = ovnk(kubeconfig, "show", "network", picture.network, "--format", "dot")
@@ -128,10 +130,16 @@ def draw(kubeconfig: Path) -> None:
         (IMG / f"{picture.name}.dot").write_text(dot)
         (IMG / f"{picture.name}.svg").write_text(stamp_svg(svg, f"{picture.name}.dot", dot))
         print(f"wrote docs/img/{picture.name}.dot and .svg")
+    # The picture the reader's block drew (ovnk reachability --output reachability.svg, the
+    # workshop's six pods), and the same pods' matrix as JSON, from which the unit test draws
+    # it again.
+    shutil.copyfile(workdir / "reachability.svg", IMG / "reachability.svg")
     matrix = ovnk(kubeconfig, "reachability", *REACHABILITY_ARGS, "--format", "json")
     (IMG / "reachability.json").write_text(matrix)
-    (IMG / "reachability.svg").write_text(reachability_svg(matrix))
-    print("wrote docs/img/reachability.json and .svg")
+    if reachability_svg(matrix) != (IMG / "reachability.svg").read_text():
+        raise SystemExit("docs_pictures: the matrix of the workshop's pods differs from the "
+                         "one the docs' block drew")
+    print("wrote docs/img/reachability.svg (the docs' block's) and reachability.json")
 
 
 def main() -> int:
@@ -159,7 +167,7 @@ def main() -> int:
             print(result.stdout[-4000:], result.stderr[-4000:], sep="\n", file=sys.stderr)
             print("docs_pictures: a docs block failed; nothing drawn", file=sys.stderr)
             return 1
-        draw(workdir / ".ovnk" / "kubeconfig")
+        draw(workdir)
     finally:
         subprocess.run(["bash", "-c", ex.teardown_script(teardown)], cwd=workdir, env=env,
                        capture_output=True, timeout=120)
