@@ -16,7 +16,7 @@ feature that is no longer enabled when they start.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
@@ -30,7 +30,7 @@ from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.networks.registry import NetworkRegistry
 from ovnk_core.ovn.declarative import RowWriter
 from ovnk_core.ovn.ownership import Owner
-from ovnk_core.render_state import NetworkState
+from ovnk_core.render_state import NetworkState, NodeSwitch
 
 NetworkListener = Callable[[str], None]
 
@@ -168,6 +168,16 @@ class ZoneContext(_NetworkListeners):
     # whoever owns it: to take over rows an earlier version of a feature wrote under other
     # ids (upstream's legacy names), which ``adopt_and_delete`` then removes
     row_exists: Callable[[str, str], bool] = lambda _table, _primary_id: False
+    # the rendered primary user-defined network of a namespace (``None``: its pods use the
+    # default network), as the zone renders its pods
+    primary_network_of_namespace: Callable[[str], str | None] = lambda _namespace: None
+    # ask the zone to reconcile these pods (``ns/name`` keys) again: for a feature whose
+    # ``ovnk_zone_pod_port`` answer depends on other objects (a policy selecting the pod)
+    # and has changed; only enqueues
+    reconcile_pods: Callable[[Iterable[str]], None] = lambda _keys: None
+    # the switches of a network's nodes in this zone with their management addresses
+    # (``ovnk_core.render_state.NodeSwitch``; none while the network is not rendered)
+    node_switches: Callable[[str], list[NodeSwitch]] = lambda _network: []
 
     def feature_owners(self, feature: str) -> set[Owner]:
         """Every owner of ``feature``'s rows now in NB (``feature_owner(feature, ...)``,

@@ -17,6 +17,7 @@ from ovnk_core.annotations.node_gateway import GatewayConfig as GatewayConfig
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.networks.addressing import IPAddress
 from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.ovn.declarative import Ref
 
 
 @dataclass(frozen=True)
@@ -85,3 +86,20 @@ class PodAttachment:
     @property
     def addresses(self) -> tuple[IPAddress, ...]:
         return tuple(ipaddress.ip_interface(ip).ip for ip in self.ips)
+
+
+@dataclass(frozen=True)
+class NodeSwitch:
+    """A switch a node's pods are on in one network, as its topology rendered it (for
+    features that hang rows on it, such as NetworkPolicy's allow-from-node ACL).
+
+    :ivar node: the node's name.
+    :ivar name: the switch's ``name`` column (``<node>``, ``<network>_<node>`` ...).
+    :ivar ref: the switch row (a ``Ref`` into the topology's rows).
+    :ivar management_ips: the node's management port addresses in the network.
+    """
+
+    node: str
+    name: str
+    ref: Ref
+    management_ips: tuple[str, ...] = ()

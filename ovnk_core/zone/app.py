@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
@@ -56,12 +57,20 @@ class ZoneApp:
                                    self.zone.rendered_network,
                                    nb.owners_with_key_prefix,
                                    row_exists=lambda table, primary_id: nb.find(
-                                       table, primary_id) is not None)
+                                       table, primary_id) is not None,
+                                   primary_network_of_namespace=(
+                                       self.zone.primary_network_of_namespace),
+                                   reconcile_pods=self._reconcile_pods,
+                                   node_switches=self.zone.node_switches)
         self.zone.network_listeners.append(self.context.networks_changed)
         self.plugin_controllers: list[Controller] = host.contributed_controllers(
             "ovnk_zone_controllers", self.context)
         self.registry = CollectorRegistry()
         self.registry.register(ControllerCollector(self.controllers))
+
+    def _reconcile_pods(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            self.zone.pod_controller.queue.add(key)
 
     def run(self, stop: threading.Event, ready_file: Path | None = None) -> None:
         """Run until ``stop`` is set.

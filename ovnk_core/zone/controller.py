@@ -83,7 +83,7 @@ from ovnk_core.plugins import PluginHost
 from ovnk_core.pod_port import ERROR_ADDING, ERROR_DELETING, ERROR_UPDATING
 from ovnk_core.pods.ip_pools import uses_node_subnets
 from ovnk_core.pods.network_selections import requested_networks
-from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
+from ovnk_core.render_state import NetworkState, NodeState, NodeSwitch, PodAttachment
 from ovnk_core.topology import RenderingNotSupported, ServiceAttachment, Topology
 from ovnk_core.zone import attachment_checks, owners
 from ovnk_core.zone.attachment_checks import PodContext
@@ -94,6 +94,7 @@ from ovnk_core.zone.node_facts import (
     networks_affected,
     read_node,
 )
+from ovnk_core.zone.node_switches import node_switches
 from ovnk_core.zone.pod_port_extras import merge_pod_port
 from ovnk_core.zone.services import desired as service_rows
 from ovnk_core.zone.services import names as service_names
@@ -476,6 +477,15 @@ class ZoneController:
         for nad_key in set(before).symmetric_difference(nads or ()):
             for pod_key in self.pods.keys_by_index("nad", nad_key):
                 self.pod_controller.queue.add(pod_key)
+
+    def node_switches(self, network: str) -> list[NodeSwitch]:
+        """The switches of the network's nodes in this zone, with their management
+        addresses (``zone.node_switches``); none while the network is not rendered."""
+        state = self.rendered_network(network)
+        topology = self.topology_of(state) if state is not None else None
+        if state is None or topology is None:
+            return []
+        return node_switches(topology, state, self.node_states(network))
 
     def node_states(self, network: str) -> list[NodeState]:
         """Every node the network is active on, as it sees it (for per-node work of other

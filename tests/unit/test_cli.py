@@ -245,7 +245,7 @@ def test_plugins_check_with_too_small_masquerade_subnet_fails_before_listing(
     ("flags", "message"),
     [(["--enable-feature", "nope"],
       "ovnk plugins: enabled plugin(s) not installed: nope (no entry point of that name in "
-      "group 'ovnk.features'; installed: dynamic, isolation, mirror)\n"),
+      "group 'ovnk.features'; installed: dynamic, isolation, mirror, networkpolicy)\n"),
      (["--enable-feature", "dynamic"],
       "ovnk plugins: plugin ovnk.features:dynamic: feature 'dynamic' requires "
       "--enable-multi-network, --enable-network-segmentation, "

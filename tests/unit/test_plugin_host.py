@@ -31,6 +31,8 @@ BUNDLED = [
     ("isolation", FEATURE_GROUP, "ovnk-isolation", "isolation",
      "ovnk_isolation.plugin:IsolationFeature"),
     ("mirror", FEATURE_GROUP, "ovnk-mirror", "mirror", "ovnk_mirror.plugin:MirrorFeature"),
+    ("networkpolicy", FEATURE_GROUP, "ovnk-networkpolicy", "networkpolicy",
+     "ovnk_networkpolicy.plugin:NetworkPolicyFeature"),
     ("layer2", TOPOLOGY_GROUP, "ovnk-layer2", "layer2", "ovnk_layer2.topology:Layer2Topology"),
     ("layer3", TOPOLOGY_GROUP, "ovnk-layer3", "layer3", "ovnk_layer3.topology:Layer3Topology"),
     ("localnet", TOPOLOGY_GROUP, "ovnk-localnet", "localnet",
@@ -167,7 +169,7 @@ def test_enabled_but_missing_feature_is_a_load_error_naming_it() -> None:
         host_for(extra_features="nope")
     assert str(info.value) == (
         "enabled plugin(s) not installed: nope (no entry point of that name in group "
-        "'ovnk.features'; installed: dynamic, isolation, mirror)")
+        "'ovnk.features'; installed: dynamic, isolation, mirror, networkpolicy)")
 
 
 def test_several_missing_features_are_named_together() -> None:

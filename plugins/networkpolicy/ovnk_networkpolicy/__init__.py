@@ -1,0 +1,1 @@
+"""NetworkPolicy as OVN port groups, ACLs and address sets, named as upstream names them."""

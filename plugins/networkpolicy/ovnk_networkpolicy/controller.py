@@ -1,0 +1,443 @@
+"""The zone's NetworkPolicy controller: one engine for every network.
+
+Level-driven: informer events only enqueue keys, and each key's reconcile reads the
+caches, builds the rows (``rows``) and converges its owners (``ids``) in one transaction
+(``ovnk_core.ovn.declarative.apply_many``: nothing is written when nothing changed):
+
+``policy:<ns>/<name>``       the policy's group and ACLs, with the peer address sets they
+                             name (written in the same transaction, so an ACL never names
+                             a set NB lacks); gone or moved to another network: deleted
+``namespace:<ns>``           the default-deny groups, while the namespace has a policy
+``addrset:<net>:<selector>`` a peer set's addresses; deleted once no policy uses it
+``network:<name>``           the rows upstream keeps on every network
+``nodes:<network>``          the ``NetpolNode`` ACLs on the network's node switches
+
+A policy that cannot be rendered (``PolicyError``) gets a Warning event
+(``ErrorAddingResource``, as upstream's retry framework names a failed add) and keeps
+whatever rows it had; every other policy is unaffected.  Which network a namespace's pods
+use, and its IP families, the caller tells (``NetworkOf``): the default network, or the
+namespace's primary UDN.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from ovnk_core.contexts import ZoneContext
+from ovnk_core.errors import NotReady, PermanentError
+from ovnk_core.kube.client import JSON
+from ovnk_core.kube.controller import Controller
+from ovnk_core.kube.events import WARNING
+from ovnk_core.kube.informer import index_by_namespace
+from ovnk_core.kube.resources import NAMESPACES, NODES, PODS, Resource
+from ovnk_core.ovn.declarative import (
+    DesiredRow,
+    MissingReference,
+    apply,
+    apply_many,
+    delete_owner,
+)
+from ovnk_core.ovn.ownership import Owner
+from ovnk_core.zone.owners import network_of_controller
+from ovnk_networkpolicy import ids
+from ovnk_networkpolicy.acl_logging import ANNOTATION as ACL_LOGGING
+from ovnk_networkpolicy.acl_logging import AclLogging, parse_acl_logging
+from ovnk_networkpolicy.matches import NamedTarget
+from ovnk_networkpolicy.peers import (
+    NamespaceFacts,
+    PeerSelector,
+    PodFacts,
+    members,
+    resolve_named_ports,
+)
+from ovnk_networkpolicy.pod_facts import pod_facts
+from ovnk_networkpolicy.policy_spec import INGRESS, Policy, PolicyError, parse_policy
+from ovnk_networkpolicy.rows import (
+    NetworkScope,
+    build_address_set_rows,
+    build_namespace_rows,
+    build_network_rows,
+    build_node_rows,
+    build_policy_rows,
+    policy_peer_selectors,
+    rule_peer_selectors,
+)
+from ovnk_networkpolicy.selector_registry import SelectorRegistry, SetKey
+
+log = logging.getLogger(__name__)
+
+NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True)
+ERROR_REASON = "ErrorAddingResource"
+NAMESPACE_INDEX = "namespace"
+
+NetworkOf = Callable[[str], NetworkScope | None]  # namespace -> its network (None: not yet)
+
+
+def _labels(obj: JSON | None) -> dict[str, str]:
+    return dict(((obj or {}).get("metadata") or {}).get("labels") or {})
+
+
+def _annotations(obj: JSON | None) -> dict[str, str]:
+    return dict(((obj or {}).get("metadata") or {}).get("annotations") or {})
+
+
+def _annotation(obj: JSON | None, name: str) -> str | None:
+    value = _annotations(obj).get(name)
+    return value if isinstance(value, str) else None
+
+
+class PolicyController:
+    """Converges every network's NetworkPolicy rows; ``controller`` is what the zone runs."""
+
+    def __init__(self, context: ZoneContext, network_of: NetworkOf,
+                 networks: Callable[[], Iterable[NetworkScope]],
+                 hairpin_ips: Sequence[str],
+                 scope_of: Callable[[str], NetworkScope | None] | None = None,
+                 gone: Callable[[str], bool] = lambda _network: True) -> None:
+        """:param network_of: a namespace's network (``None``: not rendered yet).
+        :param networks: the networks rendered now.
+        :param scope_of: a network by name (``None``: not rendered now); default: looked up
+            in ``networks``.
+        :param gone: whether a network that is not rendered is gone for good (its rows are
+            then deleted) rather than not rendered yet (its rows are kept: a restarting
+            zone renders its networks after this controller starts)."""
+        self.context = context
+        self.network_of = network_of
+        self.networks = networks
+        self.scope_of = scope_of or (
+            lambda name: next((s for s in networks() if s.network == name), None))
+        self.gone = gone
+        self.hairpin_ips = list(hairpin_ips)
+        self.policies = context.informers.get(NETWORK_POLICIES,
+                                              indexers={NAMESPACE_INDEX: index_by_namespace})
+        self.pods = context.informers.get(PODS, indexers={NAMESPACE_INDEX: index_by_namespace})
+        self.namespaces = context.informers.get(NAMESPACES)
+        self.registry = SelectorRegistry()
+        self._lock = threading.Lock()
+        # owner scope (``policy:<ns>/<name>``, ``namespace:<ns>``) -> networks it has rows on
+        self._rendered: dict[str, set[str]] = {}
+        self._named: set[str] = set()  # policies with named ports
+        # what decides a policy's members as last rendered: (network, podSelector, types)
+        self._signatures: dict[str, tuple[str, str, bool, bool]] = {}
+        self.controller = Controller(f"{ids.FEATURE}-zone-controller", self.reconcile,
+                                     initial_sync=self.initial_sync, on_error=self.report)
+        self.controller.watch(self.policies, key_func=lambda p: [f"policy:{policy_key(p)}"])
+        self.controller.watch(self.namespaces, key_func=self.namespace_keys,
+                              relevant=namespace_relevant)
+        self.controller.watch(self.pods, key_func=self.pod_keys, relevant=pod_relevant)
+        self.nodes = context.informers.get(NODES)
+        self.controller.watch(self.nodes, key_func=lambda _node: [
+            f"nodes:{scope.network}" for scope in self.networks()])
+        self._node_switches: dict[str, set[str]] = {}  # network -> switches with node ACLs
+
+    # -- keys --------------------------------------------------------------------------
+    def namespace_keys(self, namespace: JSON) -> list[str]:
+        name = str(namespace["metadata"]["name"])
+        keys = [f"namespace:{name}"]
+        keys += [f"policy:{key}" for key in self.policies.keys_by_index(NAMESPACE_INDEX, name)]
+        keys += [addrset_key(k) for k in self.registry.sets_with_namespace_selector()]
+        return keys
+
+    def pod_keys(self, pod: JSON) -> list[str]:
+        namespace = str(pod["metadata"].get("namespace", ""))
+        keys = [addrset_key(k) for k in self.registry.sets_for_namespace(namespace)]
+        with self._lock:
+            named = list(self._named)
+        # named ports resolve on pods: ingress on the policy's own pods, egress on peers
+        keys += [f"policy:{key}" for key in named]
+        return keys
+
+    def network_changed(self, network: str) -> None:
+        """A network appeared, changed or went: its own rows, and every policy and
+        namespace with a policy, whose network may now be another (a namespace's primary
+        UDN rendered after its policies were).  Network changes are rare: this lists."""
+        queue = self.controller.queue
+        queue.add(f"network:{network}")
+        queue.add(f"nodes:{network}")
+        for key in self.policies.list_keys():
+            queue.add(f"policy:{key}")
+        for namespace in self.policies.index_values(NAMESPACE_INDEX):
+            queue.add(f"namespace:{namespace}")
+
+    # -- startup -----------------------------------------------------------------------
+    def initial_sync(self) -> None:
+        """Learn every policy's peer sets before any worker runs (so no set in use is
+        taken for unused), and queue the owners NB holds for objects that are gone."""
+        for policy in self.policies.peek_all():
+            self._learn(policy_key(policy), policy)
+        for owner in self.context.feature_owners(ids.FEATURE):
+            network = network_of_controller(owner.controller)
+            scope = owner.key.split(":", 2)[2]
+            kind, _, rest = scope.partition(":")
+            if kind in ("policy", "namespace") and network is not None:
+                with self._lock:
+                    self._rendered.setdefault(scope, set()).add(network)
+                self.controller.queue.add(scope)
+            elif kind == "addrset" and network is not None:
+                self.controller.queue.add(addrset_key((network, rest)))
+            elif kind == ids.NETWORK_SCOPE and network is not None:
+                self.controller.queue.add(f"network:{network}")  # deleted if gone
+            elif kind == "node" and network is not None:
+                with self._lock:
+                    self._node_switches.setdefault(network, set()).add(rest)
+                self.controller.queue.add(f"nodes:{network}")
+        for scope_ in self.networks():
+            self.controller.queue.add(f"network:{scope_.network}")
+            self.controller.queue.add(f"nodes:{scope_.network}")
+        for key in self.policies.list_keys():
+            self.controller.queue.add(f"policy:{key}")
+
+    def _learn(self, key: str, obj: JSON | None
+               ) -> tuple[Policy | None, NetworkScope | None, set[SetKey], PolicyError | None]:
+        """Parse the policy and record its peer sets (none when it is gone or invalid);
+        returns it, its network, the sets it used before or uses now, and why it cannot
+        be rendered."""
+        policy: Policy | None = None
+        scope = None
+        error: PolicyError | None = None
+        if obj is not None:
+            try:
+                policy = parse_policy(obj)
+            except PolicyError as exc:
+                error = exc
+            scope = self.network_of(key.split("/", 1)[0])
+        selectors = policy_peer_selectors(policy) if policy is not None and scope else []
+        touched = self.registry.set_policy(key, scope.network if scope else "", selectors)
+        with self._lock:
+            has_named = policy is not None and any(r.named_ports for r in policy.rules)
+            (self._named.add if has_named else self._named.discard)(key)
+        return policy, scope, touched, error
+
+    # -- reconcile ---------------------------------------------------------------------
+    def reconcile(self, key: str) -> None:
+        kind, _, rest = key.partition(":")
+        if kind == "policy":
+            self.reconcile_policy(rest)
+        elif kind == "namespace":
+            self.reconcile_namespace(rest)
+        elif kind == "addrset":
+            network, _, selector_key = rest.partition(":")
+            self.reconcile_address_set((network, selector_key))
+        elif kind == "network":
+            self.reconcile_network(rest)
+        elif kind == "nodes":
+            self.reconcile_nodes(rest)
+        else:
+            log.warning("networkpolicy: ignoring key %r of no known kind", key)
+
+    def reconcile_network(self, network: str) -> None:
+        scope = self.scope_of(network)
+        if scope is not None:
+            apply(self.context.nb, ids.network_owner(network),
+                  build_network_rows(scope, self.hairpin_ips))
+        elif self.gone(network):
+            self.forget_network(network)
+        else:
+            raise NotReady(f"network {network} is not rendered yet", backoff=True)
+
+    def forget_network(self, network: str) -> None:
+        """Every row of this feature on a network that is gone, in one transaction (the
+        groups' ACLs before the address sets they name: OVSDB applies it as one)."""
+        controller = ids.owner(network, ids.NETWORK_SCOPE).controller
+        owners = {owner for owner in self.context.feature_owners(ids.FEATURE)
+                  if owner.controller == controller}
+        if owners:
+            apply_many(self.context.nb, {owner: [] for owner in owners})
+            log.info("networkpolicy: network %s is gone: removed %d owner(s)", network,
+                     len(owners))
+        with self._lock:
+            for networks in self._rendered.values():
+                networks.discard(network)
+            self._node_switches.pop(network, None)
+
+    def _converge(self, scope_name: str, network: str | None, rows: list[DesiredRow],
+                  extra: dict[Owner, list[DesiredRow]] | None = None) -> None:
+        """One transaction: ``rows`` under ``scope_name``'s owner on ``network`` (``None``:
+        nowhere), the same scope emptied on every other network it was written on, and
+        ``extra`` owners."""
+        with self._lock:
+            before = set(self._rendered.get(scope_name, ()))
+        desired: dict[Owner, list[DesiredRow]] = {
+            ids.owner(other, scope_name): [] for other in before - {network}}
+        if network is not None:
+            desired[ids.owner(network, scope_name)] = rows
+        desired.update(extra or {})
+        apply_many(self.context.nb, desired)
+        with self._lock:
+            if network is not None and rows:
+                self._rendered[scope_name] = {network}
+            else:
+                self._rendered.pop(scope_name, None)
+
+    def reconcile_nodes(self, network: str) -> None:
+        """``NetpolNode``: each node's management addresses may reach the pods on its
+        switch (the kubelet's probes), whatever the policies; gone with the node."""
+        scope = self.scope_of(network)
+        if scope is None:
+            if self.gone(network):
+                return  # forget_network removes its rows
+            raise NotReady(f"network {network} is not rendered yet", backoff=True)
+        switches = self.context.node_switches(network)
+        desired: dict[Owner, list[DesiredRow]] = {}
+        for switch in switches:
+            desired[ids.node_owner(network, switch.name)] = build_node_rows(
+                scope, switch.name, switch.ref, switch.management_ips)
+        with self._lock:
+            before = set(self._node_switches.get(network, ()))
+        for name in before - {switch.name for switch in switches}:
+            desired[ids.node_owner(network, name)] = []
+        try:
+            apply_many(self.context.nb, desired)
+        except MissingReference as exc:
+            raise NotReady(f"network {network}: a node switch is not written yet: {exc}",
+                           backoff=True) from exc
+        with self._lock:
+            self._node_switches[network] = {switch.name for switch in switches}
+
+    def reconcile_policy(self, key: str) -> None:
+        """The policy's rows on its namespace's network; none when it is gone or cannot be
+        rendered (then a Warning says why, as upstream, whose failed add leaves none)."""
+        namespace = key.split("/", 1)[0]
+        obj = self.policies.peek(key)
+        policy, scope, touched, error = self._learn(key, obj)
+        if obj is not None and scope is None:
+            raise NotReady(f"the network of namespace {namespace} is not known yet")
+        rows: list[DesiredRow] = []
+        sets: dict[Owner, list[DesiredRow]] = {}
+        if policy is not None and scope is not None:
+            rows = build_policy_rows(scope, policy, self._logging(namespace),
+                                     self._named_targets(scope, policy))
+            for selector in policy_peer_selectors(policy):
+                sets[ids.address_set_owner(scope.network, selector.key)] = \
+                    self._address_set_rows(scope, selector)
+        self._converge(f"policy:{key}", scope.network if rows and scope else None, rows, sets)
+        signature = None if policy is None or scope is None else (
+            scope.network, repr(policy.pod_selector), policy.is_ingress, policy.is_egress)
+        with self._lock:
+            changed = self._signatures.get(key, "unknown") != signature
+            if signature is None:
+                self._signatures.pop(key, None)
+            else:
+                self._signatures[key] = signature
+        if changed:  # which pods join the policy's group changed: the zone re-links them
+            self._reconcile_pods_of(namespace)
+        self.controller.queue.add(f"namespace:{namespace}")
+        for set_key in touched:
+            self.controller.queue.add(addrset_key(set_key))
+        if error is not None:
+            raise PermanentError(f"failed to create network policy {key}: {error}")
+
+    def _logging(self, namespace: str) -> AclLogging:
+        return parse_acl_logging(_annotations(self.namespaces.peek(namespace)))
+
+    def reconcile_namespace(self, namespace: str) -> None:
+        """The default-deny groups exist while the namespace has a renderable policy."""
+        scope = self.network_of(namespace)
+        has_policy = False
+        for obj in self.policies.peek_by_index(NAMESPACE_INDEX, namespace):
+            try:
+                parse_policy(obj)
+            except PolicyError:
+                continue
+            has_policy = True
+            break
+        if has_policy and scope is None:
+            raise NotReady(f"the network of namespace {namespace} is not rendered yet")
+        rows = build_namespace_rows(scope, namespace, self._logging(namespace)) \
+            if has_policy and scope is not None else []
+        with self._lock:
+            before = self._rendered.get(f"namespace:{namespace}")
+        self._converge(f"namespace:{namespace}", scope.network if rows and scope else None,
+                       rows)
+        with self._lock:
+            after = self._rendered.get(f"namespace:{namespace}")
+        if before != after:
+            self._reconcile_pods_of(namespace)
+
+    def _reconcile_pods_of(self, namespace: str) -> None:
+        self.context.reconcile_pods(self.pods.keys_by_index(NAMESPACE_INDEX, namespace))
+
+    def reconcile_address_set(self, set_key: SetKey) -> None:
+        network, selector_key = set_key
+        selector = self.registry.selector(set_key)
+        owner = ids.address_set_owner(network, selector_key)
+        scope = self.scope_of(network)
+        if selector is None or (scope is None and self.gone(network)):
+            delete_owner(self.context.nb, owner)
+            return
+        if scope is None:
+            raise NotReady(f"network {network} is not rendered yet", backoff=True)
+        apply(self.context.nb, owner, self._address_set_rows(scope, selector))
+
+    # -- reading the caches ------------------------------------------------------------
+    def _namespaces_of(self, scope: NetworkScope, selector: PeerSelector
+                       ) -> list[NamespaceFacts]:
+        if selector.namespace_selector is None:
+            obj = self.namespaces.peek(str(selector.namespace))
+            names = [NamespaceFacts(str(selector.namespace), _labels(obj))] if obj else []
+        else:
+            names = [NamespaceFacts(str(ns["metadata"]["name"]), _labels(ns))
+                     for ns in self.namespaces.peek_all()]
+        return [ns for ns in names if (net := self.network_of(ns.name)) is not None
+                and net.network == scope.network]
+
+    def _pods_of(self, namespace: str) -> list[PodFacts]:
+        return [pod_facts(pod) for pod in self.pods.peek_by_index(NAMESPACE_INDEX, namespace)]
+
+    def _address_set_rows(self, scope: NetworkScope, selector: PeerSelector
+                          ) -> list[DesiredRow]:
+        selected = members(selector, self._namespaces_of(scope, selector), self._pods_of)
+        return build_address_set_rows(scope, selector.key,
+                                      [ip for pod in selected for ip in pod.ips])
+
+    def _named_targets(self, scope: NetworkScope, policy: Policy
+                       ) -> dict[tuple[str, int], list[NamedTarget]]:
+        found: dict[tuple[str, int], list[NamedTarget]] = {}
+        for rule in policy.rules:
+            if not rule.named_ports:
+                continue
+            if rule.direction == INGRESS:
+                own = PeerSelector(policy.pod_selector, policy.namespace)
+                pods = members(own, self._namespaces_of(scope, own), self._pods_of)
+            elif rule.allows_all_peers:
+                pods = [pod for ns in self.namespaces.peek_all()
+                        if (net := self.network_of(str(ns["metadata"]["name"]))) is not None
+                        and net.network == scope.network
+                        for pod in self._pods_of(str(ns["metadata"]["name"]))]
+            else:
+                pods = [pod for selector in rule_peer_selectors(policy, rule)
+                        for pod in members(selector, self._namespaces_of(scope, selector),
+                                           self._pods_of)]
+            found[(rule.direction, rule.index)] = resolve_named_ports(rule.ports, pods)
+        return found
+
+    # -- errors ------------------------------------------------------------------------
+    def report(self, key: str, error: BaseException, _kind: str) -> None:
+        kind, _, rest = key.partition(":")
+        obj = self.policies.peek(rest) if kind == "policy" else None
+        if obj is not None and self.context.recorder is not None:
+            self.context.recorder.event(obj, WARNING, ERROR_REASON, str(error))
+
+
+def policy_key(policy: JSON) -> str:
+    meta = policy["metadata"]
+    return f"{meta.get('namespace', '')}/{meta['name']}"
+
+
+def addrset_key(set_key: SetKey) -> str:
+    return f"addrset:{set_key[0]}:{set_key[1]}"
+
+
+def namespace_relevant(old: JSON | None, new: JSON | None) -> bool:
+    return old is None or new is None or _labels(old) != _labels(new) or \
+        _annotation(old, ACL_LOGGING) != _annotation(new, ACL_LOGGING)
+
+
+def pod_relevant(old: JSON | None, new: JSON | None) -> bool:
+    if old is None or new is None:
+        return True
+    before: Any = pod_facts(old)
+    return bool(before != pod_facts(new))

@@ -1,0 +1,194 @@
+"""NetworkPolicy with real packets in ``ovnk local``, on the default network and on a
+primary Layer3 UDN: a deny-all policy drops what reached a server, then a policy allowing
+one client lets exactly that client back in, and deleting the policies restores
+everything."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from ovnk_local.cluster import LocalCluster
+from ovnk_local.settings import ComponentSettings
+from ovnk_local.testing.dataplane import kubectl, require_dataplane
+
+from ovnk_core.testing.waiting import wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.netns]
+AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
+TIMED_OUT = 28  # curl: no answer at all (dropped)
+UDN_NAMESPACE = "tenant"
+
+
+def apply(cluster: LocalCluster, *objects: dict[str, Any]) -> None:
+    for obj in objects:
+        kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(obj))
+
+
+def netexec_pod(namespace: str, name: str, node: str, probe: bool = False,
+                **labels: str) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": "netexec", "image": AGNHOST, "args": ["netexec", "--http-port=8080"],
+        "ports": [{"name": "http", "containerPort": 8080}]}
+    if probe:
+        container["readinessProbe"] = {"httpGet": {"path": "/healthz", "port": "http"},
+                                       "periodSeconds": 1}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": {"nodeName": node, "containers": [container]}}
+
+
+def ready(cluster: LocalCluster, namespace: str, name: str) -> bool:
+    found = json.loads(kubectl(cluster, "get", "pod", "-n", namespace, name, "-o",
+                               "json").stdout)
+    return any(c["type"] == "Ready" and c["status"] == "True"
+               for c in (found.get("status") or {}).get("conditions") or [])
+
+
+def policy(namespace: str, name: str, ingress: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"podSelector": {"matchLabels": {"app": "server"}},
+                     "policyTypes": ["Ingress"], "ingress": ingress}}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    require_dataplane()
+    local = LocalCluster(tmp_path_factory.mktemp("netpol") / ".ovnk")
+    local.up(nodes=2, timeout=90, dataplane=True, settings=ComponentSettings(
+        given={"extra_features": "networkpolicy"}))
+    try:
+        apply(local, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "np"}},
+              {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": UDN_NAMESPACE,
+               "labels": {"k8s.ovn.org/primary-user-defined-network": ""}}})
+        apply(local, {"apiVersion": "k8s.ovn.org/v1", "kind": "UserDefinedNetwork",
+                      "metadata": {"name": "net", "namespace": UDN_NAMESPACE},
+                      "spec": {"topology": "Layer3", "layer3": {"role": "Primary", "subnets": [
+                          {"cidr": "106.106.0.0/16", "hostSubnet": 24}]}}})
+        for namespace in ("np", UDN_NAMESPACE):
+            apply(local, netexec_pod(namespace, "server", "ovn-worker", app="server"),
+                  netexec_pod(namespace, "allowed", "ovn-worker2", role="client"),
+                  netexec_pod(namespace, "other", "ovn-worker"))
+        yield local
+    finally:
+        local.down()
+
+
+def pod_ip(cluster: LocalCluster, namespace: str, name: str) -> str:
+    """The pod's address on its primary network (its UDN's, in a UDN namespace)."""
+    found = json.loads(kubectl(cluster, "get", "pod", "-n", namespace, name, "-o",
+                               "json").stdout)
+    raw = ((found.get("metadata") or {}).get("annotations") or {}).get(
+        "k8s.ovn.org/pod-networks")
+    for entry in (json.loads(raw) if raw else {}).values():
+        if entry.get("role") == "primary" and entry.get("ip_addresses"):
+            return str(entry["ip_addresses"][0]).split("/")[0]
+    return ""
+
+
+def curl(cluster: LocalCluster, namespace: str, name: str, url: str
+         ) -> subprocess.CompletedProcess[str]:
+    return kubectl(cluster, "exec", "-n", namespace, name, "--", "curl", "-sS", "--max-time",
+                   "3", url, check=False)
+
+
+def answers(cluster: LocalCluster, namespace: str, client: str, url: str) -> bool:
+    result = curl(cluster, namespace, client, url)
+    return result.returncode == 0 and result.stdout == "server"
+
+
+@pytest.mark.parametrize("namespace", ["np", UDN_NAMESPACE])
+def test_deny_all_then_allow_one_client(cluster: LocalCluster, namespace: str) -> None:
+    wait_until(lambda: all(pod_ip(cluster, namespace, p) for p in ("server", "allowed",
+                                                                   "other")),
+               timeout=90, what="pods with addresses")
+    url = f"http://{pod_ip(cluster, namespace, 'server')}:8080/hostname"
+    wait_until(lambda: answers(cluster, namespace, "allowed", url) and
+               answers(cluster, namespace, "other", url),
+               timeout=90, what="the server reachable without policies")
+
+    apply(cluster, policy(namespace, "deny-all", []))
+    wait_until(lambda: curl(cluster, namespace, "allowed", url).returncode == TIMED_OUT and
+               curl(cluster, namespace, "other", url).returncode == TIMED_OUT,
+               timeout=60, what="everything dropped by deny-all")
+    # ...but not the kubelet's probes from the node (upstream's NetpolNode ACL): a new
+    # selected pod with a readiness probe becomes Ready
+    apply(cluster, netexec_pod(namespace, "probed", "ovn-worker", probe=True, app="server"))
+    wait_until(lambda: ready(cluster, namespace, "probed"), timeout=90,
+               what="a denied pod Ready by its kubelet's HTTP probe")
+
+    apply(cluster, policy(namespace, "allow-client", [{"from": [
+        {"podSelector": {"matchLabels": {"role": "client"}}}],
+        "ports": [{"port": 8080, "protocol": "TCP"}]}]))
+    wait_until(lambda: answers(cluster, namespace, "allowed", url), timeout=60,
+               what="the selected client let in")
+    assert curl(cluster, namespace, "other", url).returncode == TIMED_OUT
+
+    kubectl(cluster, "delete", "networkpolicy", "-n", namespace, "deny-all", "allow-client")
+    wait_until(lambda: answers(cluster, namespace, "other", url), timeout=60,
+               what="everything back once the policies are gone")
+
+
+def test_zone_restart_never_opens_a_denied_path(cluster: LocalCluster) -> None:
+    """While the zone controller restarts (its pods' ports re-reconciled, the policies read
+    again), a client the policies deny is never let through, and the allowed one is back
+    once it runs."""
+    wait_until(lambda: all(pod_ip(cluster, "np", p) for p in ("server", "allowed", "other")),
+               timeout=90, what="pods with addresses")
+    url = f"http://{pod_ip(cluster, 'np', 'server')}:8080/hostname"
+    apply(cluster, policy("np", "deny-all", []),
+          policy("np", "allow-client", [{"from": [
+              {"podSelector": {"matchLabels": {"role": "client"}}}]}]))
+    wait_until(lambda: answers(cluster, "np", "allowed", url) and
+               curl(cluster, "np", "other", url).returncode == TIMED_OUT,
+               timeout=60, what="the policies in force")
+    results: list[int] = []
+    done = threading.Event()
+
+    def probe() -> None:
+        while not done.is_set():
+            results.append(curl(cluster, "np", "other", url).returncode)
+
+    prober = threading.Thread(target=probe, daemon=True)
+    prober.start()
+    try:
+        cluster.restart("controller", timeout=90)
+        # the restarted zone reconciles every pod: keep probing while it does
+        wait_until(lambda: answers(cluster, "np", "allowed", url), timeout=60,
+                   what="the allowed client served after the restart")
+        count = len(results)
+        wait_until(lambda: len(results) >= count + 3, timeout=60)
+    finally:
+        done.set()
+        prober.join(timeout=30)
+    assert results and set(results) == {TIMED_OUT}, results
+    kubectl(cluster, "delete", "networkpolicy", "-n", "np", "deny-all", "allow-client")
+
+
+def test_egress_to_a_named_port_of_selected_pods(cluster: LocalCluster) -> None:
+    """Egress from the client only to pods labelled ``app=server`` on their port named
+    ``http`` (resolved on the server pod: 8080); everything else it sends is dropped."""
+    wait_until(lambda: all(pod_ip(cluster, "np", p) for p in ("server", "allowed", "other")),
+               timeout=90, what="pods with addresses")
+    server = f"http://{pod_ip(cluster, 'np', 'server')}:8080/hostname"
+    other = f"http://{pod_ip(cluster, 'np', 'other')}:8080/hostname"
+    wait_until(lambda: answers(cluster, "np", "allowed", server) and
+               curl(cluster, "np", "allowed", other).returncode == 0,
+               timeout=60, what="the client reaching both without policies")
+    apply(cluster, {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                    "metadata": {"name": "egress-named", "namespace": "np"},
+                    "spec": {"podSelector": {"matchLabels": {"role": "client"}},
+                             "policyTypes": ["Egress"],
+                             "egress": [{"to": [{"podSelector": {"matchLabels": {
+                                 "app": "server"}}}], "ports": [{"port": "http"}]}]}})
+    wait_until(lambda: curl(cluster, "np", "allowed", other).returncode == TIMED_OUT,
+               timeout=60, what="egress to a pod the policy does not name dropped")
+    assert answers(cluster, "np", "allowed", server)
+    kubectl(cluster, "delete", "networkpolicy", "-n", "np", "egress-named")
+    wait_until(lambda: curl(cluster, "np", "allowed", other).returncode == 0, timeout=60,
+               what="egress back once the policy is gone")
