@@ -51,6 +51,7 @@ from udn_workload import create_primary_udns
 
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.resources import NAMESPACES, NODES, PODS
+from ovnk_core.ovn.install import command
 from ovnk_core.testing.waiting import wait_until
 
 POD_NETWORKS = "k8s.ovn.org/pod-networks"
@@ -253,7 +254,7 @@ def zone_latencies(seen: Seen, keys: list[str]) -> list[float]:
 def switch_count(nb_socket: Path) -> int:
     query = json.dumps(["OVN_Northbound", {"op": "select", "table": "Logical_Switch",
                                             "where": [], "columns": ["_uuid"]}])
-    out = subprocess.run(["ovsdb-client", "query", f"unix:{nb_socket}", query],
+    out = subprocess.run(command("ovsdb-client", "query", f"unix:{nb_socket}", query),
                          capture_output=True, text=True, check=True, timeout=60).stdout
     return len(json.loads(out)[0]["rows"])
 

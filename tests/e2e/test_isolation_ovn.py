@@ -20,6 +20,7 @@ from ovnk_core.annotations.node_subnets import parse_node_subnets
 from ovnk_core.cli.reachability_cmd import collect
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import EVENTS, NAMESPACES, NODES, PODS, UDNS
+from ovnk_core.ovn.install import command
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.snapshot import committed_names
 from ovnk_core.ovn.trace import TraceResult, packet_flow, trace, wait_for_sb
@@ -306,17 +307,17 @@ def test_upstreams_rows_are_taken_over_and_legacy_names_migrated(
               ("DenySecondary", "Ingress", "to-lport", 1000, "drop", f"outport == @{PG}"),
               ("AllowHostSecondary", "Ingress", "to-lport", 1001, "allow-related",
                f"outport == @{PG} && (ip4.src==10.244.0.2)")]
-    command = ["ovn-nbctl", f"--db={ovn_stack.nb.remote}"]
+    nbctl_args = command("ovn-nbctl", f"--db={ovn_stack.nb.remote}")
     for index, (name, direction, acl_direction, priority, action, match) in enumerate(legacy):
-        command += ["--", f"--id=@acl{index}", "create", "ACL", f"direction={acl_direction}",
+        nbctl_args += ["--", f"--id=@acl{index}", "create", "ACL", f"direction={acl_direction}",
                     f"priority={priority}", f"action={action}", f'match="{match}"',
                     *ids(name, direction)]
-    command += ["--", "create", "Port_Group", f"name={PG}",
+    nbctl_args += ["--", "create", "Port_Group", f"name={PG}",
                 "acls=[" + ",".join(f"@acl{i}" for i in range(len(legacy))) + "]",
                 *ids("SecondaryPods")]
-    subprocess.run(command, check=True, capture_output=True, text=True, timeout=30)
-    group_uuid = subprocess.run(["ovn-nbctl", f"--db={ovn_stack.nb.remote}", "--bare",
-                                 "--columns=_uuid", "find", "Port_Group", f"name={PG}"],
+    subprocess.run(nbctl_args, check=True, capture_output=True, text=True, timeout=30)
+    group_uuid = subprocess.run(command("ovn-nbctl", f"--db={ovn_stack.nb.remote}", "--bare",
+                                        "--columns=_uuid", "find", "Port_Group", f"name={PG}"),
                                 check=True, capture_output=True, text=True).stdout.strip()
     zone = start_zone(ovn_stack.nb.remote)
     wait_until(lambda: len(isolation_acls(zone.nb)) == 5 or None, timeout=30)
