@@ -66,7 +66,7 @@ from ovnk_core.node import nft
 from ovnk_core.node.netns import run_in_netns
 from ovnk_core.node.nft import cgroup2_root as cgroup2_mount
 from ovnk_core.ovn.declarative import DesiredRow, apply_many
-from ovnk_core.ovn.install import command, schema
+from ovnk_core.ovn.install import command, schema, use_development_default
 from ovnk_core.ovn.jsonrpc import OvsdbConnection
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.processes import OvsdbServer
@@ -669,6 +669,7 @@ def print_zone(zone: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    use_development_default()  # OVN 26.03 unless OVNK_OVN names another
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--updates", type=int, default=200, help="per-pod changes per run")

@@ -51,7 +51,7 @@ from udn_workload import create_primary_udns
 
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.resources import NAMESPACES, NODES, PODS
-from ovnk_core.ovn.install import command
+from ovnk_core.ovn.install import command, use_development_default
 from ovnk_core.testing.waiting import wait_until
 
 POD_NETWORKS = "k8s.ovn.org/pod-networks"
@@ -456,6 +456,7 @@ def measure_kept(directory: Path, udns: int, nodes: int, pods: int, rates: list[
 
 
 def main(argv: list[str] | None = None) -> int:
+    use_development_default()  # OVN 26.03 unless OVNK_OVN names another
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--udns", default="10,100", help="comma-separated U values")
     parser.add_argument("--nodes", default="3", help="comma-separated N values")

@@ -47,7 +47,7 @@ from results_file import write_results
 
 from ovnk_core.ovn.declarative import DesiredRow, apply_many
 from ovnk_core.ovn.group_commit import GroupCommit
-from ovnk_core.ovn.install import schema
+from ovnk_core.ovn.install import schema, use_development_default
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.processes import OvsdbServer
 from ovnk_core.render_state import NetworkState, NodeState
@@ -299,6 +299,7 @@ def one_run(workload: Workload, workdir: Path, check: bool, changes: int) -> dic
 
 
 def main(argv: list[str] | None = None) -> int:
+    use_development_default()  # OVN 26.03 unless OVNK_OVN names another
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--services", type=int, default=100)
     parser.add_argument("--endpoints", type=int, default=3)

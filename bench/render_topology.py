@@ -50,7 +50,7 @@ from ovnk_core.config.values import ClusterSubnet
 from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.ovn.declarative import DesiredRow, apply_many
-from ovnk_core.ovn.install import command, schema
+from ovnk_core.ovn.install import command, schema, use_development_default
 from ovnk_core.ovn.jsonrpc import OvsdbConnection
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.processes import OvsdbServer
@@ -289,6 +289,7 @@ def environment() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    use_development_default()  # OVN 26.03 unless OVNK_OVN names another
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--topology", choices=sorted(TOPOLOGIES), default="layer3")
     parser.add_argument("--networks", type=int, default=10)

@@ -69,7 +69,7 @@ def register(subparsers: Any) -> None:
                     help="the OVN (and OVS) every process runs: 26.03, the one upstream runs "
                          "(a Debian root made by make bootstrap, run through its own loader); "
                          "system, the host's; or a root's directory (default: $OVNK_OVN, else "
-                         "26.03 once made, else the host's)")
+                         "26.03)")
     add_config_arguments(
         up, exclude=OWNED,
         title="ovnk component options (passed on to cluster-manager, controller and every "

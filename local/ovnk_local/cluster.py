@@ -362,7 +362,7 @@ class LocalCluster:
 
         ``ovn``: which OVN (and OVS) every process of the cluster runs
         (``ovnk_core.ovn.install``: ``system``, ``26.03``, a root's directory; None:
-        ``$OVNK_OVN``, else the pinned OVN once bootstrapped, else the host's).  Databases
+        ``$OVNK_OVN``, else the pinned OVN, 26.03).  Databases
         kept from a run on another OVN are converted to its schemas.
 
         ``settings``: the ovnk components' options (``ovnk_local.settings``), checked as
@@ -375,7 +375,7 @@ class LocalCluster:
         settings = settings or ComponentSettings()
         config = settings.check(self.owned_settings())
         try:
-            chosen = install.select(ovn if ovn is not None else os.environ.get(install.OVN_ENV))
+            chosen = install.select(ovn or os.environ.get(install.OVN_ENV) or install.PINNED_SERIES)
         except install.OvnInstallError as exc:
             raise LocalClusterError(str(exc)) from None
         # this process and everything it starts (the supervisor, hence every process of the

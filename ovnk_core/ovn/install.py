@@ -14,9 +14,12 @@ was built with.  An install is either
   ROOT/usr/bin/ovn-northd ...``); nothing of that suite is installed on the host.
 
 ``OVNK_OVN`` selects it: ``system``; ``26.03`` (the pinned root, an error when it has not
-been made); a root's directory; unset: the pinned root once ``make bootstrap`` has made it,
-else the host's.  A process that starts others passes ``OvnInstall.environment()`` on, so
-a whole local cluster runs one install.
+been made); a root's directory.  Unset, ovnk's own components (a node agent on a real node)
+run the host's, while development (``ovnk local``, the test tiers, the benchmarks: see
+``use_development_default``) runs the pinned root, the OVN upstream runs.  A process that
+starts others passes ``OvnInstall.environment()`` on, so a whole local cluster runs one
+install.  ``python -m ovnk_core.ovn.install [SPEC]`` says which OVN a spec selects and what
+it lacks (``make bootstrap`` ends with it).
 """
 
 from __future__ import annotations
@@ -219,13 +222,18 @@ def _install(spec: str) -> OvnInstall:
 
 
 def select(spec: str | None) -> OvnInstall:
-    """The install ``spec`` names (see the module's docstring; None or empty: the default).
+    """The install ``spec`` names (see the module's docstring; None or empty: the host's).
 
     :raises OvnInstallError: it names a root that does not exist.
     """
-    if not spec:
-        return _install(PINNED_SERIES) if (pinned_root() / STAMP).is_file() else _install(SYSTEM)
-    return _install(spec)
+    return _install(spec or SYSTEM)
+
+
+def use_development_default() -> None:
+    """Make the pinned OVN (``PINNED_SERIES``) this process's and its children's, unless
+    ``OVNK_OVN`` already names one: what ``ovnk local``, the test tiers and the benchmarks
+    run by default."""
+    os.environ.setdefault(OVN_ENV, PINNED_SERIES)
 
 
 def selected() -> OvnInstall:
@@ -241,3 +249,43 @@ def command(name: str, *args: str) -> list[str]:
 def schema(name: str) -> Path:
     """The selected install's schema file ``name`` (``ovn-nb``, ``ovn-sb``, ``vswitch``)."""
     return selected().schema(name)
+
+
+REQUIRED_PROGRAMS = ("ovsdb-server", "ovsdb-tool", "ovsdb-client", "ovn-northd", "ovn-nbctl",
+                     "ovn-sbctl", "ovn-trace", "ovn-controller", "ovs-vswitchd", "ovs-vsctl",
+                     "ovs-ofctl", "ovs-appctl")
+
+
+def problems(ovn: OvnInstall) -> list[str]:
+    """What ``ovn`` lacks for ``ovnk local`` and the tests (empty: nothing): programs,
+    schemas, and for the pinned root the series it was made for."""
+    found = [f"missing {name}" for name in ovn.missing(*REQUIRED_PROGRAMS)]
+    found += [f"missing the {name} schema {ovn.schema(name)}" for name in SCHEMAS
+              if not ovn.schema(name).is_file()]
+    if ovn.root == pinned_root().resolve() and \
+            not ovn.versions["ovn"].startswith(PINNED_SERIES + "."):
+        found.append(f"its OVN is {ovn.versions['ovn']}, not {PINNED_SERIES}.x "
+                     f"(remove {ovn.root} and run make bootstrap again)")
+    return found
+
+
+def main(argv: list[str]) -> int:
+    """``python -m ovnk_core.ovn.install [SPEC]``: which OVN ``SPEC`` (default: the
+    development default) selects, and what it lacks; 1 when anything."""
+    spec = argv[0] if argv else os.environ.get(OVN_ENV) or PINNED_SERIES
+    try:
+        ovn = select(spec)
+    except OvnInstallError as exc:
+        print(f"ovnk: {exc}")
+        return 1
+    found = problems(ovn)
+    print(f"ovnk: {OVN_ENV}={spec}: {ovn.describe()}")
+    for problem in found:
+        print(f"ovnk:   {problem}")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ovnk_core.ovn.install import OvnInstallError, selected
+from ovnk_core.ovn.install import OvnInstallError, selected, use_development_default
 from ovnk_core.testing import capabilities
 from ovnk_core.testing.netns_fixtures import netns, netns_pair  # noqa: F401
 from ovnk_core.testing.ovsdb_fixtures import (  # noqa: F401
@@ -31,6 +31,8 @@ from ovnk_core.testing.ovsdb_fixtures import (  # noqa: F401
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # the OVN tiers run the OVN upstream runs unless OVNK_OVN names another (system: the host's)
+    use_development_default()
     for tier in capabilities.TIERS:
         config.addinivalue_line("markers", f"{tier}: ovnk test tier {tier}")
 
