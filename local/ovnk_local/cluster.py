@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ovnk_core.annotations import node_encap_ips, node_gateway
+from ovnk_core.cli.cluster_access import LOCAL_OVN_NAME
 from ovnk_core.config import Config, as_environment
 from ovnk_core.config.loader import CONFIG_FILE_ENV
 from ovnk_core.kube.apply import apply_documents
@@ -428,6 +429,8 @@ class LocalCluster:
         try:
             # before the API server starts: its admission hooks read it (OVNK_CONFIG)
             self.write_config(settings)
+            # the read-only tools (ovnk reachability) find it next to the kubeconfig
+            (self.dir / LOCAL_OVN_NAME).write_text(chosen.spec + "\n")
             apiserver, *ovn_records = self._infra_records(port, settings, config)
             self._record(spawn(apiserver), *ovn_records)  # the supervisor starts OVN
             with self.states.update() as locked:

@@ -58,6 +58,7 @@ class ZoneApp:
                                    row_exists=lambda table, primary_id: nb.find(
                                        table, primary_id) is not None)
         self.zone.network_listeners.append(self.context.networks_changed)
+        self.zone.capability_listeners.append(self.context.nb_capabilities_changed)
         self.plugin_controllers: list[Controller] = host.contributed_controllers(
             "ovnk_zone_controllers", self.context)
         self.registry = CollectorRegistry()
