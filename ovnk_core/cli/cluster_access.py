@@ -4,7 +4,7 @@ An operator points them at a cluster the way kubectl is pointed: ``--kubeconfig`
 or ``$KUBECONFIG``.  When no ``--config``/``$OVNK_CONFIG`` is given and the
 kubeconfig sits next to an ``ovnk.toml`` (as ``ovnk local up`` writes them),
 that file supplies the OVN addresses, so ``KUBECONFIG=.ovnk/kubeconfig ovnk
-reachability`` finds the local cluster's Northbound by itself, and the ``ovn`` file
+reachability`` finds the local cluster's Northbound by itself, and ``ovn-install``
 beside it the OVN whose ``ovn-trace`` reads its Southbound (unless ``$OVNK_OVN``
 says).  What is missing or unreachable is one clear ``OvnkError`` (exit 2), never
 a traceback or a stream of connection errors: the NB connection is given a bounded time
@@ -31,7 +31,7 @@ from ovnk_core.ovn.install import OVN_ENV
 from ovnk_core.ovn.nb import NbClient, NbConnectError
 
 LOCAL_CONFIG_NAME = "ovnk.toml"  # what ``ovnk local up`` writes next to its kubeconfig
-LOCAL_OVN_NAME = "ovn"  # and the OVN it runs (``ovnk_core.ovn.install``: OVNK_OVN's value)
+LOCAL_OVN_NAME = "ovn-install"  # and the OVN it runs (OVNK_OVN's value)
 DEFAULT_CONNECT_TIMEOUT = 5.0
 IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"
 # ovsdbapp logs an ERROR for every failed attempt to fetch the schema (5 a second)
