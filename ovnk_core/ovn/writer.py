@@ -232,10 +232,11 @@ class NbWriter:
         """Read NB's schema once connected, and again on each new connection (the server
         may have been replaced by another OVN's): a schema that differs replaces the old
         one, and ``on_capabilities_changed`` hears of a change in what it supports."""
+        connection = self._connection()  # a new connection asks for the schema again
         if self._schema is not None and not self._reload_schema:
             return
         try:
-            document = self._connection().get_schema(NB_SCHEMA_NAME)
+            document = connection.get_schema(NB_SCHEMA_NAME)
         except (OvsdbConnectionError, OvsdbRequestError) as exc:
             raise NbConnectError(f"cannot load the schema of {self.remote}: {exc}") from None
         self._reload_schema = False
