@@ -5,10 +5,11 @@ or ``$KUBECONFIG``.  When no ``--config``/``$OVNK_CONFIG`` is given and the
 kubeconfig sits next to an ``ovnk.toml`` (as ``ovnk local up`` writes them),
 that file supplies the OVN addresses, so ``KUBECONFIG=.ovnk/kubeconfig ovnk
 reachability`` finds the local cluster's Northbound by itself, and ``ovn-install``
-beside it the OVN whose ``ovn-trace`` reads its Southbound (unless ``$OVNK_OVN``
-says).  What is missing or unreachable is one clear ``OvnkError`` (exit 2), never
-a traceback or a stream of connection errors: the NB connection is given a bounded time
-(``--connect-timeout``) and its per-attempt errors are not logged.
+beside it (or beside a named ``--config``) the OVN whose ``ovn-trace`` reads its
+Southbound (unless ``$OVNK_OVN`` says).  What is missing or unreachable is one
+clear ``OvnkError`` (exit 2), never a traceback or a stream of connection errors:
+the NB connection is given a bounded time (``--connect-timeout``) and its
+per-attempt errors are not logged.
 """
 
 from __future__ import annotations
@@ -74,7 +75,9 @@ def tool_config(cli: Mapping[str, Any], environ: Mapping[str, str] | None = None
     """The configuration of a read-only tool (see the module docstring)."""
     environ = os.environ if environ is None else environ
     local = local_config_file(cli, environ)
-    ovn = local.parent / LOCAL_OVN_NAME if local is not None else None
+    named = cli.get("config") or environ.get(CONFIG_FILE_ENV)
+    config_file = Path(str(named)) if named else local
+    ovn = config_file.parent / LOCAL_OVN_NAME if config_file is not None else None
     if ovn is not None and ovn.is_file() and not environ.get(OVN_ENV):
         os.environ[OVN_ENV] = ovn.read_text().strip()  # its OVN programs trace the cluster
     return load_config(cli, env=environ, config_file=local)

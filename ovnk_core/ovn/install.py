@@ -271,7 +271,16 @@ def problems(ovn: OvnInstall) -> list[str]:
 
 def main(argv: list[str]) -> int:
     """``python -m ovnk_core.ovn.install [SPEC]``: which OVN ``SPEC`` (default: the
-    development default) selects, and what it lacks; 1 when anything."""
+    development default) selects, and what it lacks; 1 when anything.
+    ``python -m ovnk_core.ovn.install exec PROGRAM ARGS...``: run that OVN's program (a
+    script's ``ovn-nbctl`` of a local cluster, with ``OVNK_OVN`` from its ``ovn-install``)."""
+    if argv[:1] == ["exec"] and len(argv) > 1:
+        try:
+            argv = select(os.environ.get(OVN_ENV) or PINNED_SERIES).command(*argv[1:])
+        except OvnInstallError as exc:
+            print(f"ovnk: {exc}")
+            return 1
+        os.execv(argv[0], argv) if os.path.isabs(argv[0]) else os.execvp(argv[0], argv)
     spec = argv[0] if argv else os.environ.get(OVN_ENV) or PINNED_SERIES
     try:
         ovn = select(spec)
