@@ -10,9 +10,17 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+from pathlib import Path
 from typing import NoReturn
 
-from ovnk_core.ovn.install import OvnInstall, OvnInstallError, selected
+from ovnk_core.ovn.install import (
+    PINNED_SERIES,
+    SYSTEM,
+    OvnInstall,
+    OvnInstallError,
+    select,
+    selected,
+)
 
 TIERS = ("unit", "ovsdb", "netns", "e2e")
 
@@ -83,3 +91,17 @@ def missing_capability(reason: str) -> NoReturn:
     if in_ci():
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+def both_nb_schemas() -> tuple[Path, Path]:
+    """The NB schemas of the host's OVN (23.03) and of the pinned one (26.03), for tests of
+    an OVN switched under ovnk; a missing one ends the test (``missing_capability``)."""
+    try:
+        old = select(SYSTEM).schema("ovn-nb")
+        new = select(PINNED_SERIES).schema("ovn-nb")
+    except OvnInstallError as exc:
+        missing_capability(f"switching OVN needs both OVNs: {exc}")
+    for path in (old, new):
+        if not path.is_file():
+            missing_capability(f"switching OVN needs both OVNs' NB schemas: no {path}")
+    return old, new

@@ -18,14 +18,13 @@ from ovnk_layer2.topology import Layer2Topology
 from ovnk_core.config.values import ClusterSubnet
 from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.networks.netinfo import NetInfo
-from ovnk_core.ovn import install
 from ovnk_core.ovn.capabilities import NbCapabilities
 from ovnk_core.ovn.declarative import DesiredRow, apply_many
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.processes import OvsdbServer
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.render_state import GatewayConfig, NetworkState, NodeState
-from ovnk_core.testing.capabilities import missing_capability
+from ovnk_core.testing.capabilities import both_nb_schemas
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.ovsdb_fixtures import read_rows
 from ovnk_core.testing.waiting import wait_until
@@ -43,19 +42,6 @@ NODE = NodeState("ovn-worker", (), 2, "chassis-1", GatewayConfig(
     "shared", "breth0", mac_from_ip("172.18.0.2"), ("172.18.0.2/16",), ("172.18.0.1",)))
 TABLES = ("Logical_Switch", "Logical_Switch_Port", "Logical_Router", "Logical_Router_Port",
           "ACL", "NAT", "Logical_Router_Static_Route")
-
-
-def schemas() -> tuple[Path, Path]:
-    """The NB schemas of the host's OVN (23.03) and of the pinned one (26.03)."""
-    try:
-        old = install.select(install.SYSTEM).schema("ovn-nb")
-        new = install.select(install.PINNED_SERIES).schema("ovn-nb")
-    except install.OvnInstallError as exc:
-        missing_capability(f"an OVN upgrade needs both OVNs: {exc}")
-    for path in (old, new):
-        if not path.is_file():
-            missing_capability(f"an OVN upgrade needs both OVNs' NB schemas: no {path}")
-    return old, new
 
 
 def desired(nb: NbCapabilities) -> dict[Owner, list[DesiredRow]]:
@@ -83,7 +69,7 @@ def switch_ovn(server: OvsdbServer, schema: Path) -> OvsdbServer:
 
 def test_switching_ovn_under_a_running_writer_converges_keeping_unchanged_rows(
         tmp_path: Path) -> None:
-    old_schema, new_schema = schemas()
+    old_schema, new_schema = both_nb_schemas()
     server = OvsdbServer("nb", tmp_path, old_schema).start()
     told: list[NbCapabilities] = []
     writer = NbWriter([server.remote]).start()
