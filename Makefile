@@ -3,19 +3,23 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: bootstrap test test-compat lint typecheck pytest run clean
+.PHONY: bootstrap test test-compat lint typecheck docs pytest run clean
 
 bootstrap:
 	@VENV=$(VENV) scripts/bootstrap.sh
 
-## make test: lint, type-check and every test tier (unit, ovsdb, netns, e2e).
-test: bootstrap lint typecheck pytest
+## make test: lint, type-check, the docs site and every test tier (unit, ovsdb, netns, e2e).
+test: bootstrap lint typecheck docs pytest
 
 lint:
 	$(BIN)/ruff check ovnk_core local plugins tests bench
 
 typecheck:
 	$(BIN)/mypy
+
+## make docs: build the docs site into site/; a broken link, page or snippet fails it.
+docs:
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 pytest:
 	$(BIN)/pytest $(PYTEST_ARGS)
@@ -32,4 +36,4 @@ run: bootstrap
 	@scripts/run-demo.sh
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

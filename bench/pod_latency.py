@@ -89,8 +89,16 @@ class MemoryGuard:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> MemoryGuard:
+        left = available_memory()
+        if left < self.minimum:  # too little already: nothing is started
+            self._trip(left)
+            raise KeyboardInterrupt
         self._thread.start()
         return self
+
+    def _trip(self, left: int) -> None:
+        self.tripped = (f"stopped: {left / 2**30:.1f} GiB of memory left (minimum "
+                        f"{self.minimum / 2**30:.1f} GiB; --min-free-memory)")
 
     def __exit__(self, *exc: object) -> None:
         with self._lock:  # no interrupt once the guarded block is left
@@ -104,8 +112,7 @@ class MemoryGuard:
             with self._lock:
                 if self._stop.is_set():
                     return
-                self.tripped = (f"stopped: {left / 2**30:.1f} GiB of memory left (minimum "
-                                f"{self.minimum / 2**30:.1f} GiB; --min-free-memory)")
+                self._trip(left)
                 _thread.interrupt_main()
                 return
 
@@ -497,6 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         if not guard.tripped:
             raise
+    if guard.tripped:  # also when the interrupt came while something swallowed it
         print(guard.tripped, file=sys.stderr)
         return 3
     print(table(rows))

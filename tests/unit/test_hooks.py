@@ -33,7 +33,7 @@ def test_every_hook_is_documented_with_its_signature(hook: str) -> None:
     for parameter in inspect.signature(spec).parameters:
         assert f":param {parameter}:" in doc, f"{hook} must document {parameter}"
     signature = f"## {hook}({', '.join(inspect.signature(spec).parameters)})"
-    assert signature in (ROOT / "docs" / "hooks.md").read_text()
+    assert signature in (ROOT / "docs" / "plugins" / "hooks.md").read_text()
 
 
 @pytest.mark.parametrize("hook", HOOKS)
