@@ -46,6 +46,7 @@ from udn_workload import create_primary_udns
 from ovnk_core.config.values import parse_duration
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.resources import PODS
+from ovnk_core.ovn.install import command, use_development_default
 from ovnk_core.ovn.trace import packet_flow, trace, wait_for_sb
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -93,8 +94,8 @@ def entry(admin: KubeClient, namespace: str, name: str) -> dict[str, Any]:
 
 
 def node_switches(nb_socket: Path) -> list[str]:
-    out = subprocess.run(["ovn-nbctl", f"--db=unix:{nb_socket}", "--bare", "--columns=name",
-                          "list", "Logical_Switch"], capture_output=True, text=True,
+    out = subprocess.run(command("ovn-nbctl", f"--db=unix:{nb_socket}", "--bare", "--columns=name",
+                          "list", "Logical_Switch"), capture_output=True, text=True,
                          check=True).stdout
     return [name for name in out.split() if name.startswith("u") and "_net_" in name]
 
@@ -165,6 +166,7 @@ def run(udns: int, nodes: int, samples: int, grace: str, workdir: Path) -> JSON:
 
 
 def main(argv: list[str] | None = None) -> int:
+    use_development_default()  # OVN 26.03 unless OVNK_OVN names another
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--udns", type=int, default=20)
     parser.add_argument("--nodes", type=int, default=5)

@@ -66,9 +66,10 @@ from ovnk_core.node import nft
 from ovnk_core.node.netns import run_in_netns
 from ovnk_core.node.nft import cgroup2_root as cgroup2_mount
 from ovnk_core.ovn.declarative import DesiredRow, apply_many
+from ovnk_core.ovn.install import command, schema, use_development_default
 from ovnk_core.ovn.jsonrpc import OvsdbConnection
 from ovnk_core.ovn.ownership import Owner
-from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
+from ovnk_core.ovn.processes import OvsdbServer
 from ovnk_core.plugins import PluginHost
 from ovnk_core.render_state import GatewayConfig, NodeState, PodAttachment
 from ovnk_core.testing.configs import udn_config
@@ -510,7 +511,7 @@ def prepared_nb(workload: ZoneWorkload, workdir: Path, name: str) -> OvsdbServer
     """A fresh NB holding the network, the node and the pods' ports (written by ovnk)."""
     from ovnk_core.ovn.writer import NbWriter
 
-    server = OvsdbServer(name, workdir / f"{name}-{time.monotonic_ns()}", NB_SCHEMA).start()
+    server = OvsdbServer(name, workdir / f"{name}-{time.monotonic_ns()}", schema("ovn-nb")).start()
     with NbWriter([server.remote], timeout=600).start() as nb:
         apply_many(nb, workload.topology())
         apply_many(nb, workload.ports())
@@ -623,13 +624,14 @@ def zone_side(config: Config, pods: int, repeat: int, warmup: bool,
 
 # -- report ----------------------------------------------------------------------------------
 def environment() -> dict[str, Any]:
-    def first_line(*command: str) -> str:
+    def first_line(*argv: str) -> str:
         try:
-            out = subprocess.run(command, capture_output=True, text=True).stdout
+            out = subprocess.run(argv, capture_output=True, text=True).stdout
         except OSError:
             return "missing"
         return out.splitlines()[0] if out else "unknown"
-    return {"python": platform.python_version(), "ovn": first_line("ovn-nbctl", "--version"),
+    return {"python": platform.python_version(),
+            "ovn": first_line(*command("ovn-nbctl", "--version")),
             "nft": first_line("nft", "--version"), "kernel": platform.release(),
             "cpus": os.cpu_count(), "db_mode": "standalone"}
 
@@ -667,6 +669,7 @@ def print_zone(zone: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    use_development_default()  # OVN 26.03 unless OVNK_OVN names another
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--updates", type=int, default=200, help="per-pod changes per run")

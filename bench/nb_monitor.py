@@ -11,14 +11,16 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from ovnk_core.ovn.install import command
+
 
 def monitor_lines(nb_socket: Path, table: str, columns: str, stop: threading.Event
                   ) -> Iterator[str]:
     """Every CSV line (JSON data) the monitor prints for ``table``'s ``columns``, the first
     dump included, until ``stop`` is set."""
     process = subprocess.Popen(
-        ["ovsdb-client", "monitor", f"unix:{nb_socket}", "OVN_Northbound", table, columns,
-         "-f", "csv", "-d", "json", "--no-headings"],
+        command("ovsdb-client", "monitor", f"unix:{nb_socket}", "OVN_Northbound", table, columns,
+         "-f", "csv", "-d", "json", "--no-headings"),
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert process.stdout is not None
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ovnk_core.ovn.declarative import DesiredRow, Ref
+from ovnk_core.ovn.install import command
 
 
 class _Raw(str):
@@ -118,5 +119,5 @@ def create_command(row: DesiredRow, name: str, ids: dict[RowKey, str] | None = N
 
 
 def run_nbctl(remote: str, args: list[str]) -> None:
-    subprocess.run(["ovn-nbctl", f"--db={remote}", "--no-leader-only", *args], check=True,
+    subprocess.run(command("ovn-nbctl", f"--db={remote}", "--no-leader-only", *args), check=True,
                    capture_output=True, text=True)

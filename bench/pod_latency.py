@@ -51,6 +51,7 @@ from udn_workload import create_primary_udns
 
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.resources import NAMESPACES, NODES, PODS
+from ovnk_core.ovn.install import command, use_development_default
 from ovnk_core.testing.waiting import wait_until
 
 POD_NETWORKS = "k8s.ovn.org/pod-networks"
@@ -260,7 +261,7 @@ def zone_latencies(seen: Seen, keys: list[str]) -> list[float]:
 def switch_count(nb_socket: Path) -> int:
     query = json.dumps(["OVN_Northbound", {"op": "select", "table": "Logical_Switch",
                                             "where": [], "columns": ["_uuid"]}])
-    out = subprocess.run(["ovsdb-client", "query", f"unix:{nb_socket}", query],
+    out = subprocess.run(command("ovsdb-client", "query", f"unix:{nb_socket}", query),
                          capture_output=True, text=True, check=True, timeout=60).stdout
     return len(json.loads(out)[0]["rows"])
 
@@ -462,6 +463,7 @@ def measure_kept(directory: Path, udns: int, nodes: int, pods: int, rates: list[
 
 
 def main(argv: list[str] | None = None) -> int:
+    use_development_default()  # OVN 26.03 unless OVNK_OVN names another
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--udns", default="10,100", help="comma-separated U values")
     parser.add_argument("--nodes", default="3", help="comma-separated N values")

@@ -47,8 +47,9 @@ from results_file import write_results
 
 from ovnk_core.ovn.declarative import DesiredRow, apply_many
 from ovnk_core.ovn.group_commit import GroupCommit
+from ovnk_core.ovn.install import schema, use_development_default
 from ovnk_core.ovn.ownership import Owner
-from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
+from ovnk_core.ovn.processes import OvsdbServer
 from ovnk_core.render_state import NetworkState, NodeState
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.topology import ServiceAttachment
@@ -263,8 +264,10 @@ def floor_commands(rows: list[DesiredRow], names: dict[tuple[str, str], str]) ->
 
 
 def one_run(workload: Workload, workdir: Path, check: bool, changes: int) -> dict[str, Any]:
-    ovnk_db = OvsdbServer("ovnk", workdir / f"ovnk-{time.monotonic_ns()}", NB_SCHEMA).start()
-    floor_db = OvsdbServer("floor", workdir / f"floor-{time.monotonic_ns()}", NB_SCHEMA).start()
+    ovnk_db = OvsdbServer("ovnk", workdir / f"ovnk-{time.monotonic_ns()}",
+                         schema("ovn-nb")).start()
+    floor_db = OvsdbServer("floor", workdir / f"floor-{time.monotonic_ns()}",
+                         schema("ovn-nb")).start()
     try:
         floor = floor_phase(floor_db.remote, workload)
         render_networks(ovnk_db.remote, workload)
@@ -296,6 +299,7 @@ def one_run(workload: Workload, workdir: Path, check: bool, changes: int) -> dic
 
 
 def main(argv: list[str] | None = None) -> int:
+    use_development_default()  # OVN 26.03 unless OVNK_OVN names another
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--services", type=int, default=100)
     parser.add_argument("--endpoints", type=int, default=3)

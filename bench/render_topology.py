@@ -50,9 +50,10 @@ from ovnk_core.config.values import ClusterSubnet
 from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.ovn.declarative import DesiredRow, apply_many
+from ovnk_core.ovn.install import command, schema, use_development_default
 from ovnk_core.ovn.jsonrpc import OvsdbConnection
 from ovnk_core.ovn.ownership import Owner
-from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
+from ovnk_core.ovn.processes import OvsdbServer
 from ovnk_core.render_state import GatewayConfig, NetworkState, NodeState, PodAttachment
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.topology import Topology
@@ -236,9 +237,12 @@ def same_rows(remote_a: str, remote_b: str) -> list[str]:
 
 
 def one_run(workload: Workload, workdir: Path, check: bool) -> dict[str, Any]:
-    ovnk_db = OvsdbServer("ovnk", workdir / f"ovnk-{time.monotonic_ns()}", NB_SCHEMA).start()
-    floor_db = OvsdbServer("floor", workdir / f"floor-{time.monotonic_ns()}", NB_SCHEMA).start()
-    raw_db = OvsdbServer("raw", workdir / f"raw-{time.monotonic_ns()}", NB_SCHEMA).start()
+    ovnk_db = OvsdbServer("ovnk", workdir / f"ovnk-{time.monotonic_ns()}",
+                         schema("ovn-nb")).start()
+    floor_db = OvsdbServer("floor", workdir / f"floor-{time.monotonic_ns()}",
+                         schema("ovn-nb")).start()
+    raw_db = OvsdbServer("raw", workdir / f"raw-{time.monotonic_ns()}",
+                         schema("ovn-nb")).start()
     try:
         floor = floor_phase(floor_db.remote, workload)
         raw = raw_phase(raw_db.remote, workload)
@@ -279,12 +283,13 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def environment() -> dict[str, Any]:
     import subprocess
 
-    ovn = subprocess.run(["ovn-nbctl", "--version"], capture_output=True, text=True)
+    ovn = subprocess.run(command("ovn-nbctl", "--version"), capture_output=True, text=True)
     return {"python": platform.python_version(), "ovn": ovn.stdout.splitlines()[0],
             "cpus": os.cpu_count(), "db_mode": "standalone"}
 
 
 def main(argv: list[str] | None = None) -> int:
+    use_development_default()  # OVN 26.03 unless OVNK_OVN names another
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--topology", choices=sorted(TOPOLOGIES), default="layer3")
     parser.add_argument("--networks", type=int, default=10)

@@ -28,6 +28,7 @@ from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.networks.activity import EveryNode, NetworkActivity
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.networks.registry import NetworkRegistry
+from ovnk_core.ovn.capabilities import NbCapabilities, of_writer
 from ovnk_core.ovn.declarative import RowWriter
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.render_state import NetworkState, NodeSwitch
@@ -178,6 +179,25 @@ class ZoneContext(_NetworkListeners):
     # the switches of a network's nodes in this zone with their management addresses
     # (``ovnk_core.render_state.NodeSwitch``; none while the network is not rendered)
     node_switches: Callable[[str], list[NodeSwitch]] = lambda _network: []
+    _capability_listeners: list[Callable[[NbCapabilities], None]] = field(
+        default_factory=list)
+
+    @property
+    def nb_capabilities(self) -> NbCapabilities:
+        """What the zone's Northbound supports (``ovnk_core.ovn.capabilities``): render
+        upstream's rows where it can hold them, today's where it cannot."""
+        return of_writer(self.nb)
+
+    def on_nb_capabilities_changed(self, listener: Callable[[NbCapabilities], None]) -> None:
+        """Call ``listener(capabilities)`` when NB supports other things than before (OVN
+        upgraded or downgraded under the zone): render again.  It runs with the writer's
+        lock held and must only enqueue."""
+        self._capability_listeners.append(listener)
+
+    def nb_capabilities_changed(self, capabilities: NbCapabilities) -> None:
+        """Tell every listener (called by the component)."""
+        for listener in list(self._capability_listeners):
+            listener(capabilities)
 
     def feature_owners(self, feature: str) -> set[Owner]:
         """Every owner of ``feature``'s rows now in NB (``feature_owner(feature, ...)``,

@@ -18,6 +18,7 @@ from ovnk_core.config.values import IPNetwork
 from ovnk_core.networks.addressing import IPAddress
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.ovn.declarative import Ref
+from ovnk_core.ovn.capabilities import CURRENT, NbCapabilities
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class NetworkState:
     :ivar tunnel_keys: for a network whose topology asks for extra tunnel keys, every key
         of the network as its NAD lists them (``k8s.ovn.org/tunnel-keys``: ``BASE +
         networkID`` first, then the extra ones); empty otherwise.
+    :ivar nb: what the zone's Northbound supports (``ovnk_core.ovn.capabilities``): the
+        builders render upstream's rows where it can hold them.
     """
 
     netinfo: NetInfo
@@ -58,6 +61,7 @@ class NetworkState:
     masquerade_subnets: tuple[IPNetwork, ...]
     default_join_subnets: tuple[IPNetwork, ...]
     tunnel_keys: tuple[int, ...] = ()
+    nb: NbCapabilities = CURRENT
 
     @property
     def join_subnets(self) -> tuple[IPNetwork, ...]:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what ovnk needs, idempotently: Debian packages (OVN, OVS, nftables,
-# iproute2) and a virtualenv with ovnk-core, every bundled plugin (with its `test`
+# iproute2), the OVN that upstream runs (26.03, a cached Debian root made by
+# scripts/ovn-root.sh; skipped with OVNK_OVN=system) and a virtualenv with ovnk-core, every bundled plugin (with its `test`
 # extra when it has one: the plugins its tests need) and ovnk-local (the development
 # distribution: local API server, `ovnk local`) in development mode.  Safe to run
 # again; it only does what is missing.
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 APT_PACKAGES=(ovn-central ovn-host openvswitch-switch python3-openvswitch nftables libnftables1 python3-nftables
-              iproute2 iputils-ping procps)
+              iproute2 iputils-ping procps debootstrap)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -75,3 +76,13 @@ if [ -n "$c_json" ] && ! "$VENV/bin/python" -c "import ovs._json" 2>/dev/null; t
     echo "bootstrap: Debian's ovs C JSON parser does not load here; using the Python one"
   fi
 fi
+
+# The OVN upstream OVN-Kubernetes runs (ovnk_core/ovn/install.py says where its root lives
+# and which series it is); OVNK_OVN=system (or a root's directory) makes no root.
+read -r root series < <("$VENV/bin/python" -c \
+  "from ovnk_core.ovn import install; print(install.pinned_root(), install.PINNED_SERIES)")
+if [ -z "${OVNK_OVN:-}" ] || [ "$OVNK_OVN" = "$series" ]; then
+  scripts/ovn-root.sh "$root" "$series"
+fi
+# Which OVN the tests and ovnk local will run, and what it lacks (exit 1 when anything).
+"$VENV/bin/python" -m ovnk_core.ovn.install

@@ -9,6 +9,11 @@ cd "$(dirname "$0")/.."
 BIN=$PWD/.venv/bin
 DIR=${OVNK_DIR:-.ovnk}
 KUBECTL="kubectl --kubeconfig $DIR/kubeconfig"
+# ovn-nbctl of the OVN the cluster runs (ovnk local up writes which to DIR/ovn-install)
+nbctl() {
+  OVNK_OVN=$(cat "$DIR/ovn-install") "$BIN/python" -m ovnk_core.ovn.install exec ovn-nbctl \
+    --db="unix:$(cd "$DIR" && pwd)/ovn/nb.sock" "$@"
+}
 
 echo "== plugins"
 $BIN/ovnk plugins --check --enable-multi-network --enable-network-segmentation \
@@ -174,7 +179,7 @@ if $BIN/ovnk local exec --dir "$DIR" -n blue blue -- true 2>/dev/null; then
   done
   printf '  radio/radio (phys0 %s) -> host 10.100.10.254 on VLAN 10: %s\n' "$radio_ip" "$verdict"
   echo "  its NB switch and localnet port:"
-  ovn-nbctl --db="unix:$(cd "$DIR" && pwd)/ovn/nb.sock" --columns=name,type,options,tag_request \
+  nbctl --columns=name,type,options,tag_request \
     find Logical_Switch_Port 'name="cluster_udn_physnet1.vlan10_ovn_localnet_port"' | sed 's/^/    /'
   echo
 fi
@@ -196,7 +201,7 @@ echo
 echo "== its OVN load balancer: in blue's clusterLBGroup, over the blue addresses"
 cluster_ip=$($KUBECTL get service -n blue web -o jsonpath='{.spec.clusterIP}')
 for _ in $(seq 1 50); do
-  lb=$(ovn-nbctl --db="unix:$(cd "$DIR" && pwd)/ovn/nb.sock" --bare --columns=vips find Load_Balancer \
+  lb=$(nbctl --bare --columns=vips find Load_Balancer \
     'name="blue_blue.network_Service_blue/web_TCP_cluster"' 2>/dev/null || true)
   case "$lb" in *,*) break;; esac
   sleep 0.2

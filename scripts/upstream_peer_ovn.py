@@ -9,6 +9,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ovnk_core.ovn.install import OvnInstall
+
 OVN_TOOLS = ("ovsdb-server", "ovsdb-tool", "ovsdb-client", "ovn-northd", "ovn-nbctl",
              "ovn-sbctl", "ovn-appctl", "ovs-appctl", "ovs-vsctl", "ovn-trace")
 SOCKET_PATH_MAX = 107
@@ -25,35 +27,22 @@ class Upstream:
     root: Path
     ovnkube: Path
 
+    @property
+    def ovn(self) -> OvnInstall:
+        """The root's OVN (``ovnk_core.ovn.install``: run through the root's own loader)."""
+        return OvnInstall(None if self.root == Path("/") else self.root)
+
     def check(self) -> None:
         if not os.access(self.ovnkube, os.X_OK):
             raise PeerError(f"{self.ovnkube}: not an executable (build ovnkube first)")
-        for tool in OVN_TOOLS:
-            if self.binary(tool) is None:
-                raise PeerError(f"{self.root}: has no {tool} (install ovn-central, ovn-host and "
-                                "openvswitch-switch in it)")
-        if self.root != Path("/") and not self.loader.exists():
-            raise PeerError(f"{self.root}: has no {self.loader.relative_to(self.root)}")
-
-    @property
-    def loader(self) -> Path:
-        return self.root / "lib64" / "ld-linux-x86-64.so.2"
-
-    def binary(self, tool: str) -> Path | None:
-        for where in ("usr/bin", "usr/sbin"):
-            path = self.root / where / tool
-            if path.exists():
-                return path
-        return None
+        missing = self.ovn.missing(*OVN_TOOLS)
+        if missing:
+            raise PeerError(f"{self.root}: has no {', '.join(missing)} (install ovn-central, "
+                            "ovn-host and openvswitch-switch in it)")
 
     def command(self, tool: str) -> list[str]:
         """How to run one of the root's tools on this host."""
-        binary = self.binary(tool)
-        assert binary is not None
-        if self.root == Path("/"):
-            return [str(binary)]
-        libs = f"{self.root}/usr/lib/x86_64-linux-gnu:{self.root}/lib/x86_64-linux-gnu"
-        return [str(self.loader), "--library-path", libs, str(binary)]
+        return self.ovn.command(tool)
 
     def write_wrappers(self, bin_dir: Path) -> None:
         """Scripts named as the tools, for upstream, which runs a bare ``ovn-nbctl``."""
@@ -64,7 +53,7 @@ class Upstream:
             wrapper.chmod(0o755)
 
     def schema(self, database: str) -> Path:
-        return self.root / "usr" / "share" / "ovn" / f"ovn-{database}.ovsschema"
+        return self.ovn.schema(f"ovn-{database}")
 
     def versions(self) -> str:
         ovnkube = run([str(self.ovnkube), "--version"]).splitlines()

@@ -13,6 +13,7 @@ from typing import Any
 
 from ovnk_core.config import add_config_arguments
 from ovnk_core.logsetup import setup_logging
+from ovnk_core.ovn import install
 from ovnk_local.cluster import (
     COMPONENTS,
     NODE_DAEMONS,
@@ -64,6 +65,11 @@ def register(subparsers: Any) -> None:
                     help="physical networks for Localnet networks, each a VLAN-aware segment "
                          "with a host on it that every node bridges onto (br-NAME, mapped as "
                          "NAME:br-NAME); default physnet1; '' for none (real dataplane only)")
+    up.add_argument("--ovn", default=None, metavar="system|26.03|ROOT",
+                    help="the OVN (and OVS) every process runs: 26.03, the one upstream runs "
+                         "(a Debian root made by make bootstrap, run through its own loader); "
+                         "system, the host's; or a root's directory (default: $OVNK_OVN, else "
+                         "26.03)")
     add_config_arguments(
         up, exclude=OWNED,
         title="ovnk component options (passed on to cluster-manager, controller and every "
@@ -124,9 +130,11 @@ def run_up(args: argparse.Namespace) -> int:
     physical = None if args.physical_networks is None else \
         [name.strip() for name in args.physical_networks.split(",") if name.strip()]
     state = cluster.up(nodes=args.nodes, timeout=args.timeout, dataplane=args.dataplane,
-                       settings=ComponentSettings.from_args(args), physical_networks=physical)
+                       settings=ComponentSettings.from_args(args), physical_networks=physical,
+                       ovn=args.ovn)
     print(f"local cluster up in {cluster.dir}: API server https://127.0.0.1:{state.api_port}, "
           f"nodes {', '.join(state.nodes)}")
+    print(f"  {install.select(state.ovn).describe()}")
     if state.dataplane:
         print(f"  real dataplane: network namespaces {cluster.dataplane.prefix}-* (ip netns), "
               "one OVS + ovn-controller + node agent per node")
@@ -212,8 +220,9 @@ def run_supervise(args: argparse.Namespace) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    Supervisor(LocalCluster(args.dir).states, base=args.backoff_base,
-               cap=args.backoff_max).run(stop)
+    cluster = LocalCluster(args.dir)
+    cluster.use_recorded_ovn()  # what it restarts runs the cluster's OVN
+    Supervisor(cluster.states, base=args.backoff_base, cap=args.backoff_max).run(stop)
     return 0
 
 

@@ -37,7 +37,6 @@ import os
 import shutil
 import socket
 import ssl
-import subprocess
 import sys
 import time
 import urllib.request
@@ -46,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ovnk_core.annotations import node_encap_ips, node_gateway
+from ovnk_core.cli.cluster_access import LOCAL_OVN_NAME
 from ovnk_core.config import Config, as_environment
 from ovnk_core.config.loader import CONFIG_FILE_ENV
 from ovnk_core.kube.apply import apply_documents
@@ -55,7 +55,9 @@ from ovnk_core.kube.resources import NAMESPACES, NODES, PODS
 from ovnk_core.manifests.crds import build_crds
 from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.node.netns import NETNS_DIR
-from ovnk_core.ovn.processes import NB_SCHEMA, SB_SCHEMA
+from ovnk_core.ovn import install
+from ovnk_core.ovn.install import command
+from ovnk_core.ovn.processes import ensure_database
 from ovnk_core.readiness import not_ready_reason
 from ovnk_core.udn.sections import sections_for
 from ovnk_local.apiserver.security import SecurityOptions, admin_kubeconfig
@@ -94,9 +96,8 @@ from ovnk_local.supervisor import (
 
 log = logging.getLogger(__name__)
 
-DATAPLANE_BINARIES = ("ip", "ovsdb-server", "ovsdb-tool", "ovs-vswitchd", "ovs-vsctl",
-                      "ovn-controller")
-VSWITCH_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
+DATAPLANE_PROGRAMS = ("ovsdb-server", "ovsdb-tool", "ovs-vswitchd", "ovs-vsctl",
+                      "ovn-controller")  # the selected OVN's (ovnk_core.ovn.install)
 OVN_DATABASES = ("nb-ovsdb", "sb-ovsdb")
 OVN = (*OVN_DATABASES, "northd")
 INFRA = ("apiserver", *OVN)
@@ -146,12 +147,16 @@ def dataplane_unavailable() -> str | None:
     """Why this machine cannot run the real dataplane, or None when it can."""
     if os.geteuid() != 0:
         return "not root (network namespaces and veths need it)"
-    missing = [name for name in DATAPLANE_BINARIES if shutil.which(name) is None]
+    if shutil.which("ip") is None:
+        return "missing ip (Debian package iproute2)"
+    ovn = install.selected()
+    missing = ovn.missing(*DATAPLANE_PROGRAMS)
     if missing:
-        return (f"missing {', '.join(missing)} (Debian packages iproute2, "
-                "openvswitch-switch, ovn-host)")
-    if not VSWITCH_SCHEMA.exists():
-        return f"missing the Open vSwitch schema {VSWITCH_SCHEMA}"
+        where = "Debian packages openvswitch-switch, ovn-host" if ovn.root is None \
+            else f"OVN root {ovn.root}"
+        return f"missing {', '.join(missing)} ({where})"
+    if not ovn.schema("vswitch").exists():
+        return f"missing the Open vSwitch schema {ovn.schema('vswitch')}"
     return None
 
 
@@ -276,16 +281,19 @@ class LocalCluster:
         for name in ("nb", "sb"):
             records.append(ProcessRecord(
                 f"{name}-ovsdb", "infra",
-                ["ovsdb-server", str(ovn / f"{name}.db"), f"--remote=punix:{ovn}/{name}.sock",
-                 f"--unixctl={ovn}/{name}.ctl", f"--log-file={self.log_dir}/{name}-ovsdb.log",
-                 f"--pidfile={self.run_dir}/{name}-ovsdb.pid", "--no-chdir", "-vconsole:off"],
+                command("ovsdb-server", str(ovn / f"{name}.db"),
+                        f"--remote=punix:{ovn}/{name}.sock", f"--unixctl={ovn}/{name}.ctl",
+                        f"--log-file={self.log_dir}/{name}-ovsdb.log",
+                        f"--pidfile={self.run_dir}/{name}-ovsdb.pid", "--no-chdir",
+                        "-vconsole:off"),
                 str(self.log_dir / f"{name}-ovsdb.log"), supervised=True,
                 ready_socket=str(ovn / f"{name}.sock")))
         records.append(ProcessRecord(
             "northd", "infra",
-            ["ovn-northd", f"--ovnnb-db=unix:{ovn}/nb.sock", f"--ovnsb-db=unix:{ovn}/sb.sock",
-             f"--unixctl={ovn}/northd.ctl", f"--log-file={self.log_dir}/northd.log",
-             "--no-chdir", "-vconsole:off", f"--pidfile={self.run_dir}/northd.pid"],
+            command("ovn-northd", f"--ovnnb-db=unix:{ovn}/nb.sock",
+                    f"--ovnsb-db=unix:{ovn}/sb.sock", f"--unixctl={ovn}/northd.ctl",
+                    f"--log-file={self.log_dir}/northd.log", "--no-chdir", "-vconsole:off",
+                    f"--pidfile={self.run_dir}/northd.pid"),
             str(self.log_dir / "northd.log"), supervised=True,
             ready_socket=str(ovn / "northd.ctl"), requires=list(OVN_DATABASES)))
         return records
@@ -341,10 +349,22 @@ class LocalCluster:
         return self.run_dir / f"{name}.ready"
 
     # -- up --------------------------------------------------------------------------------
+    def use_recorded_ovn(self) -> None:
+        """Run the OVN this cluster was brought up with (its ``ovn`` in ``cluster.json``),
+        here and in every process started from here (``OVNK_OVN``)."""
+        recorded = self.state().ovn
+        if recorded:
+            os.environ[install.OVN_ENV] = recorded
+
     def up(self, nodes: int = 2, timeout: float = 60.0, dataplane: bool | None = None,
            settings: ComponentSettings | None = None,
-           physical_networks: list[str] | None = None) -> ClusterState:
+           physical_networks: list[str] | None = None, ovn: str | None = None) -> ClusterState:
         """Start everything; ``dataplane`` None means: a real one when the machine allows.
+
+        ``ovn``: which OVN (and OVS) every process of the cluster runs
+        (``ovnk_core.ovn.install``: ``system``, ``26.03``, a root's directory; None:
+        ``$OVNK_OVN``, else the pinned OVN, 26.03).  Databases
+        kept from a run on another OVN are converted to its schemas.
 
         ``settings``: the ovnk components' options (``ovnk_local.settings``), checked as
         the components will load them before anything starts.  ``physical_networks``: the
@@ -355,6 +375,13 @@ class LocalCluster:
         """
         settings = settings or ComponentSettings()
         config = settings.check(self.owned_settings())
+        try:
+            chosen = install.select(ovn or os.environ.get(install.OVN_ENV) or install.PINNED_SERIES)
+        except install.OvnInstallError as exc:
+            raise LocalClusterError(str(exc)) from None
+        # this process and everything it starts (the supervisor, hence every process of the
+        # cluster) run that OVN
+        os.environ[install.OVN_ENV] = chosen.spec
         if nodes < 1:
             raise LocalClusterError("--nodes must be at least 1")
         try:
@@ -386,6 +413,7 @@ class LocalCluster:
             port = state.api_port or _free_port()
             state.api_port, state.nodes, state.dataplane = port, node_names(nodes), dataplane
             state.component_flags, state.config_source = settings.flags, settings.source
+            state.ovn = chosen.spec
             state.physical_networks = physical if dataplane else []
             state.ip_families = list(dict.fromkeys(
                 subnet.cidr.version for subnet in config.cluster_subnets))
@@ -401,8 +429,10 @@ class LocalCluster:
         try:
             # before the API server starts: its admission hooks read it (OVNK_CONFIG)
             self.write_config(settings)
-            apiserver, *ovn = self._infra_records(port, settings, config)
-            self._record(spawn(apiserver), *ovn)  # the supervisor starts OVN
+            # the read-only tools (ovnk reachability) find it next to the kubeconfig
+            (self.dir / LOCAL_OVN_NAME).write_text(chosen.spec + "\n")
+            apiserver, *ovn_records = self._infra_records(port, settings, config)
+            self._record(spawn(apiserver), *ovn_records)  # the supervisor starts OVN
             with self.states.update() as locked:
                 self._ensure_supervisor(locked)
             state = self.state()
@@ -547,11 +577,10 @@ class LocalCluster:
         remove_cluster_cgroups(self.dataplane.prefix)
 
     def _create_databases(self) -> None:
-        for name, schema in (("nb", NB_SCHEMA), ("sb", SB_SCHEMA)):
-            db = self.ovn_dir / f"{name}.db"
-            if not db.exists():
-                subprocess.run(["ovsdb-tool", "create", str(db), str(schema)], check=True,
-                               capture_output=True)
+        """NB and SB of the cluster's OVN: created, or converted when kept from a run on
+        another OVN (an upgrade or a downgrade, converted as ``ovn-ctl`` does)."""
+        for name in ("nb", "sb"):
+            ensure_database(self.ovn_dir / f"{name}.db", install.schema(f"ovn-{name}"))
 
     def _wait_infra(self, state: ClusterState, timeout: float) -> None:
         api = state.processes["apiserver"]
@@ -650,6 +679,7 @@ class LocalCluster:
         state = self.state()
         if not state.processes:
             raise LocalClusterError(f"no local cluster in {self.dir}; run 'ovnk local up'")
+        self.use_recorded_ovn()  # a new supervisor, and a node agent's new command line
         names = self._restart_targets(state, component)
         # a node agent's command line is today's (its flags may be new); the rest keep theirs
         fresh = {record.name: record for record in

@@ -31,6 +31,8 @@ from ovnk_core.errors import OvnkError
 from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.node import netlink
 from ovnk_core.node.netns import NETNS_DIR, run_in_netns
+from ovnk_core.ovn.install import command, schema
+from ovnk_core.ovn.processes import ensure_database
 from ovnk_local.runtime import disable_tx_checksum_offload
 from ovnk_local.state import ProcessRecord
 from ovnk_local.supervisor import wait_until
@@ -117,11 +119,9 @@ class NodeDataplane:
 
     def vsctl(self, *args: str, wait: bool = True) -> str:
         """``ovs-vsctl`` against this node's database."""
-        command = ["ovs-vsctl", f"--db=unix:{self.ovs_db}", "--timeout=30"]
-        if not wait:
-            command.append("--no-wait")
-        result = subprocess.run([*command, *args], capture_output=True, text=True,
-                                env={**os.environ, **self.env()})
+        options = [f"--db=unix:{self.ovs_db}", "--timeout=30", *([] if wait else ["--no-wait"])]
+        result = subprocess.run(command("ovs-vsctl", *options, *args), capture_output=True,
+                                text=True, env={**os.environ, **self.env()})
         if result.returncode != 0:
             raise DataplaneError(f"node {self.name}: ovs-vsctl {' '.join(args)}: "
                                  f"{result.stderr.strip()}")
@@ -148,11 +148,7 @@ def ensure_netns(name: str) -> None:
 def create_ovs_database(node: NodeDataplane) -> None:
     """The OVS database file of ``node`` (or of any namespace with an OVS of its own)."""
     node.dir.mkdir(parents=True, exist_ok=True)
-    conf = node.dir / "conf.db"
-    if not conf.exists():
-        subprocess.run(["ovsdb-tool", "create", str(conf),
-                        "/usr/share/openvswitch/vswitch.ovsschema"],
-                       check=True, capture_output=True)
+    ensure_database(node.dir / "conf.db", schema("vswitch"))
 
 
 def delete_netns(name: str) -> bool:
@@ -249,16 +245,21 @@ class Dataplane:
         server, switch = self.ovs_names(node)
         return [
             ProcessRecord(server, "node",
-                          ["ovsdb-server", str(d / "conf.db"), f"--remote=punix:{node.ovs_db}",
-                           f"--unixctl={d}/ovsdb-server.ctl", f"--pidfile={d}/ovsdb-server.pid",
-                           f"--log-file={self.log_dir}/{node.name}-ovsdb-server.log", *common],
+                          command("ovsdb-server", str(d / "conf.db"),
+                                  f"--remote=punix:{node.ovs_db}",
+                                  f"--unixctl={d}/ovsdb-server.ctl",
+                                  f"--pidfile={d}/ovsdb-server.pid",
+                                  f"--log-file={self.log_dir}/{node.name}-ovsdb-server.log",
+                                  *common),
                           str(self.log_dir / f"{node.name}-ovsdb-server.log"),
                           netns=node.netns, env=node.env(), supervised=True,
                           ready_socket=str(node.ovs_db)),
             ProcessRecord(switch, "node",
-                          ["ovs-vswitchd", f"unix:{node.ovs_db}",
-                           f"--unixctl={d}/ovs-vswitchd.ctl", f"--pidfile={d}/ovs-vswitchd.pid",
-                           f"--log-file={self.log_dir}/{node.name}-ovs-vswitchd.log", *common],
+                          command("ovs-vswitchd", f"unix:{node.ovs_db}",
+                                  f"--unixctl={d}/ovs-vswitchd.ctl",
+                                  f"--pidfile={d}/ovs-vswitchd.pid",
+                                  f"--log-file={self.log_dir}/{node.name}-ovs-vswitchd.log",
+                                  *common),
                           str(self.log_dir / f"{node.name}-ovs-vswitchd.log"),
                           netns=node.netns, env=node.env(), supervised=True,
                           ready_socket=str(d / "ovs-vswitchd.ctl"), requires=[server]),
@@ -270,9 +271,9 @@ class Dataplane:
         ovn-controller (23.03) crashes with SIGSEGV when it connects to a SB without that
         row, so controllers must start only after this holds.
         """
-        result = subprocess.run(["ovn-sbctl", f"--db=unix:{self.sb_socket}", "--timeout=5",
-                                 "--columns=_uuid", "--bare", "list", "SB_Global"],
-                                capture_output=True, text=True)
+        result = subprocess.run(command("ovn-sbctl", f"--db=unix:{self.sb_socket}",
+                                        "--timeout=5", "--columns=_uuid", "--bare", "list",
+                                        "SB_Global"), capture_output=True, text=True)
         return result.returncode == 0 and bool(result.stdout.strip())
 
     def controller_record(self, node: NodeDataplane, southbound: str = "sb-ovsdb"
@@ -282,9 +283,10 @@ class Dataplane:
         fills br-int's flows again."""
         return ProcessRecord(
             f"{node.name}/ovn-controller", "node",
-            ["ovn-controller", f"unix:{node.ovs_db}", f"--pidfile={node.dir}/ovn-controller.pid",
-             f"--log-file={self.log_dir}/{node.name}-ovn-controller.log", "--no-chdir",
-             "-vconsole:off"],
+            command("ovn-controller", f"unix:{node.ovs_db}",
+                    f"--pidfile={node.dir}/ovn-controller.pid",
+                    f"--log-file={self.log_dir}/{node.name}-ovn-controller.log", "--no-chdir",
+                    "-vconsole:off"),
             str(self.log_dir / f"{node.name}-ovn-controller.log"),
             netns=node.netns, env=node.env(), supervised=True,
             # its control socket (it takes no --unixctl: OVN_RUNDIR/ovn-controller.PID.ctl)

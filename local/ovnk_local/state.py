@@ -75,6 +75,9 @@ class ClusterState:
     # IP versions of the cluster (its cluster subnets'), the primary first: the nodes'
     # underlay addresses (ovnk local up --ip-family)
     ip_families: list[int] = field(default_factory=lambda: [4])
+    # the OVN every process runs (ovnk_core.ovn.install: "system" or a root's directory;
+    # "" for a state written before it was recorded: the default)
+    ovn: str = ""
 
     @classmethod
     def load(cls, path: Path) -> ClusterState:
@@ -89,7 +92,8 @@ class ClusterState:
                        component_flags=[str(flag) for flag in raw.get("component_flags", [])],
                        config_source=str(raw.get("config_source", "")),
                        physical_networks=[str(n) for n in raw.get("physical_networks", [])],
-                       ip_families=[int(v) for v in raw.get("ip_families", [4])])
+                       ip_families=[int(v) for v in raw.get("ip_families", [4])],
+                       ovn=str(raw.get("ovn", "")))
         except (ValueError, TypeError, AttributeError) as exc:
             raise StateFileError(f"{path} is not a local cluster's state ({exc}); stop what "
                                  "it started by hand and remove it") from None
@@ -98,6 +102,7 @@ class ClusterState:
         return {"api_port": self.api_port, "nodes": self.nodes, "dataplane": self.dataplane,
                 "component_flags": self.component_flags, "config_source": self.config_source,
                 "physical_networks": self.physical_networks, "ip_families": self.ip_families,
+                "ovn": self.ovn,
                 "processes": {name: asdict(record) for name, record in self.processes.items()}}
 
 

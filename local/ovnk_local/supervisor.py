@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from ovnk_core.errors import OvnkError
+from ovnk_core.ovn.install import program_name
 from ovnk_core.ovn.processes import unix_socket_accepts
 from ovnk_local.state import ProcessRecord
 
@@ -38,7 +39,8 @@ def pid_running(pid: int, args: list[str]) -> bool:
     state = stat.rsplit(")", 1)[1].split()[0]
     if state in ("Z", "X"):
         return False
-    return bool(cmdline) and os.path.basename(cmdline[0].decode()) == os.path.basename(args[0])
+    return bool(cmdline) and program_name([part.decode() for part in cmdline]) == \
+        program_name(args)
 
 
 def record_ready(record: ProcessRecord) -> bool:

@@ -4,10 +4,12 @@ An operator points them at a cluster the way kubectl is pointed: ``--kubeconfig`
 or ``$KUBECONFIG``.  When no ``--config``/``$OVNK_CONFIG`` is given and the
 kubeconfig sits next to an ``ovnk.toml`` (as ``ovnk local up`` writes them),
 that file supplies the OVN addresses, so ``KUBECONFIG=.ovnk/kubeconfig ovnk
-reachability`` finds the local cluster's Northbound by itself.  What is missing
-or unreachable is one clear ``OvnkError`` (exit 2), never a traceback or a
-stream of connection errors: the NB connection is given a bounded time
-(``--connect-timeout``) and its per-attempt errors are not logged.
+reachability`` finds the local cluster's Northbound by itself, and ``ovn-install``
+beside it (or beside a named ``--config``) the OVN whose ``ovn-trace`` reads its
+Southbound (unless ``$OVNK_OVN`` says).  What is missing or unreachable is one
+clear ``OvnkError`` (exit 2), never a traceback or a stream of connection errors:
+the NB connection is given a bounded time (``--connect-timeout``) and its
+per-attempt errors are not logged.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from ovnk_core.config import Config, load_config
 from ovnk_core.config.loader import CONFIG_FILE_ENV
 from ovnk_core.errors import OvnkError
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
+from ovnk_core.ovn.install import OVN_ENV
 from ovnk_core.ovn.nb import NbClient, NbConnectError
 
 LOCAL_CONFIG_NAME = "ovnk.toml"  # what ``ovnk local up`` writes next to its kubeconfig
+LOCAL_OVN_NAME = "ovn-install"  # and the OVN it runs (OVNK_OVN's value)
 DEFAULT_CONNECT_TIMEOUT = 5.0
 IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"
 # ovsdbapp logs an ERROR for every failed attempt to fetch the schema (5 a second)
@@ -70,7 +74,13 @@ def local_config_file(cli: Mapping[str, Any], environ: Mapping[str, str]) -> Pat
 def tool_config(cli: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Config:
     """The configuration of a read-only tool (see the module docstring)."""
     environ = os.environ if environ is None else environ
-    return load_config(cli, env=environ, config_file=local_config_file(cli, environ))
+    local = local_config_file(cli, environ)
+    named = cli.get("config") or environ.get(CONFIG_FILE_ENV)
+    config_file = Path(str(named)) if named else local
+    ovn = config_file.parent / LOCAL_OVN_NAME if config_file is not None else None
+    if ovn is not None and ovn.is_file() and not environ.get(OVN_ENV):
+        os.environ[OVN_ENV] = ovn.read_text().strip()  # its OVN programs trace the cluster
+    return load_config(cli, env=environ, config_file=local)
 
 
 def kube_client(config: Config, environ: Mapping[str, str] | None = None) -> KubeClient:

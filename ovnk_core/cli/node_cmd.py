@@ -22,6 +22,7 @@ from ovnk_core.node.feature_controllers import NodeFeatureControllers
 from ovnk_core.node.gateway import NodeGateway
 from ovnk_core.node.management_port import ManagementPorts
 from ovnk_core.node.service_health import ServiceHealthChecks
+from ovnk_core.ovn.install import command
 from ovnk_core.plugins import PluginHost
 
 OWN_ARGUMENTS = ("ready_file", "func", "command", "ovs_db", "cni_socket", "pod_netns_prefix",
@@ -67,7 +68,7 @@ def vsctl_for(database: str) -> Any:
     target = database if database.startswith(("unix:", "tcp:")) else f"unix:{database}"
 
     def vsctl(*args: str) -> str:
-        result = subprocess.run(["ovs-vsctl", f"--db={target}", "--timeout=30", *args],
+        result = subprocess.run(command("ovs-vsctl", f"--db={target}", "--timeout=30", *args),
                                 capture_output=True, text=True)
         if result.returncode != 0:
             raise OvnkError(f"ovs-vsctl {' '.join(args)}: {result.stderr.strip()}")

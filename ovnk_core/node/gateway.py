@@ -88,6 +88,7 @@ from ovnk_core.node.networks import (
     primary_networks,
     watch_node_and_networks,
 )
+from ovnk_core.ovn.install import command
 from ovnk_core.topology import Topology
 from ovnk_core.zone.services.lb_config import ServiceSpec, parse_service
 
@@ -421,9 +422,9 @@ def bridge_ports(vsctl: Vsctl, bridge: str) -> dict[str, int]:
 
 def ensure_gateway_flows(ofctl_target: str, flows: list[str]) -> None:
     """Make the bridge's flow table exactly ``flows`` (only differences are sent)."""
-    result = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "replace-flows", ofctl_target,
-                             "-"], input="\n".join(flows) + "\n", capture_output=True,
-                            text=True)
+    result = subprocess.run(command("ovs-ofctl", "-O", "OpenFlow13", "replace-flows",
+                                    ofctl_target, "-"), input="\n".join(flows) + "\n",
+                            capture_output=True, text=True)
     if result.returncode != 0:
         raise GatewayError(f"ovs-ofctl replace-flows {ofctl_target}: {result.stderr.strip()}")
 

@@ -4,6 +4,7 @@ Tests and the local cluster need real OVN databases.  Daemons run in the
 foreground as children (not ``--detach``): the parent owns their lifetime,
 ``stop()`` terminates and reaps them, and nothing is left behind.  Each gets
 its own run directory, so the system paths under /var/run are never used.
+Programs and schemas are the selected OVN's (``ovnk_core.ovn.install``).
 """
 
 from __future__ import annotations
@@ -18,9 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ovnk_core.errors import OvnkError
+from ovnk_core.ovn.install import command
 
-NB_SCHEMA = Path("/usr/share/ovn/ovn-nb.ovsschema")
-SB_SCHEMA = Path("/usr/share/ovn/ovn-sb.ovsschema")
 _PORT_LINE = re.compile(r"listening on port (\d+)")
 
 
@@ -138,21 +138,21 @@ class OvsdbServer:
 
     def start(self, timeout: float = 10.0) -> OvsdbServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        if not self.db_path.exists():
-            if not self.raft_local:
-                create = ["ovsdb-tool", "create", str(self.db_path), str(self.schema)]
-            elif not self.raft_join:
-                create = ["ovsdb-tool", "create-cluster", str(self.db_path), str(self.schema),
-                          self.raft_local]
+        if not self.raft_local:
+            ensure_database(self.db_path, self.schema)
+        elif not self.db_path.exists():
+            if not self.raft_join:
+                create = command("ovsdb-tool", "create-cluster", str(self.db_path),
+                                 str(self.schema), self.raft_local)
             else:
-                create = ["ovsdb-tool", "join-cluster", str(self.db_path), self.schema_name,
-                          self.raft_local, *self.raft_join]
+                create = command("ovsdb-tool", "join-cluster", str(self.db_path),
+                                 self.schema_name, self.raft_local, *self.raft_join)
             subprocess.run(create, check=True, capture_output=True)
         for stale in (self.socket, self.ctl):
             stale.unlink(missing_ok=True)
-        args = ["ovsdb-server", str(self.db_path), f"--remote=punix:{self.socket}",
-                f"--unixctl={self.ctl}", f"--log-file={self.log}", "--no-chdir",
-                "-vconsole:off", "-vfile:info"]
+        args = command("ovsdb-server", str(self.db_path), f"--remote=punix:{self.socket}",
+                       f"--unixctl={self.ctl}", f"--log-file={self.log}", "--no-chdir",
+                       "-vconsole:off", "-vfile:info")
         if self.tcp:
             args.append("--remote=ptcp:0:127.0.0.1")
         self.log.write_text("")
@@ -176,7 +176,7 @@ class OvsdbServer:
     def transact(self, operations: list[object]) -> object:
         """Run a raw OVSDB transaction with ovsdb-client (used to wipe or seed databases)."""
         document = json.dumps([self.schema_name, *operations])
-        out = subprocess.run(["ovsdb-client", "transact", self.remote, document],
+        out = subprocess.run(command("ovsdb-client", "transact", self.remote, document),
                              check=True, capture_output=True, text=True).stdout
         return json.loads(out)
 
@@ -188,6 +188,31 @@ class OvsdbServer:
         """Delete every row of every root table (non-root rows go with them)."""
         self.transact([{"op": "delete", "table": table, "where": []}
                        for table in self.root_tables()])
+
+
+def ensure_database(path: Path, schema: Path) -> bool:
+    """Create a standalone database file from ``schema``, or convert one made from another
+    version of it (another OVN's: a database kept across an OVN upgrade or downgrade), as
+    ``ovn-ctl`` does at start.  True when it was created or converted.
+
+    :raises ProcessError: ``ovsdb-tool`` refused (the message is its own).
+    """
+    if path.exists():
+        needs = _ovsdb_tool("needs-conversion", str(path), str(schema)).strip()
+        if needs != "yes":
+            return False
+        _ovsdb_tool("convert", str(path), str(schema))
+        return True
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _ovsdb_tool("create", str(path), str(schema))
+    return True
+
+
+def _ovsdb_tool(*args: str) -> str:
+    result = subprocess.run(command("ovsdb-tool", *args), capture_output=True, text=True)
+    if result.returncode != 0:
+        raise ProcessError(f"ovsdb-tool {' '.join(args)}: {result.stderr.strip()}")
+    return result.stdout
 
 
 def free_tcp_port() -> int:
@@ -211,7 +236,7 @@ def start_raft_cluster(name: str, workdir: Path, schema: Path, size: int = 3) ->
 def cluster_status(server: OvsdbServer) -> str:
     """``cluster/status`` of a RAFT member (its role: leader or follower, and more)."""
     return subprocess.run(
-        ["ovs-appctl", "-t", str(server.ctl), "cluster/status", server.schema_name],
+        command("ovs-appctl", "-t", str(server.ctl), "cluster/status", server.schema_name),
         check=True, capture_output=True, text=True).stdout
 
 
@@ -247,8 +272,8 @@ class Northd:
         env = dict(os.environ, OVN_RUNDIR=str(self.workdir), OVS_RUNDIR=str(self.workdir))
         self.log.write_text("")
         self.proc = subprocess.Popen(
-            ["ovn-northd", f"--ovnnb-db={self.nb_remote}", f"--ovnsb-db={self.sb_remote}",
-             f"--unixctl={ctl}", f"--log-file={self.log}", "--no-chdir", "-vconsole:off"],
+            command("ovn-northd", f"--ovnnb-db={self.nb_remote}", f"--ovnsb-db={self.sb_remote}",
+                    f"--unixctl={ctl}", f"--log-file={self.log}", "--no-chdir", "-vconsole:off"),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             env=env, start_new_session=self.new_session,
         )

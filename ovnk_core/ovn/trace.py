@@ -16,6 +16,7 @@ import subprocess
 from dataclasses import dataclass
 
 from ovnk_core.errors import OvnkError
+from ovnk_core.ovn.install import command
 
 _OUTPUT = re.compile(r'output\("([^"]+)"\)')
 _SNAT = re.compile(r"ct_snat\((?:ip[46]\.src=)?([0-9A-Fa-f.:]+)\)")
@@ -44,8 +45,8 @@ class TraceResult:
 def wait_for_sb(nb_remote: str, timeout: float = 30.0) -> None:
     """Return once ovn-northd has translated everything now in NB into SB."""
     try:
-        subprocess.run(["ovn-nbctl", f"--db={nb_remote}", f"--timeout={int(timeout)}",
-                        "--wait=sb", "sync"], check=True, capture_output=True, text=True,
+        subprocess.run(command("ovn-nbctl", f"--db={nb_remote}", f"--timeout={int(timeout)}",
+                               "--wait=sb", "sync"), check=True, capture_output=True, text=True,
                        timeout=timeout + 5)
     except subprocess.CalledProcessError as exc:
         raise TraceError(f"ovn-nbctl --wait=sb sync failed: {exc.stderr.strip()}") from None
@@ -74,7 +75,7 @@ def packet_flow(inport: str, src_mac: str, dst_mac: str, src_ip: str, dst_ip: st
 def trace(sb_remote: str, datapath: str, flow: str, ct: str | None = None,
           lb_dst: str | None = None, timeout: float = 30.0) -> TraceResult:
     """Trace ``flow`` entering ``datapath``; return the logical ports it is output to."""
-    args = ["ovn-trace", f"--db={sb_remote}", "--minimal"]
+    args = command("ovn-trace", f"--db={sb_remote}", "--minimal")
     if ct:
         args.append(f"--ct={ct}")
     if lb_dst:

@@ -44,6 +44,7 @@ from typing import Any
 from ovs.db import schema as ovs_schema
 
 from ovnk_core.errors import OvnTransactionError
+from ovnk_core.ovn.capabilities import NbCapabilities, of_schema
 from ovnk_core.ovn.datum import (
     ColumnCodec,
     Unresolved,
@@ -85,6 +86,7 @@ class NbWriter:
         self._store_lock = threading.Lock()  # the remembered rows; never across a round trip
         self._conn: OvsdbConnection | None = None
         self._schema: Any = None
+        self._schema_document: dict[str, Any] = {}
         self._codecs: dict[str, dict[str, ColumnCodec]] = {}
         self._non_root: frozenset[str] = frozenset()
         self._owned_tables: list[str] = []
@@ -95,6 +97,11 @@ class NbWriter:
         # Told which owners' rows another writer changed, after every read of NB but the
         # first (called with the write lock held: it must only enqueue work).
         self.on_drift: Callable[[set[Owner]], None] | None = None
+        # Told when NB's schema, read again on each new connection, supports other things
+        # than before (OVN upgraded or downgraded under a running writer: ``capabilities``);
+        # called with the write lock held: it must only enqueue work.
+        self.on_capabilities_changed: Callable[[NbCapabilities], None] | None = None
+        self._reload_schema = False  # a new connection: the server may run another OVN
 
     @property
     def remote(self) -> str:
@@ -191,6 +198,7 @@ class NbWriter:
                 errors.append(str(exc))
                 continue
             self._conn = conn
+            self._reload_schema = self._schema is not None
             return conn
         self._problem = f"cannot reach OVN Northbound at {self.remote}: " + "; ".join(errors)
         raise NbConnectError(self._problem)
@@ -215,13 +223,27 @@ class NbWriter:
         if time.monotonic() - self._last_resync >= SUSPECT_RESYNC_INTERVAL:
             self._stale = True
 
+    @property
+    def capabilities(self) -> NbCapabilities:
+        """What the NB this writer is connected to supports (``ovn.capabilities``)."""
+        return of_schema(self.schema)
+
     def _load_schema(self) -> None:
-        if self._schema is not None:
+        """Read NB's schema once connected, and again on each new connection (the server
+        may have been replaced by another OVN's): a schema that differs replaces the old
+        one, and ``on_capabilities_changed`` hears of a change in what it supports."""
+        connection = self._connection()  # a new connection asks for the schema again
+        if self._schema is not None and not self._reload_schema:
             return
         try:
-            document = self._connection().get_schema(NB_SCHEMA_NAME)
+            document = connection.get_schema(NB_SCHEMA_NAME)
         except (OvsdbConnectionError, OvsdbRequestError) as exc:
             raise NbConnectError(f"cannot load the schema of {self.remote}: {exc}") from None
+        self._reload_schema = False
+        before = self._schema
+        if before is not None and document == self._schema_document:
+            return
+        self._schema_document = document
         schema = ovs_schema.DbSchema.from_json(document)
         self._schema = schema
         self._codecs = codecs_of(schema)
@@ -232,6 +254,15 @@ class NbWriter:
                                      if "external_ids" in table.columns
                                      or name in NAME_IDENTIFIED_TABLES),
                                     key=lambda name: (name not in self._non_root, name))
+        self._stale = True  # rows are read again with the new schema's codecs
+        if before is not None:
+            old_caps, new_caps = of_schema(before), of_schema(schema)
+            log.warning("OVN Northbound at %s now has schema %s (was %s)", self.remote,
+                        schema.version, before.version)
+            if old_caps != new_caps and self.on_capabilities_changed is not None:
+                log.warning("OVN Northbound supports other things now: %s",
+                            new_caps.describe())
+                self.on_capabilities_changed(new_caps)
 
     # -- reads -----------------------------------------------------------------------------
     def resync(self) -> set[Owner]:
@@ -240,6 +271,7 @@ class NbWriter:
             return self._resync_locked()
 
     def _resync_locked(self) -> set[Owner]:
+        self._load_schema()  # first: a new connection may lead to another OVN's NB
         loader = OwnedRowsLoader(self._codecs)
         tables = self._owned_tables
         ops = [{"op": "select", "table": table, "where": []} for table in tables]

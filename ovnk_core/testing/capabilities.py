@@ -13,8 +13,15 @@ import shutil
 from pathlib import Path
 from typing import NoReturn
 
-NB_SCHEMA = Path("/usr/share/ovn/ovn-nb.ovsschema")
-SB_SCHEMA = Path("/usr/share/ovn/ovn-sb.ovsschema")
+from ovnk_core.ovn.install import (
+    PINNED_SERIES,
+    SYSTEM,
+    OvnInstall,
+    OvnInstallError,
+    select,
+    selected,
+)
+
 TIERS = ("unit", "ovsdb", "netns", "e2e")
 
 
@@ -22,15 +29,29 @@ def _missing_binaries(*names: str) -> list[str]:
     return [name for name in names if shutil.which(name) is None]
 
 
+def _missing_ovn(tier: str, *names: str) -> str | None:
+    """Why the selected OVN (``OVNK_OVN``) cannot run ``tier``: a root that was not made,
+    or programs it lacks."""
+    try:
+        install: OvnInstall = selected()
+    except OvnInstallError as exc:
+        return f"{tier} tier needs OVN: {exc}"
+    missing = install.missing(*names)
+    if missing:
+        where = "Debian package ovn-central" if install.root is None else f"root {install.root}"
+        return f"{tier} tier needs {', '.join(missing)} ({where})"
+    return None
+
+
 @functools.cache
 def missing_for(tier: str) -> str | None:
     """Why ``tier`` cannot run here, or ``None`` when it can."""
     if tier == "ovsdb":
-        missing = _missing_binaries("ovsdb-server", "ovsdb-tool")
-        if missing:
-            return f"ovsdb tier needs {', '.join(missing)} (Debian package ovn-central)"
-        if not NB_SCHEMA.exists():
-            return f"ovsdb tier needs the OVN NB schema at {NB_SCHEMA}"
+        reason = _missing_ovn(tier, "ovsdb-server", "ovsdb-tool", "ovsdb-client")
+        if reason:
+            return reason
+        if not selected().schema("ovn-nb").exists():
+            return f"ovsdb tier needs the OVN NB schema at {selected().schema('ovn-nb')}"
         return None
     if tier == "netns":
         if os.geteuid() != 0:
@@ -47,13 +68,13 @@ def missing_for(tier: str) -> str | None:
         reason = missing_for("ovsdb")
         if reason:
             return reason
-        missing = _missing_binaries("ovn-northd", "ovn-trace", "ovn-nbctl", "ovn-sbctl")
-        if missing:
-            return f"e2e tier needs {', '.join(missing)} (Debian package ovn-central)"
+        reason = _missing_ovn(tier, "ovn-northd", "ovn-trace", "ovn-nbctl", "ovn-sbctl")
+        if reason:
+            return reason
         if _missing_binaries("kubectl"):
             return "e2e tier needs kubectl (the image's kubectl, or Debian's kubernetes-client)"
-        if not SB_SCHEMA.exists():
-            return f"e2e tier needs the OVN SB schema at {SB_SCHEMA}"
+        if not selected().schema("ovn-sb").exists():
+            return f"e2e tier needs the OVN SB schema at {selected().schema('ovn-sb')}"
         return None
     return None
 
@@ -70,3 +91,17 @@ def missing_capability(reason: str) -> NoReturn:
     if in_ci():
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+def both_nb_schemas() -> tuple[Path, Path]:
+    """The NB schemas of the host's OVN (23.03) and of the pinned one (26.03), for tests of
+    an OVN switched under ovnk; a missing one ends the test (``missing_capability``)."""
+    try:
+        old = select(SYSTEM).schema("ovn-nb")
+        new = select(PINNED_SERIES).schema("ovn-nb")
+    except OvnInstallError as exc:
+        missing_capability(f"switching OVN needs both OVNs: {exc}")
+    for path in (old, new):
+        if not path.is_file():
+            missing_capability(f"switching OVN needs both OVNs' NB schemas: no {path}")
+    return old, new

@@ -12,9 +12,11 @@ from __future__ import annotations
 import subprocess
 import time
 
+from ovnk_core.ovn.install import command
+
 
 def _sbctl(sb_remote: str, *args: str) -> str:
-    return subprocess.run(["ovn-sbctl", f"--db={sb_remote}", *args], check=True,
+    return subprocess.run(command("ovn-sbctl", f"--db={sb_remote}", *args), check=True,
                           capture_output=True, text=True).stdout.strip()
 
 

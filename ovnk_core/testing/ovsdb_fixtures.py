@@ -17,14 +17,15 @@ from typing import Any
 
 import pytest
 
+from ovnk_core.ovn.install import command, schema
 from ovnk_core.ovn.nb import NbClient
-from ovnk_core.ovn.processes import NB_SCHEMA, SB_SCHEMA, Northd, OvsdbServer
+from ovnk_core.ovn.processes import Northd, OvsdbServer
 from ovnk_core.ovn.writer import NbWriter
 
 
 def nbctl(remote: str, *args: str, timeout: float = 30) -> str:
     """``ovn-nbctl --db=<remote> ARGS``'s output, stripped (fails the caller on an error)."""
-    return subprocess.run(["ovn-nbctl", f"--db={remote}", *args], check=True,
+    return subprocess.run(command("ovn-nbctl", f"--db={remote}", *args), check=True,
                           capture_output=True, text=True, timeout=timeout).stdout.strip()
 
 
@@ -43,7 +44,7 @@ def ovsdb_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def nb_server(ovsdb_workdir: Path) -> Iterator[OvsdbServer]:
     """A session-wide NB ovsdb-server (unix socket + TCP on 127.0.0.1)."""
-    server = OvsdbServer("nb", ovsdb_workdir / "nb", NB_SCHEMA, tcp=True).start()
+    server = OvsdbServer("nb", ovsdb_workdir / "nb", schema("ovn-nb"), tcp=True).start()
     yield server
     server.stop()
 
@@ -75,8 +76,8 @@ class OvnStack:
 @pytest.fixture
 def ovn_stack(tmp_path: Path) -> Iterator[OvnStack]:
     """NB + SB ovsdb-servers and ovn-northd, fresh for one test."""
-    nb = OvsdbServer("nb", tmp_path / "ovn", NB_SCHEMA).start()
-    sb = OvsdbServer("sb", tmp_path / "ovn", SB_SCHEMA).start()
+    nb = OvsdbServer("nb", tmp_path / "ovn", schema("ovn-nb")).start()
+    sb = OvsdbServer("sb", tmp_path / "ovn", schema("ovn-sb")).start()
     northd = Northd(tmp_path / "ovn", nb.remote, sb.remote).start()
     try:
         yield OvnStack(nb, sb, northd)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from ovnk_core.ovn.install import OvnInstallError, selected, use_development_default
 from ovnk_core.testing import capabilities
 from ovnk_core.testing.netns_fixtures import netns, netns_pair  # noqa: F401
 from ovnk_core.testing.ovsdb_fixtures import (  # noqa: F401
@@ -30,8 +31,18 @@ from ovnk_core.testing.ovsdb_fixtures import (  # noqa: F401
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # the OVN tiers run the OVN upstream runs unless OVNK_OVN names another (system: the host's)
+    use_development_default()
     for tier in capabilities.TIERS:
         config.addinivalue_line("markers", f"{tier}: ovnk test tier {tier}")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which OVN the OVN tiers run (``OVNK_OVN``, see ``ovnk_core.ovn.install``)."""
+    try:
+        return f"ovn: {selected().describe()}"
+    except OvnInstallError as exc:
+        return f"ovn: {exc}"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

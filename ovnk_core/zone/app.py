@@ -63,6 +63,7 @@ class ZoneApp:
                                    reconcile_pods=self._reconcile_pods,
                                    node_switches=self.zone.node_switches)
         self.zone.network_listeners.append(self.context.networks_changed)
+        self.zone.capability_listeners.append(self.context.nb_capabilities_changed)
         self.plugin_controllers: list[Controller] = host.contributed_controllers(
             "ovnk_zone_controllers", self.context)
         self.registry = CollectorRegistry()

@@ -51,6 +51,7 @@ network's NADs.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import logging
 import threading
@@ -74,6 +75,7 @@ from ovnk_core.kube.parsed_cache import ParsedByVersion, annotations_version
 from ovnk_core.kube.resources import NADS, NODES, PODS, object_key, split_key
 from ovnk_core.networks.nad_config import nad_network_name, primary_nad_namespace
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
+from ovnk_core.ovn.capabilities import NbCapabilities
 from ovnk_core.ovn.declarative import DesiredRow, MissingReference, UnstorableValue, apply_many
 from ovnk_core.ovn.group_commit import GroupCommit
 from ovnk_core.ovn.nb import NbConnectError
@@ -222,6 +224,9 @@ class ZoneController:
         # told the network's name each time its rows changed (nodes came or went, say)
         self.render_listeners: list[Callable[[str], None]] = []
         nb.on_drift = self._repair
+        # told what NB supports once that changed (OVN upgraded or downgraded under the zone)
+        self.capability_listeners: list[Callable[[NbCapabilities], None]] = []
+        nb.on_capabilities_changed = self._capabilities_changed
         # where each network is active (every node, unless a plugin filters nodes per
         # network: hook ovnk_network_activity); a change re-renders the network
         self.activity = host.network_activity(informers)
@@ -284,6 +289,18 @@ class ZoneController:
         affected = networks_affected(before, facts)
         for network in self.network_names() if affected is None else sorted(affected):
             self.network_controller.queue.add(network)
+
+    def _capabilities_changed(self, capabilities: NbCapabilities) -> None:
+        """NB supports other things now (another OVN under the zone): every network and pod
+        is rendered again for it (rows that stay the same are not written), and the
+        features are told."""
+        log.info("zone: rendering every network and pod again for %s",
+                 capabilities.describe())
+        for name in self.network_names():
+            self.network_controller.queue.add(name)
+        self.pod_controller.reconcile_all()
+        for listener in list(self.capability_listeners):
+            listener(capabilities)
 
     # -- startup ---------------------------------------------------------------------------
     def sync_networks(self) -> None:
@@ -399,7 +416,7 @@ class ZoneController:
             self._note(f"network/{name}", f"network {name} not rendered yet: {lookup.reason}")
             return
         self._set_accepted(name, lookup.nads)
-        state = lookup.state
+        state = dataclasses.replace(lookup.state, nb=self.nb.capabilities)
         topology = self.topology_of(state)
         if topology is None:
             self._note(f"network/{name}", f"network {name}: topology "

@@ -39,8 +39,9 @@ from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.errors import ApiError
 from ovnk_core.kube.resources import EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
 from ovnk_core.node import netlink
+from ovnk_core.ovn.install import schema
 from ovnk_core.ovn.nb import NbClient
-from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
+from ovnk_core.ovn.processes import OvsdbServer
 from ovnk_core.ovn.snapshot import Snapshot, difference, snapshot
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
@@ -156,7 +157,7 @@ def kill_ovn(local: LocalCluster, name: str) -> None:
 def clean_render(local: LocalCluster, admin: KubeClient, workdir: Path) -> Snapshot:
     """What a fresh zone controller renders into an empty NB from the same cluster."""
     config = udn_config()
-    server = OvsdbServer("clean", workdir, NB_SCHEMA).start()
+    server = OvsdbServer("clean", workdir, schema("ovn-nb")).start()
     writer = NbWriter([server.remote]).start()
     # the zone process as it runs: its own controllers and the enabled plugins'
     app = ZoneApp(config, admin, PluginHost.load(config), writer, identity="clean")

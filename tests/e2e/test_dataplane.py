@@ -32,6 +32,8 @@ from ovnk_local.testing.dataplane import (
 
 from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.node.netns import NETNS_DIR
+from ovnk_core.ovn import install
+from ovnk_core.ovn.install import program_name
 from ovnk_core.testing.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.netns]
@@ -116,6 +118,27 @@ def test_workshop_pods_get_real_interfaces_bound_before_they_are_ready(
                                f'external_ids:"k8s.ovn.org/pod"="{pod["metadata"]["namespace"]}'
                                f'/{pod["metadata"]["name"]}"')
         assert installed.count('ovn-installed="true"') == 2, installed
+
+
+def test_every_ovn_and_ovs_process_runs_the_selected_ovn(cluster: LocalCluster) -> None:
+    """OVN's daemons and each node's OVS (its userspace datapath) are of one install: the
+    one OVNK_OVN selects (26.03's root unless told otherwise), as their /proc command lines
+    show, and the node's ovs-vswitchd says it is that OVS."""
+    ovn = install.selected()
+    state = cluster.state()
+    assert state.ovn == ovn.spec
+    daemons = {name: record for name, record in state.processes.items()
+               if program_name(record.args) in ("ovsdb-server", "ovn-northd", "ovs-vswitchd",
+                                                "ovn-controller")}
+    assert {"northd", "ovn-worker/ovs-vswitchd", "ovn-worker2/ovn-controller"} <= set(daemons)
+    for name, record in daemons.items():
+        running = Path(f"/proc/{record.pid}/cmdline").read_bytes().split(b"\0")
+        expected = ovn.command(program_name(record.args))
+        assert [part.decode() for part in running[:len(expected)]] == expected, name
+    node = cluster.dataplane.node("ovn-worker", 0)
+    version = subprocess.run(ovn.command("ovs-appctl", "-t", f"{node.dir}/ovs-vswitchd.ctl",
+                                         "version"), capture_output=True, text=True, check=True)
+    assert version.stdout.split()[-1] == ovn.versions["ovs"], version.stdout
 
 
 def test_real_pings_agree_with_ovn_trace_on_every_workshop_pair(cluster: LocalCluster) -> None:

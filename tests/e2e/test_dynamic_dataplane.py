@@ -19,6 +19,7 @@ from ovnk_local.cluster import LocalCluster
 from ovnk_local.settings import ComponentSettings
 from ovnk_local.testing.dataplane import kubectl, require_dataplane, wait_pods_ready
 
+from ovnk_core.ovn.install import command
 from ovnk_core.testing.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.netns]
@@ -60,7 +61,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 
 
 def nbctl(cluster: LocalCluster, *args: str) -> str:
-    return subprocess.run(["ovn-nbctl", f"--db=unix:{cluster.nb_socket}", *args],
+    return subprocess.run(command("ovn-nbctl", f"--db=unix:{cluster.nb_socket}", *args),
                           capture_output=True, text=True, check=True).stdout
 
 

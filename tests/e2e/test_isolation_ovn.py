@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import subprocess
 from collections.abc import Callable
 from typing import Any
 
@@ -294,30 +293,30 @@ def test_upstreams_rows_are_taken_over_and_legacy_names_migrated(
         client: KubeClient, start_zone: Callable[..., Zone], ovn_stack: OvnStack) -> None:
     """NB as upstream left it before renaming its ACLs: the group (taken over as it is, same
     row) and ACLs of the legacy names (replaced by the current ones, gone from the group)."""
-    def ids(name: str, direction: str | None = None) -> list[str]:
+    def ids(name: str, direction: str | None = None) -> list[list[str]]:
         primary = f"{CONTROLLER}:UDNIsolation:{name}" + (f":{direction}" if direction else "")
-        found = [f"external_ids:k8s.ovn.org/owner-controller={CONTROLLER}",
-                 "external_ids:k8s.ovn.org/owner-type=UDNIsolation",
-                 f"external_ids:k8s.ovn.org/name={name}",
-                 f'external_ids:k8s.ovn.org/id="{primary}"']
-        return found + ([f"external_ids:direction={direction}"] if direction else [])
+        found = [["k8s.ovn.org/owner-controller", CONTROLLER],
+                 ["k8s.ovn.org/owner-type", "UDNIsolation"], ["k8s.ovn.org/name", name],
+                 ["k8s.ovn.org/id", primary]]
+        return found + ([["direction", direction]] if direction else [])
 
     legacy = [("DenySecondary", "Egress", "from-lport", 1000, "drop", f"inport == @{PG}"),
               ("DenySecondary", "Ingress", "to-lport", 1000, "drop", f"outport == @{PG}"),
               ("AllowHostSecondary", "Ingress", "to-lport", 1001, "allow-related",
                f"outport == @{PG} && (ip4.src==10.244.0.2)")]
-    command = ["ovn-nbctl", f"--db={ovn_stack.nb.remote}"]
-    for index, (name, direction, acl_direction, priority, action, match) in enumerate(legacy):
-        command += ["--", f"--id=@acl{index}", "create", "ACL", f"direction={acl_direction}",
-                    f"priority={priority}", f"action={action}", f'match="{match}"',
-                    *ids(name, direction)]
-    command += ["--", "create", "Port_Group", f"name={PG}",
-                "acls=[" + ",".join(f"@acl{i}" for i in range(len(legacy))) + "]",
-                *ids("SecondaryPods")]
-    subprocess.run(command, check=True, capture_output=True, text=True, timeout=30)
-    group_uuid = subprocess.run(["ovn-nbctl", f"--db={ovn_stack.nb.remote}", "--bare",
-                                 "--columns=_uuid", "find", "Port_Group", f"name={PG}"],
-                                check=True, capture_output=True, text=True).stdout.strip()
+    # one raw transaction (ovn-nbctl 26.03.1 sometimes aborts after committing such a one)
+    operations: list[object] = [
+        {"op": "insert", "table": "ACL", "uuid-name": f"acl{index}", "row": {
+            "direction": acl_direction, "priority": priority, "action": action,
+            "match": match, "external_ids": ["map", ids(name, direction)]}}
+        for index, (name, direction, acl_direction, priority, action, match)
+        in enumerate(legacy)]
+    operations.append({"op": "insert", "table": "Port_Group", "uuid-name": "group", "row": {
+        "name": PG, "external_ids": ["map", ids("SecondaryPods")],
+        "acls": ["set", [["named-uuid", f"acl{i}"] for i in range(len(legacy))]]}})
+    replies = ovn_stack.nb.transact(operations)
+    assert isinstance(replies, list) and not any("error" in reply for reply in replies)
+    group_uuid = replies[-1]["uuid"][1]
     zone = start_zone(ovn_stack.nb.remote)
     wait_until(lambda: len(isolation_acls(zone.nb)) == 5 or None, timeout=30)
     settled(zone)

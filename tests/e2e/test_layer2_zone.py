@@ -19,8 +19,9 @@ from ovnk_local.testing.control_plane import ControlPlane, Zone, settled
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import NADS, NAMESPACES, NODES, PODS, UDNS
+from ovnk_core.ovn.install import command, schema
 from ovnk_core.ovn.nb import NbClient
-from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
+from ovnk_core.ovn.processes import OvsdbServer
 from ovnk_core.ovn.snapshot import committed_names, difference, snapshot
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
 from ovnk_core.testing.waiting import wait_until
@@ -62,8 +63,8 @@ def test_layer2_networks_converge_restart_quietly_and_leave_nothing(
     manager: ClusterManager = plane.start_manager()
     assert manager is not None
     start_zone: Callable[..., Zone] = plane.start_zone
-    subprocess.run(["ovn-nbctl", f"--db={ovn_stack.nb.remote}", "ls-add", "foreign", "--",
-                    "lsp-add", "foreign", "foreign-port"], check=True)
+    subprocess.run(command("ovn-nbctl", f"--db={ovn_stack.nb.remote}", "ls-add", "foreign", "--",
+                    "lsp-add", "foreign", "foreign-port"), check=True)
     create_networks(client)
     zone = start_zone(ovn_stack.nb.remote)
     wait_until(lambda: PRIMARY_PORTS | SECONDARY_PORTS | {
@@ -86,7 +87,7 @@ def test_layer2_networks_converge_restart_quietly_and_leave_nothing(
     assert difference(settled(zone), before) == []
 
     # a fresh NB rendered by a fresh controller from the same cluster is identical
-    clean_nb = OvsdbServer("clean-nb", tmp_path / "clean", NB_SCHEMA).start()
+    clean_nb = OvsdbServer("clean-nb", tmp_path / "clean", schema("ovn-nb")).start()
     try:
         clean = start_zone(clean_nb.remote)
         wait_until(lambda: len(snapshot(clean.nb)) == len(before), timeout=30)

@@ -25,6 +25,7 @@ from ovnk_local.supervisor import pid_running
 
 from ovnk_core.kube.client import JSON, KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.resources import EVENTS, PODS
+from ovnk_core.ovn.install import command
 from ovnk_core.testing.waiting import wait_until
 
 
@@ -147,7 +148,7 @@ def test_a_killed_ovn_process_comes_back_with_its_state(cluster: LocalCluster,
                                                         name: str) -> None:
     """Their databases are on disk: NB still has what the zone wrote, and the zone, which
     noticed nothing it had to repair, writes nothing more."""
-    nb = ["ovn-nbctl", f"--db=unix:{cluster.nb_socket}", "--timeout=10"]
+    nb = command("ovn-nbctl", f"--db=unix:{cluster.nb_socket}", "--timeout=10")
     switches = subprocess.run([*nb, "ls-list"], capture_output=True, text=True,
                               check=True).stdout
     assert "ovn-worker" in switches
@@ -207,7 +208,7 @@ def test_nb_down_means_the_controller_is_not_ready_and_a_pod_event(
     wait_until(lambda: status_of(cluster, "nb-ovsdb").ready, timeout=60)
     wait_until(lambda: status_of(cluster, "controller").ready, timeout=30)
     assert not status_of(cluster, "controller").not_ready
-    nb = ["ovn-nbctl", f"--db=unix:{cluster.nb_socket}", "--timeout=10"]
+    nb = command("ovn-nbctl", f"--db=unix:{cluster.nb_socket}", "--timeout=10")
     wait_until(lambda: "default_waits" in subprocess.run(
         [*nb, "--bare", "--columns=name", "list", "Logical_Switch_Port"],
         capture_output=True, text=True).stdout, timeout=30)

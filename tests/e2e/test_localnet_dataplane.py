@@ -20,6 +20,7 @@ import pytest
 from ovnk_local.cluster import LocalCluster
 from ovnk_local.testing.dataplane import kubectl, require_dataplane, wait_pods_ready
 
+from ovnk_core.ovn.install import command
 from ovnk_core.testing.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.netns]
@@ -140,10 +141,10 @@ def test_pods_of_a_vlan_reach_each_other_and_the_host_with_their_own_ips_tagged(
     a_mac = json.loads(pod_json(cluster, "a")["metadata"]["annotations"][
         "k8s.ovn.org/pod-networks"])["phys/vlan10"]["mac_address"]
     segment = physnet.segment_ovs(cluster.dataplane.dir)
-    fdb = subprocess.run(["ovs-appctl", "-t", str(segment.dir / "ovs-vswitchd.ctl"),
-                          "fdb/show", "seg"], capture_output=True, text=True, check=True).stdout
-    ports = subprocess.run(["ovs-vsctl", f"--db=unix:{segment.ovs_db}", "--format=json",
-                            "--columns=name,ofport", "list", "interface"], capture_output=True,
+    fdb = subprocess.run(command("ovs-appctl", "-t", str(segment.dir / "ovs-vswitchd.ctl"),
+                          "fdb/show", "seg"), capture_output=True, text=True, check=True).stdout
+    ports = subprocess.run(command("ovs-vsctl", f"--db=unix:{segment.ovs_db}", "--format=json",
+                            "--columns=name,ofport", "list", "interface"), capture_output=True,
                            text=True, check=True).stdout
     ofport = {name: port for name, port in json.loads(ports)["data"]}["n0"]
     assert [str(ofport), "10", a_mac] in [line.split()[:3] for line in fdb.splitlines()], fdb
@@ -185,7 +186,7 @@ def test_the_primary_network_keeps_working_beside_the_localnet_interface(
 
 def test_nb_rows_are_upstreams(cluster: LocalCluster) -> None:
     def nbctl(*args: str) -> str:
-        return subprocess.run(["ovn-nbctl", f"--db=unix:{cluster.nb_socket}", *args],
+        return subprocess.run(command("ovn-nbctl", f"--db=unix:{cluster.nb_socket}", *args),
                               capture_output=True, text=True, check=True).stdout.strip()
     assert nbctl("--bare", "--columns=tag_request", "find", "Logical_Switch_Port",
                  "name=cluster_udn_vlan10_ovn_localnet_port") == "10"

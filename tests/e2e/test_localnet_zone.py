@@ -15,6 +15,7 @@ from ovnk_local.testing.control_plane import ControlPlane, settled
 
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import CUDNS, NADS, NAMESPACES, PODS
+from ovnk_core.ovn.install import command
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.snapshot import committed_names, difference, snapshot
 from ovnk_core.testing.ovsdb_fixtures import OvnStack
@@ -41,8 +42,8 @@ def cudn(name: str, localnet: dict[str, object]) -> dict[str, object]:
 def test_localnet_networks_converge_restart_quietly_and_leave_nothing(
         client: KubeClient, plane: ControlPlane, ovn_stack: OvnStack) -> None:
     plane.start_manager()
-    subprocess.run(["ovn-nbctl", f"--db={ovn_stack.nb.remote}", "ls-add", "foreign", "--",
-                    "lsp-add", "foreign", "foreign-port"], check=True)
+    subprocess.run(command("ovn-nbctl", f"--db={ovn_stack.nb.remote}", "ls-add", "foreign", "--",
+                    "lsp-add", "foreign", "foreign-port"), check=True)
     client.create(NAMESPACES, {"metadata": {"name": "phys"}})
     client.create(CUDNS, cudn("tagged", {"vlan": {"mode": "Access", "access": {"id": 10}},
                                          "subnets": ["10.100.10.0/24"],

@@ -21,6 +21,7 @@ from ovnk_local.testing.control_plane import ControlPlane, Zone, settled
 from ovnk_core.clustermanager.app import ClusterManager
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.kube.resources import ENDPOINTSLICES, EVENTS, NAMESPACES, PODS, SERVICES, UDNS
+from ovnk_core.ovn.install import command
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.trace import packet_flow, trace, wait_for_sb
 from ovnk_core.testing.configs import udn_config
@@ -392,8 +393,8 @@ def test_the_allowed_default_services_address_set_is_upstreams(
                timeout=30)
     assert address_sets(again.nb)[name].uuid == uuid
     # another writer's change is repaired by the resync
-    subprocess.run(["ovn-nbctl", f"--db={ovn_stack.nb.remote}", "add", "Address_Set", name,
-                    "addresses", "1.2.3.4"], check=True)
+    subprocess.run(command("ovn-nbctl", f"--db={ovn_stack.nb.remote}", "add", "Address_Set", name,
+                    "addresses", "1.2.3.4"), check=True)
     wait_until(lambda: "1.2.3.4" in address_sets(again.nb)[name].addresses, timeout=10)
     assert {o.controller for o in again.controller.resync_nb()} == {"udn-enabled-svc"}
     wait_until(lambda: list(address_sets(again.nb)[name].addresses) == ["10.96.0.1"],

@@ -27,8 +27,9 @@ from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.informer import wait_for_informers
 from ovnk_core.kube.resources import CUDNS, EVENTS, NADS, NAMESPACES, NODES, PODS, UDNS
+from ovnk_core.ovn.install import command, schema
 from ovnk_core.ovn.nb import NbClient
-from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
+from ovnk_core.ovn.processes import OvsdbServer
 from ovnk_core.ovn.snapshot import committed_names, difference, snapshot
 from ovnk_core.ovn.trace import TraceResult, packet_flow, trace, wait_for_sb
 from ovnk_core.ovn.writer import NbWriter
@@ -184,8 +185,8 @@ def test_churn_and_restarts_converge_to_a_clean_render(client: KubeClient,
     pod(client, "blue", "a", "ovn-worker")
     pod(client, "green", "a", "ovn-worker2")
     # Rows someone else made (no ovnk ownership ids) must survive everything below.
-    subprocess.run(["ovn-nbctl", f"--db={ovn_stack.nb.remote}", "ls-add", "foreign", "--",
-                    "lsp-add", "foreign", "foreign-port", "--", "lr-add", "foreign-router"],
+    subprocess.run(command("ovn-nbctl", f"--db={ovn_stack.nb.remote}", "ls-add", "foreign", "--",
+                    "lsp-add", "foreign", "foreign-port", "--", "lr-add", "foreign-router"),
                    check=True)
     zone = start_zone(ovn_stack.nb.remote)
     networks_of(client, "green", "a", 2)
@@ -224,7 +225,7 @@ def test_churn_and_restarts_converge_to_a_clean_render(client: KubeClient,
     assert "foreign-port" in port_names(zone.nb)
 
     # A fresh NB rendered by a fresh controller from the same cluster is identical.
-    clean_nb = OvsdbServer("clean-nb", tmp_path / "clean", NB_SCHEMA).start()
+    clean_nb = OvsdbServer("clean-nb", tmp_path / "clean", schema("ovn-nb")).start()
     try:
         clean = start_zone(clean_nb.remote)
         wait_until(lambda: len(snapshot(clean.nb)) == len(churned), timeout=30)
@@ -309,7 +310,7 @@ def test_rows_changed_by_another_writer_are_repaired_by_the_resync(
     zone = start_zone(ovn_stack.nb.remote)
     wait_until(lambda: "blue.blue.network_blue_a" in port_names(zone.nb), timeout=30)
     before = settled(zone)
-    nbctl = ["ovn-nbctl", f"--db={ovn_stack.nb.remote}"]
+    nbctl = command("ovn-nbctl", f"--db={ovn_stack.nb.remote}")
     # By hand: a pod port's addresses, a node switch's subnet, a gateway router deleted.
     subprocess.run([*nbctl, "set", "Logical_Switch_Port", "blue.blue.network_blue_a",
                     "addresses=\"0a:58:00:00:00:01 1.2.3.4\""], check=True)
@@ -334,13 +335,13 @@ def test_the_periodic_resync_repairs_by_itself(client: KubeClient, manager: Clus
     before = settled(zone)
 
     def port_uuid() -> str:
-        return subprocess.run(["ovn-nbctl", f"--db={ovn_stack.nb.remote}", "--if-exists",
+        return subprocess.run(command("ovn-nbctl", f"--db={ovn_stack.nb.remote}", "--if-exists",
                                "get", "Logical_Switch_Port", "blue.blue.network_blue_a",
-                               "_uuid"], check=True, capture_output=True, text=True).stdout.strip()
+                               "_uuid"), check=True, capture_output=True, text=True).stdout.strip()
 
     old = port_uuid()
-    subprocess.run(["ovn-nbctl", f"--db={ovn_stack.nb.remote}", "lsp-del",
-                    "blue.blue.network_blue_a"], check=True)
+    subprocess.run(command("ovn-nbctl", f"--db={ovn_stack.nb.remote}", "lsp-del",
+                    "blue.blue.network_blue_a"), check=True)
     wait_until(lambda: port_uuid() not in ("", old), timeout=30)  # made again, by itself
     assert settled(zone) == before
 

@@ -22,7 +22,8 @@ from ovnk_local.testing.control_plane import ControlPlane
 from ovnk_core.identities import CONTROLLER_USER
 from ovnk_core.kube.client import JSON, KubeClient
 from ovnk_core.kube.resources import EVENTS, NAMESPACES, PODS
-from ovnk_core.ovn.processes import NB_SCHEMA, OvsdbServer
+from ovnk_core.ovn.install import schema
+from ovnk_core.ovn.processes import OvsdbServer
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.plugins import PluginHost
 from ovnk_core.readiness import not_ready_file, not_ready_reason
@@ -45,7 +46,7 @@ class RunningZone:
 def zone(plane: ControlPlane, kube_apiserver: ServerHandle, tmp_path: Path
          ) -> Iterator[RunningZone]:
     plane.start_manager()
-    server = OvsdbServer("nb", tmp_path, NB_SCHEMA).start()
+    server = OvsdbServer("nb", tmp_path, schema("ovn-nb")).start()
     config = udn_config()
     app = ZoneApp(config, component_client(kube_apiserver, CONTROLLER_USER),
                   PluginHost.load(config), NbWriter([server.remote], timeout=10).start(),

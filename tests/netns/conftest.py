@@ -13,6 +13,8 @@ import pytest
 
 from ovnk_core.cli.node_cmd import vsctl_for
 from ovnk_core.node.pod_network import Vsctl
+from ovnk_core.ovn.install import command, schema
+from ovnk_core.ovn.processes import ensure_database
 from ovnk_core.testing.waiting import wait_until
 
 
@@ -36,15 +38,15 @@ def ovs_daemons(netns: str, tmp_path: Path) -> Iterator[Ovs]:
     run.mkdir()
     env = {**os.environ, **{key: str(run) for key in ("OVS_RUNDIR", "OVS_LOGDIR",
                                                       "OVS_DBDIR")}}
-    subprocess.run(["ovsdb-tool", "create", str(run / "conf.db"),
-                    "/usr/share/openvswitch/vswitch.ovsschema"], check=True, capture_output=True)
+    ensure_database(run / "conf.db", schema("vswitch"))
     socket = run / "db.sock"
     daemons = [subprocess.Popen(
-        ["ip", "netns", "exec", netns, *command, "--no-chdir", "-vconsole:off",
-         f"--log-file={run}/{command[0]}.log", f"--unixctl={run}/{command[0]}.ctl"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for command in (
-            ["ovsdb-server", str(run / "conf.db"), f"--remote=punix:{socket}"],
-            ["ovs-vswitchd", f"unix:{socket}"])]
+        ["ip", "netns", "exec", netns, *command(program, *args, "--no-chdir", "-vconsole:off",
+                                                f"--log-file={run}/{program}.log",
+                                                f"--unixctl={run}/{program}.ctl")],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for program, *args in (
+            ("ovsdb-server", str(run / "conf.db"), f"--remote=punix:{socket}"),
+            ("ovs-vswitchd", f"unix:{socket}"))]
     try:
         wait_until(socket.exists, timeout=10, what="ovsdb-server's socket")
         vsctl = vsctl_for(str(socket))

@@ -11,10 +11,10 @@ import pytest
 
 from ovnk_core.errors import OvnTransactionError
 from ovnk_core.ovn.declarative import DesiredRow, apply
+from ovnk_core.ovn.install import command, schema
 from ovnk_core.ovn.nb import NbClient, NbConnectError
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.processes import (
-    NB_SCHEMA,
     OvsdbServer,
     cluster_status,
     raft_leader,
@@ -42,8 +42,8 @@ def test_index_follows_external_ids_changes(ovn_nb: NbClient, nb_writer: NbWrite
     apply(nb_writer, OWNER, switches("a", "b"))
     wait_until(lambda: {r.name for r in ovn_nb.find_owned(
         "Logical_Switch", owner_controller=OWNER.controller)} == {"a", "b"})
-    subprocess.run(["ovn-nbctl", f"--db={ovn_nb.remote}", "remove", "Logical_Switch", "b",
-                    "external_ids", "k8s.ovn.org/owner-controller"], check=True)
+    subprocess.run(command("ovn-nbctl", f"--db={ovn_nb.remote}", "remove", "Logical_Switch", "b",
+                    "external_ids", "k8s.ovn.org/owner-controller"), check=True)
     wait_until(lambda: {r.name for r in ovn_nb.find_owned(
         "Logical_Switch", owner_controller=OWNER.controller)} == {"a"})
     with pytest.raises(ValueError, match="indexed keys"):
@@ -62,7 +62,7 @@ def test_unreachable_server_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_reconnect_after_restart_resyncs_indexes(tmp_path: Path) -> None:
-    server = OvsdbServer("nb", tmp_path, NB_SCHEMA).start()
+    server = OvsdbServer("nb", tmp_path, schema("ovn-nb")).start()
     try:
         client = NbClient([server.remote]).start()
         with NbWriter([server.remote]).start() as writer:
@@ -71,9 +71,9 @@ def test_reconnect_after_restart_resyncs_indexes(tmp_path: Path) -> None:
                                                  owner_controller=OWNER.controller)) == 2)
         server.stop()
         # While the client is away, "b" disappears from the database file.
-        subprocess.run(["ovsdb-tool", "transact", str(server.db_path), json.dumps(
+        subprocess.run(command("ovsdb-tool", "transact", str(server.db_path), json.dumps(
             ["OVN_Northbound", {"op": "delete", "table": "Logical_Switch",
-                                "where": [["name", "==", "b"]]}])], check=True)
+                                "where": [["name", "==", "b"]]}])), check=True)
         server.start()
         b_id = OWNER.object_ids("LogicalSwitch", "b").primary_id
         wait_until(lambda: client.connected and client.find_by_id("Logical_Switch", b_id) is None)
@@ -85,7 +85,7 @@ def test_reconnect_after_restart_resyncs_indexes(tmp_path: Path) -> None:
 
 
 def test_raft_cluster_leader_only_and_failover(tmp_path: Path) -> None:
-    members = start_raft_cluster("nb", tmp_path, NB_SCHEMA, size=3)
+    members = start_raft_cluster("nb", tmp_path, schema("ovn-nb"), size=3)
     try:
         wait_until(lambda: any("Role: leader" in cluster_status(m) for m in members))
         client = NbClient([m.remote for m in members], timeout=30).start()
@@ -98,7 +98,7 @@ def test_raft_cluster_leader_only_and_failover(tmp_path: Path) -> None:
         survivors = [m for m in members if m is not leader]
         wait_until(lambda: any("Role: leader" in cluster_status(m) for m in survivors))
         # The client finds the new leader by itself and sees what is written there.
-        subprocess.run(["ovn-nbctl", f"--db={raft_leader(survivors).remote}", "ls-add", "b"],
+        subprocess.run(command("ovn-nbctl", f"--db={raft_leader(survivors).remote}", "ls-add", "b"),
                        check=True)
         wait_until(lambda: "b" in {row.name for row in client.row_list("Logical_Switch")},
                    timeout=30)

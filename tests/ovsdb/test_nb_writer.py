@@ -24,10 +24,10 @@ from ovnk_core.ovn.declarative import (
     apply_many,
     delete_owner,
 )
+from ovnk_core.ovn.install import schema
 from ovnk_core.ovn.nb import NbConnectError
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.ovn.processes import (
-    NB_SCHEMA,
     OvsdbServer,
     cluster_status,
     raft_leader,
@@ -240,7 +240,7 @@ def test_a_lost_reply_is_settled_by_reading_nb_again(nb_server: OvsdbServer,
 
 
 def test_reconnects_after_a_server_restart(tmp_path: Path) -> None:
-    server = OvsdbServer("nb", tmp_path, NB_SCHEMA).start()
+    server = OvsdbServer("nb", tmp_path, schema("ovn-nb")).start()
     try:
         with NbWriter([server.remote], timeout=10).start() as writer:
             apply(writer, NODE, node_rows())
@@ -260,7 +260,7 @@ def test_check_says_whether_nb_can_be_written_and_reads_it_again_when_back(
     """The zone controller's readiness: a round trip when idle; a server that went away
     is the reason, and once it answers again NB is read again before anything is said
     ready (another writer may have changed it meanwhile)."""
-    server = OvsdbServer("nb", tmp_path, NB_SCHEMA).start()
+    server = OvsdbServer("nb", tmp_path, schema("ovn-nb")).start()
     try:
         with NbWriter([server.remote], timeout=10).start() as writer:
             apply(writer, NODE, node_rows())
@@ -287,7 +287,7 @@ def test_check_says_whether_nb_can_be_written_and_reads_it_again_when_back(
 def test_a_connection_lost_during_a_write_says_nb_cannot_be_reached(tmp_path: Path) -> None:
     """The zone controller waits for NB on any ``NbConnectError``: a connection that breaks
     under a transaction is one too (and still an ``OvnTransactionError``)."""
-    server = OvsdbServer("nb", tmp_path, NB_SCHEMA).start()
+    server = OvsdbServer("nb", tmp_path, schema("ovn-nb")).start()
     try:
         with NbWriter([server.remote], timeout=10).start() as writer:
             apply(writer, NODE, node_rows())
@@ -311,7 +311,7 @@ def test_ssl_remote_is_refused_with_the_reason(tmp_path: Path) -> None:
 
 
 def test_raft_cluster_leader_only_and_failover(tmp_path: Path) -> None:
-    members = start_raft_cluster("nb", tmp_path, NB_SCHEMA, size=3)
+    members = start_raft_cluster("nb", tmp_path, schema("ovn-nb"), size=3)
     try:
         wait_until(lambda: any("Role: leader" in cluster_status(m) for m in members))
         # The leader is last in the list: the writer must skip the followers.

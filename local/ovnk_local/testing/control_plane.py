@@ -134,6 +134,7 @@ class ControlPlane:
                               row_exists=lambda table, primary_id: writer.find(
                                   table, primary_id) is not None)
         controller.network_listeners.append(context.networks_changed)
+        controller.capability_listeners.append(context.nb_capabilities_changed)
         plugin_controllers = host.contributed_controllers("ovnk_zone_controllers", context)
         informers.start()
         controller.start()

@@ -16,9 +16,10 @@ A pod's ``k8s.ovn.org/open-default-ports`` adds two ``OpenPort-<ns>/<pod>`` ACLs
 same group (priority 1001) for its own port.  Every row carries upstream's external_ids
 (owner-controller ``default-network-controller``, owner-type ``UDNIsolation``,
 ``k8s.ovn.org/name``, ``direction``, ``k8s.ovn.org/id``) plus ovnk's owner key; the ACL
-``name`` column stays empty and ``meter`` is ``acl-logging``, as upstream.  Upstream also
-sets ``tier`` 0: OVN 23.03's schema has no ``tier`` column (tiers came in 23.06), and 0 is
-what an ACL without tiers is evaluated as, so nothing is lost.
+``name`` column stays empty and ``meter`` is ``acl-logging``, as upstream, and ``tier`` is
+upstream's ``PrimaryACLTier`` (0) where NB has tiers (OVN 23.06+, ``acl_tier`` of
+``ovnk_core.ovn.capabilities``); OVN 23.03's schema has no ``tier`` column, and 0 is what
+an ACL without tiers is evaluated as, so nothing is lost there.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ DIRECTION_KEY = "direction"
 EGRESS, INGRESS = "Egress", "Ingress"
 FROM_LPORT, TO_LPORT = "from-lport", "to-lport"
 DENY_PRIORITY, ALLOW_PRIORITY = 1000, 1001
+PRIMARY_ACL_TIER = 0  # upstream's PrimaryACLTier: UDN isolation
 METER = "acl-logging"
 
 PORT_GROUP = "SecondaryPods"
@@ -82,11 +84,15 @@ def acl_ids(owner: Owner, name: str, direction: str) -> ObjectIDs:
 
 
 def _acl(owner: Owner, name: str, direction: str, priority: int, action: str,
-         match: str) -> DesiredRow:
-    return DesiredRow("ACL", acl_ids(owner, name, direction), {
+         match: str, tiers: bool) -> DesiredRow:
+    columns: dict[str, object] = {
         "direction": FROM_LPORT if direction == EGRESS else TO_LPORT,
         "priority": priority, "action": action, "match": match, "meter": METER,
-        "log": False}, links=(Link(PORT_GROUP_REF, "acls"),))
+        "log": False}
+    if tiers:
+        columns["tier"] = PRIMARY_ACL_TIER
+    return DesiredRow("ACL", acl_ids(owner, name, direction), columns,
+                      links=(Link(PORT_GROUP_REF, "acls"),))
 
 
 def _on_group(direction: str, match: str = "") -> str:
@@ -122,34 +128,36 @@ def host_match(management_ips: Sequence[str], subnets: Mapping[str, str] | None 
 
 
 def build_isolation_rows(management_ips: Sequence[str],
-                         subnets: Mapping[str, str] | None = None) -> list[DesiredRow]:
+                         subnets: Mapping[str, str] | None = None, tiers: bool = True
+                         ) -> list[DesiredRow]:
     """The group and its ACLs.  ``management_ips``: the default-network management port
     addresses of the zone's nodes (IPv4 before IPv6 per node, as upstream orders a node's
     host subnets); ``subnets``: see ``host_match`` (left out for a one-node zone, whose rows
-    are then exactly upstream's).  Without any address (no node has its subnet yet) only the
-    two deny ACLs exist: nothing of an isolated pod is reachable until the host's exception
-    can be written."""
+    are then exactly upstream's); ``tiers``: NB has ``ACL.tier``.  Without any address (no
+    node has its subnet yet) only the two deny ACLs exist: nothing of an isolated pod is
+    reachable until the host's exception can be written."""
     rows = [DesiredRow("Port_Group", PORT_GROUP_IDS, {"name": PORT_GROUP_NAME}),
-            _acl(OWNER, DENY, EGRESS, DENY_PRIORITY, "drop", _on_group(EGRESS)),
-            _acl(OWNER, DENY, INGRESS, DENY_PRIORITY, "drop", _on_group(INGRESS))]
+            _acl(OWNER, DENY, EGRESS, DENY_PRIORITY, "drop", _on_group(EGRESS), tiers),
+            _acl(OWNER, DENY, INGRESS, DENY_PRIORITY, "drop", _on_group(INGRESS), tiers)]
     if management_ips:
         rows += [
             _acl(OWNER, ALLOW_HOST_ARP, EGRESS, ALLOW_PRIORITY, "allow",
-                 _on_group(EGRESS, arp_match(EGRESS, management_ips))),
+                 _on_group(EGRESS, arp_match(EGRESS, management_ips)), tiers),
             _acl(OWNER, ALLOW_HOST_ARP, INGRESS, ALLOW_PRIORITY, "allow",
-                 _on_group(INGRESS, arp_match(INGRESS, management_ips))),
+                 _on_group(INGRESS, arp_match(INGRESS, management_ips)), tiers),
             _acl(OWNER, ALLOW_HOST, INGRESS, ALLOW_PRIORITY, "allow-related",
-                 _on_group(INGRESS, host_match(management_ips, subnets)))]
+                 _on_group(INGRESS, host_match(management_ips, subnets)), tiers)]
     return rows
 
 
 def build_open_port_acls(owner: Owner, pod_key: str, port_name: str,
-                         ports: Sequence[OpenPort]) -> list[DesiredRow]:
+                         ports: Sequence[OpenPort], tiers: bool = True) -> list[DesiredRow]:
     """The pod's ``OpenPort-<ns>/<pod>`` ACLs (rows of the pod's own port ``owner``, so they
-    go with its port); none without open ports."""
+    go with its port); none without open ports.  ``tiers``: NB has ``ACL.tier``."""
     if not ports:
         return []
     name = f"{OPEN_PORT_PREFIX}{pod_key}"
     return [_acl(owner, name, INGRESS, ALLOW_PRIORITY, "allow-related",
-                 ingress_match(port_name, list(ports))),
-            _acl(owner, name, EGRESS, ALLOW_PRIORITY, "allow", egress_match(port_name))]
+                 ingress_match(port_name, list(ports)), tiers),
+            _acl(owner, name, EGRESS, ALLOW_PRIORITY, "allow", egress_match(port_name),
+                 tiers)]

@@ -15,6 +15,7 @@ from ovnk_core.contexts import ZoneContext
 from ovnk_core.feature import Feature
 from ovnk_core.kube.controller import Controller
 from ovnk_core.networks.netinfo import NetInfo
+from ovnk_core.ovn.capabilities import CURRENT
 from ovnk_core.ovn.declarative import DesiredRow
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.pod_port import PodPortExtras
@@ -27,12 +28,17 @@ class IsolationFeature(HostIsolationHooks, Feature):
     name = "isolation"
     required_flags = ("enable-multi-network", "enable-network-segmentation")
 
+    # the zone's context once its controllers are made: what its NB supports
+    _zone: ZoneContext | None = None
+
     @hookimpl
     def ovnk_zone_controllers(self, context: ZoneContext) -> list[Controller]:
+        self._zone = context
         return [zone.IsolationRows(context).controller]
 
     @hookimpl
     def ovnk_zone_pod_port(self, pod: dict[str, Any], attachment: PodAttachment,
                            netinfo: NetInfo, owner: Owner, port: DesiredRow
                            ) -> PodPortExtras | None:
-        return zone.pod_port_extras(pod, attachment, netinfo, owner, port)
+        nb = self._zone.nb_capabilities if self._zone is not None else CURRENT
+        return zone.pod_port_extras(pod, attachment, netinfo, owner, port, nb)

@@ -24,6 +24,7 @@ from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.resources import NODES
 from ovnk_core.networks.addressing import management_ip
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, ROLE_INFRASTRUCTURE_LOCKED, NetInfo
+from ovnk_core.ovn.capabilities import CURRENT, NbCapabilities
 from ovnk_core.ovn.declarative import DesiredRow, Link, apply, delete_owner
 from ovnk_core.ovn.ownership import Owner
 from ovnk_core.pod_port import PodPortExtras
@@ -63,14 +64,15 @@ def management_ports(nodes: list[JSON]) -> tuple[list[str], dict[str, str]]:
     return found, subnets
 
 
-def build_zone_rows(nodes: list[JSON]) -> list[DesiredRow]:
+def build_zone_rows(nodes: list[JSON], nb: NbCapabilities = CURRENT) -> list[DesiredRow]:
     """The group and its ACLs for the zone's ``nodes``: with one node, upstream's rows;
     with several, each host's exception is scoped to its own node's pods (upstream runs one
-    node per zone: another node's host never reaches a pod)."""
+    node per zone: another node's host never reaches a pod).  ``nb``: what NB supports."""
     ips, subnets = management_ports(nodes)
     with_nodes = {str(n["metadata"]["name"]) for n in nodes
                   if parse_node_subnets(n).get(DEFAULT_NETWORK_NAME)}
-    return build_isolation_rows(ips, subnets if len(with_nodes) > 1 else None)
+    return build_isolation_rows(ips, subnets if len(with_nodes) > 1 else None,
+                                tiers=nb.acl_tier)
 
 
 class IsolationRows:
@@ -82,9 +84,11 @@ class IsolationRows:
         self.controller = Controller(f"{FEATURE}-zone-controller", self.reconcile,
                                      initial_sync=self.remove_stale_owners)
         self.controller.watch(self.nodes, key_func=lambda _node: [KEY])
+        # another OVN under the zone (an upgrade): the rows again, for what it supports
+        context.on_nb_capabilities_changed(lambda _nb: self.controller.queue.add(KEY))
 
     def desired(self) -> list[DesiredRow]:
-        return build_zone_rows(self.nodes.peek_all())
+        return build_zone_rows(self.nodes.peek_all(), self.context.nb_capabilities)
 
     def reconcile(self, _key: str) -> None:
         apply(self.context.nb, OWNER, self.desired())
@@ -105,8 +109,9 @@ class IsolationRows:
 
 
 def pod_port_extras(pod: JSON, attachment: PodAttachment, netinfo: NetInfo, owner: Owner,
-                    port: DesiredRow) -> PodPortExtras | None:
-    """An isolated pod's default-network port: member of the group, with its open ports."""
+                    port: DesiredRow, nb: NbCapabilities = CURRENT) -> PodPortExtras | None:
+    """An isolated pod's default-network port: member of the group, with its open ports
+    (``nb``: what the zone's NB supports)."""
     if netinfo.name != DEFAULT_NETWORK_NAME or attachment.role != ROLE_INFRASTRUCTURE_LOCKED:
         return None
     links = (Link(PORT_GROUP_REF, "ports"),)
@@ -115,5 +120,5 @@ def pod_port_extras(pod: JSON, attachment: PodAttachment, netinfo: NetInfo, owne
     except OpenPortsError as exc:
         return PodPortExtras(links=links, error=str(exc))
     rows = build_open_port_acls(owner, f"{attachment.namespace}/{attachment.name}",
-                                str(port.columns["name"]), ports)
+                                str(port.columns["name"]), ports, tiers=nb.acl_tier)
     return PodPortExtras(links=links, rows=tuple(rows))

@@ -28,12 +28,13 @@ be shared by every node on the one switch:
   ``.2`` (and one MAC) to a different host per node, so ovnk renders none of them: a
   pod reaches node IPs through its gateway router like any other address (SNATed to
   the network's masquerade address), and the IPAM still keeps ``.2`` free.
-* **the transit router meets the gateway routers on a switch**, ``<P>join`` (ports
-  ``jtotr-GR_<P><node>`` and ``jtor-GR_<P><node>``), where upstream peers
-  ``trtor-``/``rtotr-`` directly: OVN before its transit routers (this machine has
-  23.03) forwards nothing from a distributed router straight into a gateway router
-  ("can only be connected to a distributed router via a switch", ovn-nb(5)).  The router
-  ports keep upstream's names and addresses.
+* **on an OVN without transit routers** (``router_peering`` of
+  ``ovnk_core.ovn.capabilities``: below OVN 26.03's NB schema, e.g. Debian 12's 23.03)
+  the transit router meets the gateway routers on a switch, ``<P>join`` (ports
+  ``jtotr-GR_<P><node>`` and ``jtor-GR_<P><node>``): such an OVN forwards nothing from a
+  distributed router straight into a gateway router ("can only be connected to a
+  distributed router via a switch", ovn-nb(5)).  On 26.03 ``trtor-``/``rtotr-`` peer
+  directly, as upstream; the router ports have upstream's names and addresses on both.
 * the transit router's switch port has no ``gateway_chassis`` (upstream pins it to
   the zone's chassis; with several nodes that would send every node's traffic
   through one) and the gateway routers no ``Static_MAC_Binding`` rows (that table
@@ -156,8 +157,9 @@ def build_router(network: NetworkState) -> list[DesiredRow]:
                    {"name": "stotr-" + switch_name(netinfo), "type": LSP_TYPE_ROUTER,
                     "addresses": ["router"], "options": {"router-port": trtos}},
                    links=(Link(switch_ref(netinfo), "ports"),)),
-        DesiredRow("Logical_Switch", join_ids(netinfo),
-                   {"name": netinfo.scoped_name(JOIN_SWITCH)}),
+        *([] if network.nb.router_peering else [
+            DesiredRow("Logical_Switch", join_ids(netinfo),
+                       {"name": netinfo.scoped_name(JOIN_SWITCH)})]),
     ]
 
 
@@ -205,6 +207,7 @@ def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
     node_ips = [ipaddress.ip_interface(ip) for ip in gateway.ips]
     masq = _masquerade(network)
     gr_ref, tr_ref = Ref.to("Logical_Router", gr), router_ref(netinfo)
+    peering = network.nb.router_peering  # else the pair meets on the join switch
 
     def ids(kind: str, name: str) -> ObjectIDs:
         return row_ids(netinfo, owner, kind, name)
@@ -226,23 +229,28 @@ def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
                         *(f"{ip}/{s.prefixlen}" for ip, s in zip(join_ips, network.join_subnets,
                                                                   strict=True)),
                         *(f"{pair[1]}/{_pair_prefix(s)}" for pair, s in pairs.values())],
-                    "options": {"gateway_mtu": str(netinfo.mtu)}},
+                    "options": {"gateway_mtu": str(netinfo.mtu)},
+                    "peer": [trtor] if peering else []},
                    links=(Link(gr_ref, "ports"),)),
         DesiredRow("Logical_Router_Port", ids("TransitRouterToRouterPort", gr_name),
                    {"name": trtor,
                     "mac": mac_from_ip(_v4_first(pair[0] for pair, _ in pairs.values())[0]),
                     "networks": [f"{pair[0]}/{_pair_prefix(s)}" for pair, s in pairs.values()],
-                    "options": {"requested-tnl-key": str(NODE_PORT_KEY_OFFSET + node.node_id)}},
+                    "options": {"requested-tnl-key": str(NODE_PORT_KEY_OFFSET + node.node_id)},
+                    "peer": [rtotr] if peering else []},
                    links=(Link(tr_ref, "ports"),)),
-        # the pair meets on the network's join switch (see the module docstring)
-        DesiredRow("Logical_Switch_Port", ids("JoinToRouterPort", gr_name),
-                   {"name": f"jtor-{gr_name}", "type": LSP_TYPE_ROUTER, "addresses": ["router"],
-                    "options": {"router-port": rtotr}},
-                   links=(Link(join_ref(netinfo), "ports"),)),
-        DesiredRow("Logical_Switch_Port", ids("JoinToTransitRouterPort", gr_name),
-                   {"name": f"jtotr-{gr_name}", "type": LSP_TYPE_ROUTER,
-                    "addresses": ["router"], "options": {"router-port": trtor}},
-                   links=(Link(join_ref(netinfo), "ports"),)),
+    ]
+    if not peering:  # the pair meets on the network's join switch (see the module docstring)
+        rows += [
+            DesiredRow("Logical_Switch_Port", ids("JoinToRouterPort", gr_name),
+                       {"name": f"jtor-{gr_name}", "type": LSP_TYPE_ROUTER,
+                        "addresses": ["router"], "options": {"router-port": rtotr}},
+                       links=(Link(join_ref(netinfo), "ports"),)),
+            DesiredRow("Logical_Switch_Port", ids("JoinToTransitRouterPort", gr_name),
+                       {"name": f"jtotr-{gr_name}", "type": LSP_TYPE_ROUTER,
+                        "addresses": ["router"], "options": {"router-port": trtor}},
+                       links=(Link(join_ref(netinfo), "ports"),))]
+    rows += [
         DesiredRow("Logical_Router_Port", ids("RouterToExternalPort", gr_name),
                    {"name": rtoe, "mac": gateway.mac or mac_from_ip(node_ips[0].ip),
                     "networks": [*(str(ip) for ip in node_ips),

@@ -13,6 +13,7 @@ from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.networks.port_names import pod_port_name
 from ovnk_core.ovn.declarative import apply
+from ovnk_core.ovn.install import command
 from ovnk_core.ovn.trace import packet_flow, trace, wait_for_sb
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.render_state import NetworkState, PodAttachment
@@ -115,8 +116,8 @@ def test_traffic_leaves_through_the_localnet_port_and_reaches_local_and_remote_p
     assert pod_port_name(c.nad_key, c.namespace, c.name) not in send(c.mac, "192.168.10.7")
     # the VLAN each localnet port's binding carries (ovn-controller tags with it)
     tags = {name: subprocess.run(
-        ["ovn-sbctl", f"--db={ovn_stack.sb.remote}", "--bare", "--columns=tag", "find",
-         "Port_Binding", f"logical_port={name}"], capture_output=True, text=True,
+        command("ovn-sbctl", f"--db={ovn_stack.sb.remote}", "--bare", "--columns=tag", "find",
+         "Port_Binding", f"logical_port={name}"), capture_output=True, text=True,
         check=True).stdout.strip() for name in (localnet_port_name(vlan.netinfo),
                                                  localnet_port_name(other.netinfo))}
     assert tags == {"ns1_phys_ovn_localnet_port": "10", "ns2_other_ovn_localnet_port": "20"}

@@ -4,7 +4,6 @@ same; declared values become correct wire datums; bad values are refused by name
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,11 +18,12 @@ from ovnk_core.ovn.datum import (
     uuid_int,
 )
 from ovnk_core.ovn.declarative import Ref
+from ovnk_core.ovn.install import schema
 
 pytestmark = pytest.mark.unit
 
 SCHEMA = ovs_schema.DbSchema.from_json(
-    json.loads(Path("/usr/share/ovn/ovn-nb.ovsschema").read_text()))
+    json.loads(schema("ovn-nb").read_text()))
 CODECS = codecs_of(SCHEMA)
 LSP = CODECS["Logical_Switch_Port"]
 U1 = "6c1a3f1e-0000-4000-8000-000000000001"
