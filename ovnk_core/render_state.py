@@ -17,8 +17,8 @@ from ovnk_core.annotations.node_gateway import GatewayConfig as GatewayConfig
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.networks.addressing import IPAddress
 from ovnk_core.networks.netinfo import NetInfo
-from ovnk_core.ovn.declarative import Ref
 from ovnk_core.ovn.capabilities import CURRENT, NbCapabilities
+from ovnk_core.ovn.declarative import Ref
 
 
 @dataclass(frozen=True)
