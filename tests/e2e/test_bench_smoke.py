@@ -12,6 +12,7 @@ import importlib
 import json
 import math
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -120,11 +121,13 @@ def test_pod_latency_stops_itself_when_memory_runs_low(
 def test_memory_guard_interrupts_a_run_when_memory_falls_during_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
     pod_latency = bench_module("pod_latency")
-    readings = iter([8 * 2**30])  # enough when the run starts, then too little
-    monkeypatch.setattr(pod_latency, "available_memory", lambda: next(readings, 2**30))
+    started = threading.Event()  # the run has started: memory falls from then on
+    monkeypatch.setattr(pod_latency, "available_memory",
+                        lambda: 2**30 if started.is_set() else 8 * 2**30)
     guard = pod_latency.MemoryGuard(4 * 2**30)
     with pytest.raises(KeyboardInterrupt):
         with guard:
+            started.set()
             for _ in range(100):  # the run: the guard interrupts it within a poll or two
                 time.sleep(0.1)
     assert "1.0 GiB of memory left (minimum 4.0 GiB" in guard.tripped
