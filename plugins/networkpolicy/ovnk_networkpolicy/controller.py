@@ -154,9 +154,18 @@ class PolicyController:
         """A network appeared, changed or went: its own rows, and every policy and
         namespace with a policy, whose network may now be another (a namespace's primary
         UDN rendered after its policies were).  Network changes are rare: this lists."""
+        self._render_again([network])
+
+    def nb_changed(self) -> None:
+        """The NB under the zone supports other things than before (OVN upgraded or
+        downgraded: ACL tiers come or go): every network's rows and every policy again."""
+        self._render_again([scope.network for scope in self.networks()])
+
+    def _render_again(self, networks: list[str]) -> None:
         queue = self.controller.queue
-        queue.add(f"network:{network}")
-        queue.add(f"nodes:{network}")
+        for network in networks:
+            queue.add(f"network:{network}")
+            queue.add(f"nodes:{network}")
         for key in self.policies.list_keys():
             queue.add(f"policy:{key}")
         for namespace in self.policies.index_values(NAMESPACE_INDEX):

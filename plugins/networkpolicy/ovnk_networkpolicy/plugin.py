@@ -46,6 +46,7 @@ class NetworkPolicyFeature(Feature):
             controller.network_changed(network)
 
         context.on_networks_changed(network_changed)
+        context.on_nb_capabilities_changed(lambda _nb: controller.nb_changed())
         self._zone = (context, PolicyCache(controller.policies))
         return [controller.controller]
 

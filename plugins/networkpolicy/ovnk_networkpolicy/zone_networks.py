@@ -55,7 +55,8 @@ class ZoneNetworks:
         versions: set[int] = {int(s.cidr.version) for s in state.netinfo.subnets} or \
             {int(v) for v in self.context.config.ip_families}
         families = tuple(sorted(versions))
-        return NetworkScope(network, families)
+        return NetworkScope(network, families,
+                            acl_tiers=self.context.nb_capabilities.acl_tier)
 
     def of_namespace(self, namespace: str) -> NetworkScope | None:
         network = self.context.primary_network_of_namespace(namespace)

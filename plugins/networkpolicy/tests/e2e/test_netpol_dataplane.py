@@ -16,6 +16,7 @@ from ovnk_local.cluster import LocalCluster
 from ovnk_local.settings import ComponentSettings
 from ovnk_local.testing.dataplane import kubectl, require_dataplane
 
+from ovnk_core.testing.ovsdb_fixtures import read_rows
 from ovnk_core.testing.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.netns]
@@ -116,6 +117,12 @@ def test_deny_all_then_allow_one_client(cluster: LocalCluster, namespace: str) -
     wait_until(lambda: curl(cluster, namespace, "allowed", url).returncode == TIMED_OUT and
                curl(cluster, namespace, "other", url).returncode == TIMED_OUT,
                timeout=60, what="everything dropped by deny-all")
+    # upstream's tier for NetworkPolicy (2), where the NB has tiers (OVN 26.03 does)
+    acls = [acl for acl in read_rows(f"unix:{cluster.nb_socket}", "ACL")
+            if dict(acl.external_ids).get("k8s.ovn.org/owner-type") == "NetworkPolicy"]
+    assert acls
+    if hasattr(acls[0], "tier"):
+        assert {acl.tier for acl in acls} == {2}
     # ...but not the kubelet's probes from the node (upstream's NetpolNode ACL): a new
     # selected pod with a readiness probe becomes Ready
     apply(cluster, netexec_pod(namespace, "probed", "ovn-worker", probe=True, app="server"))
