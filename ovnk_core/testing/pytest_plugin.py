@@ -29,6 +29,14 @@ from ovnk_core.testing.ovsdb_fixtures import (  # noqa: F401
 )
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    # read by the profile (``ovnk_core.testing.profile``), declared here so that a run
+    # without it accepts the project's configuration of it
+    parser.addini("ovnk_profile_startups", "LABEL = module:attribute lines: callables whose "
+                  "calls the test profile counts and times (cluster and daemon start-ups)",
+                  type="linelist")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for tier in capabilities.TIERS:
         config.addinivalue_line("markers", f"{tier}: ovnk test tier {tier}")
