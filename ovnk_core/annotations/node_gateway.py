@@ -150,7 +150,7 @@ def serialize(gateway: GatewayConfig, node: str) -> str:
 def serialize_primary_ifaddr(ipv4: str | None = None, ipv6: str | None = None) -> str:
     """``k8s.ovn.org/node-primary-ifaddr``: the node's primary address per family (CIDRs)."""
     value = {key: cidr for key, cidr in (("ipv4", ipv4), ("ipv6", ipv6)) if cidr}
-    return json.dumps(value)
+    return json.dumps(value, separators=(",", ":"))  # as Go marshals it
 
 
 __all__ = ["CHASSIS_ID_ANNOTATION", "DEFAULT_GATEWAY_KEY", "GATEWAY_CONFIG_ANNOTATION",

@@ -156,6 +156,9 @@ def build_host_table(masquerade_subnets: Iterable[str], bridge: str,
     :param service_sources: packet mark of a user-defined network → the sources its marked
         service traffic leaves from (one per family).
     """
+    if isinstance(masquerade_subnets, str):
+        raise TypeError("masquerade_subnets is a list of subnets (one per IP family), "
+                        f"not the string {masquerade_subnets!r}")
     subnets = sorted((ipaddress.ip_network(str(m)) for m in masquerade_subnets),
                      key=lambda subnet: subnet.version)
     cidrs = [ipaddress.ip_network(str(c)) for c in service_cidrs]

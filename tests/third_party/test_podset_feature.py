@@ -39,7 +39,7 @@ from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import NAMESPACES, PODS
 from ovnk_core.node import nft
 from ovnk_core.node.feature_controllers import NodeFeatureControllers
-from ovnk_core.node.gateway_host import GATEWAY_TABLE, build_host_table
+from ovnk_core.node.gateway_host import GATEWAY_TABLE, TABLE_FAMILY, build_host_table
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.ownership import OWNER_CONTROLLER_KEY, OWNER_KEY
 from ovnk_core.ovn.processes import OvsdbServer
@@ -238,14 +238,14 @@ def test_feature_table_lives_while_enabled_and_goes_when_disabled(
     assert table == ("inet", "ovnk-feature-podset")
     # The core's own table (the shared gateway's), someone else's, and the table of a
     # feature that is not enabled.
-    nft.apply_table(build_host_table("169.254.0.0/17", "breth0"), netns)
+    nft.apply_table(build_host_table(["169.254.0.0/17"], "breth0"), netns)
     subprocess.run(["ip", "netns", "exec", netns, "nft",
                     "add table inet filter; add chain inet filter c { type filter hook input "
                     "priority 0; }; add rule inet filter c tcp dport 22 accept"], check=True)
     nft.apply_table(nft.NftTable("inet", feature_table_name("gone"),
                                  chains=(nft.NftChain("c"),)), netns)
     others = {key: value for key, value in nft_tables(netns).items()
-              if key in {("ip", GATEWAY_TABLE), ("inet", "filter")}}
+              if key in {(TABLE_FAMILY, GATEWAY_TABLE), ("inet", "filter")}}
     assert len(others) == 2
 
     # the bundled isolation feature (its own table) is left out: podset's table only

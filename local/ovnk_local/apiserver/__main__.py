@@ -7,13 +7,17 @@ kube-apiserver's flags name individual files instead.  A non-loopback
 ``--host`` needs ``--allow-non-loopback``.  Admission hooks that must run in
 the server process are loaded
 from ``--admission module:function`` options and from the ``ovnk.admission``
-entry point group; each is called with the ``AdmissionRegistry``.
+entry point group; each is called with the ``AdmissionRegistry``.  ``--log-level``
+defaults to ``$OVNK_APISERVER_LOG_LEVEL`` (``ovnk local up`` passes its environment on), so
+``OVNK_APISERVER_LOG_LEVEL=DEBUG ovnk local up`` gets an access log: a line per request
+with its status and User-Agent.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import threading
 from pathlib import Path
@@ -23,6 +27,8 @@ from ovnk_local.apiserver.security import SecurityOptions
 from ovnk_local.apiserver.server import ServerOptions, serve
 
 log = logging.getLogger("ovnk_local.apiserver")
+
+LOG_LEVEL_ENV = "OVNK_APISERVER_LOG_LEVEL"  # ``ovnk local up`` passes its environment on
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,7 +59,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="module:function called with the admission registry")
     parser.add_argument("--no-admission-entry-points", action="store_true",
                         help="do not load the ovnk.admission entry points")
-    parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--log-level", default=os.environ.get(LOG_LEVEL_ENV) or "INFO",
+                        help=f"INFO, or DEBUG for an access log line per request "
+                             f"(default: ${LOG_LEVEL_ENV}, else INFO)")
     parser.add_argument("--pod-netns-template", default="",
                         help="serve pods/exec by running the command in the network namespace "
                              "this names, e.g. 'x-{node}-pod-{namespace}.{name}'")

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ovnk_core.go_json_errors import unmarshal_kind
 from ovnk_local.apiserver import protobuf_messages
 from ovnk_local.apiserver.errors import JSON
 
@@ -82,16 +83,6 @@ def message_for(api_version: str, kind: str) -> str | None:
     return protobuf_messages.schema().message_for(api_version, kind)
 
 
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
 def _base64_error(text: str) -> int | None:
     """Where Go's standard base64 decoder gives up on ``text`` (None: it decodes)."""
     body = text.rstrip("=")
@@ -112,7 +103,7 @@ class _Walk:
 
     @staticmethod
     def fail(value: Any, type_: str, repeated: str, owner: str, path: str) -> DecodeError:
-        found = _json_kind(value)
+        found = unmarshal_kind(value)
         if found == "number" and type_ in _INT_RANGES and not repeated:
             found = f"number {value}"
         where = f"Go struct field {owner.rpartition('.')[2]}.{path}" if owner else "Go value"

@@ -226,6 +226,15 @@ class ApiRequestHandler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._dispatch("DELETE")
 
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        """The access log, at DEBUG (kube-apiserver's httplog is verbose-only too): the
+        request line, its status and the client's User-Agent, which names the program a
+        refused request came from (kubectl's ``kubectl/v1.32.4 ...``, upstream ovnkube's
+        ``<host>/ovnkube@<commit> ...``)."""
+        agent = self.headers.get("User-Agent", "-") if self.headers else "-"
+        log.debug('%s "%s" %s %s', self.address_string(), self.requestline,
+                  getattr(code, "value", code), agent)
+
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s - %s", self.address_string(), format % args)
 

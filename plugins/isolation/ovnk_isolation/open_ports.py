@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+from ovnk_core.go_json_errors import unmarshal_kind
+
 ANNOTATION = "k8s.ovn.org/open-default-ports"
 PROTOCOLS = ("tcp", "udp", "sctp", "icmp")
 ICMP = "icmp"
@@ -37,18 +39,6 @@ class OpenPortsError(ValueError):
 class OpenPort:
     protocol: str  # tcp, udp, sctp or icmp
     port: int | None = None  # None for icmp
-
-
-def _go_json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 # libyaml's parser when PyYAML was built with it: the same documents, several times faster
@@ -79,7 +69,7 @@ def _decode(raw: str) -> list[tuple[Any, Any]]:
     if not isinstance(document, list):
         raise OpenPortsError(
             f"failed to unmarshal UDN open ports annotation {raw}: json: cannot unmarshal "
-            f"{_go_json_type(document)} into Go value of type []*util.OpenPort")
+            f"{unmarshal_kind(document)} into Go value of type []*util.OpenPort")
     pairs: list[tuple[Any, Any]] = []
     for item in document:
         if item is None:
@@ -88,17 +78,17 @@ def _decode(raw: str) -> list[tuple[Any, Any]]:
         if not isinstance(item, dict):
             raise OpenPortsError(
                 f"failed to unmarshal UDN open ports annotation {raw}: json: cannot "
-                f"unmarshal {_go_json_type(item)} into Go value of type util.OpenPort")
+                f"unmarshal {unmarshal_kind(item)} into Go value of type util.OpenPort")
         protocol, port = item.get("protocol"), item.get("port")
         if protocol is not None and not isinstance(protocol, str):
             raise OpenPortsError(
                 f"failed to unmarshal UDN open ports annotation {raw}: json: cannot "
-                f"unmarshal {_go_json_type(protocol)} into Go struct field "
+                f"unmarshal {unmarshal_kind(protocol)} into Go struct field "
                 "OpenPort.protocol of type string")
         if port is not None and (isinstance(port, bool) or not isinstance(port, int)):
             raise OpenPortsError(
                 f"failed to unmarshal UDN open ports annotation {raw}: json: cannot "
-                f"unmarshal {_go_json_type(port)} into Go struct field OpenPort.port of "
+                f"unmarshal {unmarshal_kind(port)} into Go struct field OpenPort.port of "
                 "type int")
         pairs.append((protocol, port))
     return pairs

@@ -59,7 +59,9 @@ def test_legacy_fields_and_interface_id() -> None:
 def test_primary_ifaddr() -> None:
     assert json.loads(serialize_primary_ifaddr(ipv4="10.0.0.2/24", ipv6="fd00::2/64")) == {
         "ipv4": "10.0.0.2/24", "ipv6": "fd00::2/64"}
-    assert serialize_primary_ifaddr(ipv6="fd00::2/64") == '{"ipv6": "fd00::2/64"}'
+    assert serialize_primary_ifaddr(ipv6="fd00::2/64") == '{"ipv6":"fd00::2/64"}'  # as upstream
+    assert serialize_primary_ifaddr(ipv4="172.18.0.2/16", ipv6="fd80:172:18::2/64") == (
+        '{"ipv4":"172.18.0.2/16","ipv6":"fd80:172:18::2/64"}')
 
 
 def gateway(**change: object) -> str:

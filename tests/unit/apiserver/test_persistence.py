@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import ssl
 import stat
@@ -174,6 +175,43 @@ def test_module_refuses_to_run_without_tls_or_on_a_public_address(tmp_path: Path
                             capture_output=True, text=True, timeout=30)
     assert public.returncode == 2
     assert "refusing to serve on 0.0.0.0: not a loopback address" in public.stderr
+
+
+def test_module_takes_its_log_level_from_the_environment(tmp_path: Path) -> None:
+    """``OVNK_APISERVER_LOG_LEVEL=DEBUG`` (what ``ovnk local up`` passes on) turns the access
+    log on without a flag; the default stays INFO."""
+    certs = tmp_path / "pki"
+
+    def served(level: str | None) -> str:
+        port = free_port()
+        env = {k: v for k, v in os.environ.items() if k != "OVNK_APISERVER_LOG_LEVEL"}
+        if level:
+            env["OVNK_APISERVER_LOG_LEVEL"] = level
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ovnk_local.apiserver", "--port", str(port),
+             "--cert-dir", str(certs), "--no-admission-entry-points"],
+            env=env, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    context = ssl.create_default_context(cafile=str(certs / "ca.crt"))
+                    request = urllib.request.Request(f"https://127.0.0.1:{port}/healthz",
+                                                     headers={"User-Agent": "peer/1.0"})
+                    with urllib.request.urlopen(request, timeout=1, context=context) as r:
+                        assert r.read() == b"ok"
+                    break
+                except (OSError, ssl.SSLError):
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+        finally:
+            process.terminate()
+            _, stderr = process.communicate(timeout=10)
+        return stderr
+
+    assert '"GET /healthz HTTP/1.1" 200 peer/1.0' in served("DEBUG")
+    assert '"GET /healthz HTTP/1.1"' not in served(None)
 
 
 def free_port() -> int:

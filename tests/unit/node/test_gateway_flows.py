@@ -73,6 +73,12 @@ def test_host_table_masquerades_only_masquerade_sources_leaving_the_bridge() -> 
             "masquerade") in script
 
 
+def test_host_table_refuses_one_subnet_given_as_a_string() -> None:
+    # a string is an iterable of characters: '1' would otherwise reach ip_network
+    with pytest.raises(TypeError, match="one per IP family"):
+        build_host_table(MASQ, "breth0")
+
+
 def test_host_table_sends_the_hosts_service_traffic_from_its_masquerade_ip() -> None:
     redirects = [ServiceRedirect("tcp", 30080, "10.96.0.5", 80),
                  ServiceRedirect("udp", 30081, "10.96.0.5", 81),
