@@ -6,12 +6,14 @@ prints, at its end:
 - per tier: tests, wall time (setup + call + teardown) and CPU time (this process's threads
   plus the children it reaped: daemons a test started and stopped);
 - the slowest tests, with their setup, call and teardown apart;
-- the slowest fixtures by scope (a cluster shared by a module is set up once; its cost shows
-  here, not in any one test's call);
+- per test module (where clusters are shared): tests and wall time;
+- the slowest fixtures by scope, setup and teardown apart (a cluster shared by a module is
+  set up once; its cost shows here, not in any one test's call);
 - start-ups of what is expensive to start: the callables named in the ini option
   ``ovnk_profile_startups`` (``LABEL = module:Class.method`` or ``module:function``), counted
   with their total time and the tests that caused them;
-- time the test thread slept: in ``wait_until`` between polls of a condition, versus fixed
+- time the test thread slept: between polls of a condition (in the functions named in the
+  ini option ``ovnk_profile_polls``, ``module:function``, e.g. ``wait_until``), versus fixed
   ``time.sleep`` calls, by where they are;
 - external programs the tests ran (``kubectl``, ``ovn-nbctl``, ...), counted.
 
@@ -40,6 +42,7 @@ import pytest
 from ovnk_core.testing import capabilities
 
 STARTUPS_INI = "ovnk_profile_startups"
+POLLS_INI = "ovnk_profile_polls"
 TOP = 25
 
 
@@ -76,6 +79,8 @@ class Profile:
         self.config = config
         self.tests: dict[str, TestTimes] = {}
         self.fixtures: dict[tuple[str, str], list[float]] = defaultdict(list)
+        self.fixture_teardowns: dict[tuple[str, str], list[float]] = defaultdict(list)
+        self._teardown_began: dict[int, float] = {}
         self.startups: dict[str, Startups] = defaultdict(Startups)
         self.polls = 0.0
         self.fixed_sleeps: dict[str, float] = defaultdict(float)
@@ -92,7 +97,12 @@ class Profile:
             label, _, target = (part.strip() for part in line.partition("="))
             if target:
                 self._count_calls(label, target)
-        self._watch_sleep()
+        polls = set()
+        for target in self.config.getini(POLLS_INI):
+            function = _resolve(target.strip())
+            if function is not None:
+                polls.add(function.__code__)
+        self._watch_sleep(frozenset(polls))
         self._watch_programs()
 
     def uninstall(self) -> None:
@@ -105,14 +115,10 @@ class Profile:
         self._undo.append(lambda: setattr(owner, name, original))
 
     def _count_calls(self, label: str, target: str) -> None:
-        module_name, _, path = target.partition(":")
-        try:
-            owner: Any = importlib.import_module(module_name)
-        except ImportError:
+        found = _owner_and_name(target)
+        if found is None:
             return  # a distribution this run does not have
-        *parents, name = path.split(".")
-        for parent in parents:
-            owner = getattr(owner, parent)
+        owner, name = found
         original = getattr(owner, name)
         record = self.startups[label]
 
@@ -128,9 +134,8 @@ class Profile:
 
         self._patch(owner, name, counted)
 
-    def _watch_sleep(self) -> None:
+    def _watch_sleep(self, polls: frozenset[Any]) -> None:
         original = time.sleep
-        waiting = str(Path(__file__).with_name("waiting.py"))
 
         def sleep(seconds: float) -> None:
             if threading.current_thread() is self._main:
@@ -138,11 +143,11 @@ class Profile:
                 # the library's own waits (subprocess's) count where the project called them
                 while caller.f_back is not None and _is_library(caller.f_code.co_filename):
                     caller = caller.f_back
-                where = caller.f_code.co_filename
-                if where == waiting:
+                if caller.f_code in polls:
                     self.polls += seconds
                 else:
-                    self.fixed_sleeps[f"{_short(where)}:{caller.f_lineno}"] += seconds
+                    where = f"{_short(caller.f_code.co_filename)}:{caller.f_lineno}"
+                    self.fixed_sleeps[where] += seconds
             original(seconds)
 
         self._patch(time, "sleep", sleep)
@@ -151,12 +156,7 @@ class Profile:
         original = subprocess.Popen.__init__
 
         def init(popen: Any, args: Any, *rest: Any, **kwargs: Any) -> None:
-            words = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)
-            words = [os.fspath(w) if isinstance(w, os.PathLike) else w for w in words]
-            if words[:3] == ["ip", "netns", "exec"] and len(words) > 4:
-                words = words[4:]
-            program = os.path.basename(str(words[0])).split()[0] if words else "?"
-            self.programs[program] += 1
+            self.programs[program_name(args)] += 1
             original(popen, args, *rest, **kwargs)
 
         self._patch(subprocess.Popen, "__init__", init)
@@ -177,7 +177,18 @@ class Profile:
                              ) -> Generator[None, None, None]:
         began = time.monotonic()
         yield
-        self.fixtures[(fixturedef.argname, fixturedef.scope)].append(time.monotonic() - began)
+        key = (fixturedef.argname, fixturedef.scope)
+        self.fixtures[key].append(time.monotonic() - began)
+        # finalizers run last-added first: this one just before the fixture's own teardown
+        # (those of the fixtures that use it, added later, run before it)
+        fixturedef.addfinalizer(
+            lambda: self._teardown_began.__setitem__(id(fixturedef), time.monotonic()))
+
+    def pytest_fixture_post_finalizer(self, fixturedef: pytest.FixtureDef[Any]) -> None:
+        began = self._teardown_began.pop(id(fixturedef), None)
+        if began is not None:
+            self.fixture_teardowns[(fixturedef.argname, fixturedef.scope)].append(
+                time.monotonic() - began)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         times = self.tests.get(report.nodeid)
@@ -218,10 +229,22 @@ class Profile:
             p = times.phases
             lines.append(f"  {times.wall:7.1f} ({p.get('setup', 0):.1f}/{p.get('call', 0):.1f}/"
                          f"{p.get('teardown', 0):.1f}) {nodeid}")
-        lines += ["", f"slowest {TOP} fixtures (own setup, without the fixtures it uses):"]
-        ranked = sorted(self.fixtures.items(), key=lambda kv: -sum(kv[1]))[:TOP]
-        for (name, scope), spent in ranked:
-            lines.append(f"  {sum(spent):7.1f} s  {len(spent):4d} x {name} ({scope})")
+        modules: dict[str, list[TestTimes]] = defaultdict(list)
+        for nodeid, times in self.tests.items():
+            modules[nodeid.partition("::")[0]].append(times)
+        lines += ["", f"slowest {TOP} modules (tests, wall s):"]
+        for module, tests in sorted(modules.items(),
+                                    key=lambda kv: -sum(t.wall for t in kv[1]))[:TOP]:
+            lines.append(f"  {sum(t.wall for t in tests):7.1f} {len(tests):5d}  {module}")
+        lines += ["", f"slowest {TOP} fixtures (own setup + own teardown s, without the "
+                      "fixtures they use):"]
+        def total(key: tuple[str, str]) -> float:
+            return sum(self.fixtures.get(key, ())) + sum(self.fixture_teardowns.get(key, ()))
+        for name, scope in sorted(self.fixtures, key=lambda key: -total(key))[:TOP]:
+            setups = self.fixtures[(name, scope)]
+            teardown = sum(self.fixture_teardowns.get((name, scope), ()))
+            lines.append(f"  {total((name, scope)):7.1f} s  {len(setups):4d} x {name} ({scope}):"
+                         f" {sum(setups):.1f} + {teardown:.1f}")
         lines += ["", "start-ups:"]
         for label, startups in sorted(self.startups.items()):
             lines.append(f"  {label}: {startups.count} in {startups.seconds:.1f} s")
@@ -242,6 +265,8 @@ class Profile:
                                "outcome": t.outcome} for nodeid, t in self.tests.items()},
             "fixtures": {f"{name} ({scope})": spent
                          for (name, scope), spent in self.fixtures.items()},
+            "fixture_teardowns": {f"{name} ({scope})": spent
+                                  for (name, scope), spent in self.fixture_teardowns.items()},
             "startups": {label: {"count": s.count, "seconds": s.seconds,
                                  "by_test": dict(s.by_test)}
                          for label, s in self.startups.items()},
@@ -249,6 +274,36 @@ class Profile:
             "programs": dict(self.programs),
             "wall": time.monotonic() - self.started, "cpu": _cpu() - self.cpu_started,
         }
+
+
+def program_name(args: Any) -> str:
+    """The program a ``Popen(args)`` runs: its base name, past ``ip netns exec NAME``."""
+    given = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)
+    words: list[str] = [os.fsdecode(w) if isinstance(w, os.PathLike | bytes) else str(w)
+                        for w in given]
+    if words[:3] == ["ip", "netns", "exec"] and len(words) > 4:
+        words = words[4:]
+    first = words[0].split() if words else []
+    return os.path.basename(first[0]) if first else "?"
+
+
+def _owner_and_name(target: str) -> tuple[Any, str] | None:
+    """``module:Class.attr`` -> (``Class``, ``"attr"``); None when the module is missing."""
+    module_name, _, path = target.partition(":")
+    try:
+        owner: Any = importlib.import_module(module_name)
+    except ImportError:
+        return None
+    *parents, name = path.split(".")
+    for parent in parents:
+        owner = getattr(owner, parent)
+    return owner, name
+
+
+def _resolve(target: str) -> Any:
+    """The function ``module:function`` names (None when its module is missing)."""
+    found = _owner_and_name(target)
+    return None if found is None else getattr(*found)
 
 
 _LIBRARY = (os.path.dirname(os.__file__), os.path.dirname(pytest.__file__))

@@ -35,6 +35,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("ovnk_profile_startups", "LABEL = module:attribute lines: callables whose "
                   "calls the test profile counts and times (cluster and daemon start-ups)",
                   type="linelist")
+    parser.addini("ovnk_profile_polls", "module:function lines: the functions whose sleeps "
+                  "the test profile counts as polls of a condition, not fixed sleeps",
+                  type="linelist")
 
 
 def pytest_configure(config: pytest.Config) -> None:
