@@ -165,7 +165,9 @@ class Profile:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, None, None]:
         self.current = item.nodeid
-        tier = next((t for t in capabilities.TIERS if item.get_closest_marker(t)), "unit")
+        # the heaviest tier it is marked with (an e2e test may also need netns)
+        tier = next((t for t in reversed(capabilities.TIERS) if item.get_closest_marker(t)),
+                    "unit")
         times = self.tests.setdefault(item.nodeid, TestTimes(tier))
         before = _cpu()
         yield
