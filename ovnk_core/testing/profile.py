@@ -17,7 +17,9 @@ prints, at its end:
   ``time.sleep`` calls, by where they are;
 - external programs the tests ran (``kubectl``, ``ovn-nbctl``, ...), counted.
 
-``--profile-json=PATH`` also writes the raw numbers (to compare two runs).
+``--profile-json=PATH`` also writes the raw numbers (to compare two runs).  Under
+pytest-xdist (``-n``) only the tests' tiers and phases reach it (from the workers' reports):
+profile a run without ``-n`` to see everything.
 """
 
 from __future__ import annotations
@@ -194,8 +196,10 @@ class Profile:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         times = self.tests.get(report.nodeid)
-        if times is None:
-            return
+        if times is None:  # run by another process (pytest-xdist): its report only
+            tier = next((t for t in reversed(capabilities.TIERS) if t in report.keywords),
+                        "unit")
+            times = self.tests.setdefault(report.nodeid, TestTimes(tier))
         times.phases[report.when] = report.duration
         if report.outcome != "passed" and (report.when == "call" or report.outcome == "failed"):
             times.outcome = report.outcome
