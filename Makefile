@@ -27,11 +27,12 @@ pytest:
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 ## make test-fast: the inner loop, the unit and ovsdb tiers only, in FAST_WORKERS
-## pytest-xdist workers (most of their time is waiting, so more workers than CPUs pay);
-## CI still runs every tier.
+## pytest-xdist workers (most of their time is waiting, so more workers than CPUs pay; the
+## tests that install demo distributions stay together, see xdist_group); CI still runs
+## every tier.
 FAST_WORKERS ?= 4
 test-fast:
-	$(BIN)/pytest -q -n $(FAST_WORKERS) -m "(unit or ovsdb) and not netns and not e2e" $(PYTEST_ARGS)
+	$(BIN)/pytest -q -n $(FAST_WORKERS) --dist loadgroup -m "(unit or ovsdb) and not netns and not e2e" $(PYTEST_ARGS)
 
 ## make test-profile: every tier (or PYTEST_ARGS), then where the time went
 ## (ovnk_core.testing.profile; the raw numbers in .test-profile.json).
