@@ -23,16 +23,27 @@ lint:
 typecheck:
 	$(BIN)/mypy
 
-pytest:
-	$(BIN)/pytest $(PYTEST_ARGS)
-
-## make test-fast: the inner loop, the unit and ovsdb tiers only, in FAST_WORKERS
-## pytest-xdist workers (most of their time is waiting, so more workers than CPUs pay; the
-## tests that install demo distributions stay together, see xdist_group); CI still runs
-## every tier.
+## make pytest: every tier; the unit and ovsdb tiers in FAST_WORKERS pytest-xdist workers
+## (most of their time is waiting, so more workers than CPUs pay; the tests that install
+## demo distributions stay together, see xdist_group), then the netns and e2e tiers in this
+## process (their clusters are measured serially; see the README's Test tiers).  Both parts
+## run even when the first fails.  With PYTEST_ARGS: one plain pytest run of those.
 FAST_WORKERS ?= 4
+FAST_TIERS := (unit or ovsdb) and not netns and not e2e
+XDIST := -n $(FAST_WORKERS) --dist loadgroup
+pytest:
+ifeq ($(strip $(PYTEST_ARGS)),)
+	@status=0; \
+	$(BIN)/pytest $(XDIST) -m "$(FAST_TIERS)" || status=$$?; \
+	$(BIN)/pytest -m "not ($(FAST_TIERS))" || status=$$?; \
+	exit $$status
+else
+	$(BIN)/pytest $(PYTEST_ARGS)
+endif
+
+## make test-fast: the inner loop, the unit and ovsdb tiers only (CI still runs every tier).
 test-fast:
-	$(BIN)/pytest -q -n $(FAST_WORKERS) --dist loadgroup -m "(unit or ovsdb) and not netns and not e2e" $(PYTEST_ARGS)
+	$(BIN)/pytest -q $(XDIST) -m "$(FAST_TIERS)" $(PYTEST_ARGS)
 
 ## make test-profile: every tier (or PYTEST_ARGS), then where the time went
 ## (ovnk_core.testing.profile; the raw numbers in .test-profile.json).
