@@ -2,8 +2,14 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+# A machine whose environment says PYTHONDONTWRITEBYTECODE=1 (this one's does) makes every
+# Python process of a test run (each pytest worker, each process of every local cluster,
+# each CLI call) compile the project's sources again, and pytest rewrite the asserts of
+# every test module again: 2/3 of collecting the tests, ~1/3 of starting a component.
+# Here byte code is written once (__pycache__/, ignored by git) and read from then on.
+unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: bootstrap test test-compat lint typecheck docs pytest run clean
+.PHONY: bootstrap test test-fast test-profile test-compat lint typecheck docs pytest run clean
 
 bootstrap:
 	@VENV=$(VENV) scripts/bootstrap.sh
@@ -21,8 +27,34 @@ typecheck:
 docs:
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
+## make pytest: every tier; the unit and ovsdb tiers in FAST_WORKERS pytest-xdist workers
+## (most of their time is waiting, so more workers than CPUs pay; the tests that install
+## demo distributions stay together, see xdist_group), then the netns and e2e tiers in
+## E2E_WORKERS workers, each module (or class) with its clusters in one worker (their clusters
+## are apart: own directory, netns prefix, ports; E2E_WORKERS=0: in this process).  Both parts
+## run even when the first fails.  With PYTEST_ARGS: one plain pytest run of those.
+FAST_WORKERS ?= 4
+E2E_WORKERS ?= 2
+FAST_TIERS := (unit or ovsdb) and not netns and not e2e
+XDIST := -n $(FAST_WORKERS) --dist loadgroup
 pytest:
+ifeq ($(strip $(PYTEST_ARGS)),)
+	@status=0; \
+	$(BIN)/pytest $(XDIST) -m "$(FAST_TIERS)" || status=$$?; \
+	$(BIN)/pytest -n $(E2E_WORKERS) --dist loadscope -m "not ($(FAST_TIERS))" || status=$$?; \
+	exit $$status
+else
 	$(BIN)/pytest $(PYTEST_ARGS)
+endif
+
+## make test-fast: the inner loop, the unit and ovsdb tiers only (CI still runs every tier).
+test-fast:
+	$(BIN)/pytest -q $(XDIST) -m "$(FAST_TIERS)" $(PYTEST_ARGS)
+
+## make test-profile: every tier (or PYTEST_ARGS), then where the time went
+## (ovnk_core.testing.profile; the raw numbers in .test-profile.json).
+test-profile:
+	$(BIN)/pytest -p ovnk_core.testing.profile --profile-json=.test-profile.json $(PYTEST_ARGS)
 
 ## make test-compat: what must keep working on the host's OVN (Debian 12: 23.03) too: the
 ## NB tier and the Layer3/Layer2 renders and dataplanes (make test runs OVN 26.03).

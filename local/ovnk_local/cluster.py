@@ -91,6 +91,7 @@ from ovnk_local.supervisor import (
     record_ready,
     spawn,
     terminate,
+    terminate_all,
     wait_until,
 )
 
@@ -185,6 +186,14 @@ def refresh(record: ProcessRecord, fresh: ProcessRecord) -> None:
     record.supervised, record.ready_file = True, fresh.ready_file
     record.ready_socket, record.requires = fresh.ready_socket, fresh.requires
     record.bound_to = fresh.bound_to
+
+
+def _by_daemon(names: list[str]) -> list[list[str]]:
+    """``NODE/DAEMON`` names grouped by daemon, in the order each daemon first appears."""
+    stages: dict[str, list[str]] = {}
+    for name in names:
+        stages.setdefault(name.rpartition("/")[2], []).append(name)
+    return list(stages.values())
 
 
 def _free_port() -> int:
@@ -739,15 +748,16 @@ class LocalCluster:
         if supervisor is not None and terminate(supervisor):
             stopped.append(SUPERVISOR)
         state = self.state()  # everything it started before it saw the records unwanted
-        # components first (the kubelet still reaches the node agents), then each node's
-        # daemons in the reverse of their start order, the infrastructure last
+        # components first (the kubelet still reaches the node agents), then the nodes'
+        # daemons in the reverse of their start order, the infrastructure last; the
+        # processes of one stage stop together (every component; each kind of node daemon
+        # on every node at once), so that 'down' takes as long as the slowest of each
         components = [n for n, r in state.processes.items() if r.role == "component"]
         node_daemons = [n for n, r in reversed(state.processes.items()) if r.role == "node"]
-        order = components + node_daemons + [n for n in reversed(INFRA)
-                                             if n in state.processes]
-        for name in order:
-            if terminate(state.processes[name]):
-                stopped.append(name)
+        stages = [components, *_by_daemon(node_daemons),
+                  *([n] for n in reversed(INFRA) if n in state.processes)]
+        for stage in stages:
+            stopped += [r.name for r in terminate_all([state.processes[n] for n in stage])]
         for ready in self.run_dir.glob("*.ready") if self.run_dir.exists() else ():
             ready.unlink()
         self._remove_containers()

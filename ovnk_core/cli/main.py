@@ -29,29 +29,22 @@ to load is reported on stderr and left out, the rest of ``ovnk`` still works.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import select
 import sys
 from collections.abc import Iterable, Sequence
 from importlib.metadata import entry_points
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from ovnk_core.cli import (
-    ENTRY_POINT_GROUP,
-    cluster_manager_cmd,
-    config_cmd,
-    controller_cmd,
-    node_cmd,
-    plugins_cmd,
-    reachability_cmd,
-    show_cmd,
-    version_cmd,
-)
+from ovnk_core.cli import ENTRY_POINT_GROUP
 from ovnk_core.errors import OvnkError
 from ovnk_core.logsetup import setup_logging
 
-SUBCOMMANDS = (plugins_cmd, config_cmd, cluster_manager_cmd, controller_cmd, node_cmd,
-               reachability_cmd, show_cmd, version_cmd)
+# the core's subcommand modules; each one's word is its name without ``_cmd`` (``command_word``)
+SUBCOMMANDS = tuple(f"ovnk_core.cli.{name}" for name in (
+    "plugins_cmd", "config_cmd", "cluster_manager_cmd", "controller_cmd", "node_cmd",
+    "reachability_cmd", "show_cmd", "version_cmd"))
 
 READER_GONE_EXIT = 1
 """The exit code when the reader of standard output went away (Python's own on EPIPE)."""
@@ -61,10 +54,35 @@ class Subcommand(Protocol):
     def register(self, subparsers: Any) -> None: ...
 
 
-def subcommands() -> list[Subcommand]:
-    """The core's subcommands, then those of the ``ovnk.cli`` entry points (by name)."""
-    found: list[Subcommand] = list(SUBCOMMANDS)
-    for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+def command_word(module_name: str) -> str:
+    """The subcommand of a core subcommand module (``ovnk_core.cli.show_cmd``: ``show``)."""
+    return module_name.rsplit(".", 1)[-1].removesuffix("_cmd").replace("_", "-")
+
+
+def subcommands(only: str | None = None) -> list[Subcommand]:
+    """The core's subcommands, then those of the ``ovnk.cli`` entry points (by name).
+
+    ``only``: when a core module or an entry point (by its name) is that subcommand, it
+    alone: a process that runs one subcommand (every component of a cluster) imports no
+    other's code, and starts faster."""
+    core = [name for name in SUBCOMMANDS if command_word(name) == only]
+    if core:
+        return [cast(Subcommand, importlib.import_module(core[0]))]
+    entries = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+    if only is not None and any(entry.name == only for entry in entries):
+        alone = _load([entry for entry in entries if entry.name == only])
+        if alone:
+            return alone
+    found: list[Subcommand] = [cast(Subcommand, importlib.import_module(name))
+                               for name in SUBCOMMANDS]
+    return found + _load(entries)
+
+
+def _load(entries: Iterable[Any]) -> list[Subcommand]:
+    """The subcommands of ``entries`` that load and have ``register`` (the others are
+    reported on stderr and left out)."""
+    found: list[Subcommand] = []
+    for entry in entries:
         try:
             loaded = entry.load()
         except Exception as exc:  # one broken distribution must not take every command down
@@ -111,10 +129,10 @@ def split_command(argv: Sequence[str], paths: Iterable[Sequence[str]] = (),
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    commands = subcommands()
+    words = list(sys.argv[1:] if argv is None else argv)
+    commands = subcommands(words[0] if words and not words[0].startswith("-") else None)
     parser = build_parser(commands)
-    own, command = split_command(sys.argv[1:] if argv is None else argv,
-                                 takes_a_command(commands))
+    own, command = split_command(words, takes_a_command(commands))
     args = parser.parse_args(own)
     if command is not None:
         args.exec_command = [*args.exec_command, *command]

@@ -30,6 +30,17 @@ from ovnk_core.testing.ovsdb_fixtures import (  # noqa: F401
 )
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    # read by the profile (``ovnk_core.testing.profile``), declared here so that a run
+    # without it accepts the project's configuration of it
+    parser.addini("ovnk_profile_startups", "LABEL = module:attribute lines: callables whose "
+                  "calls the test profile counts and times (cluster and daemon start-ups)",
+                  type="linelist")
+    parser.addini("ovnk_profile_polls", "module:function lines: the functions whose sleeps "
+                  "the test profile counts as polls of a condition, not fixed sleeps",
+                  type="linelist")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # the OVN tiers run the OVN upstream runs unless OVNK_OVN names another (system: the host's)
     use_development_default()

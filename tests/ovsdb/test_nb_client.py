@@ -87,6 +87,10 @@ def test_reconnect_after_restart_resyncs_indexes(tmp_path: Path) -> None:
 def test_raft_cluster_leader_only_and_failover(tmp_path: Path) -> None:
     members = start_raft_cluster("nb", tmp_path, schema("ovn-nb"), size=3)
     try:
+        # every member joined (a leader at once is the first member alone): failing over
+        # before the third joined would leave one of two, no majority to elect a leader
+        wait_until(lambda: all("Status: cluster member" in cluster_status(m) for m in members),
+                   what="every member has joined the RAFT cluster")
         wait_until(lambda: any("Role: leader" in cluster_status(m) for m in members))
         client = NbClient([m.remote for m in members], timeout=30).start()
         with NbWriter([m.remote for m in members], timeout=30).start() as writer:

@@ -313,6 +313,10 @@ def test_ssl_remote_is_refused_with_the_reason(tmp_path: Path) -> None:
 def test_raft_cluster_leader_only_and_failover(tmp_path: Path) -> None:
     members = start_raft_cluster("nb", tmp_path, schema("ovn-nb"), size=3)
     try:
+        # every member joined (a leader at once is the first member alone): failing over
+        # before the third joined would leave one of two, no majority to elect a leader
+        wait_until(lambda: all("Status: cluster member" in cluster_status(m) for m in members),
+                   what="every member has joined the RAFT cluster")
         wait_until(lambda: any("Role: leader" in cluster_status(m) for m in members))
         # The leader is last in the list: the writer must skip the followers.
         leader = raft_leader(members)

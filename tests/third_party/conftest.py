@@ -70,3 +70,12 @@ def on_sys_path(third_party_sites: dict[str, Path], monkeypatch: pytest.MonkeyPa
     yield add
     for module in [m for m in sys.modules if m.split(".")[0] in added]:
         del sys.modules[module]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make test-fast``) one worker runs every test of this folder, so
+    ``third_party_sites`` is installed once."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.xdist_group("third-party-dists"))

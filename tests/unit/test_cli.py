@@ -670,8 +670,8 @@ def test_without_other_distributions_the_core_cli_has_its_own_subcommands(
     parser = build_parser()
     (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     assert set(subparsers.choices) == {
-        getattr(module, "__name__", "").rsplit(".", 1)[-1].removesuffix("_cmd")
-        .replace("_", "-") for module in cli_main.SUBCOMMANDS}
+        name.rsplit(".", 1)[-1].removesuffix("_cmd").replace("_", "-")
+        for name in cli_main.SUBCOMMANDS}
 
 
 def test_local_exec_keeps_the_commands_options(capsys: pytest.CaptureFixture[str],

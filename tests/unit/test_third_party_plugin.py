@@ -24,6 +24,9 @@ from typing import Any
 
 import pytest
 
+# under pytest-xdist (make test-fast) one worker runs them all: ``sites`` is built once
+pytestmark = pytest.mark.xdist_group("third-party-plugin")
+
 EVPN_VERSION = "0.3.1"
 
 EVPN_PYPROJECT = f"""

@@ -16,13 +16,28 @@ as the real server does.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from ovnk_local.apiserver.errors import bad_request
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 
 def _has_surrogate(text: str) -> bool:
-    return any(0xD800 <= ord(char) <= 0xDFFF for char in text)
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def _holds_no_surrogate(value: Any) -> bool:
+    """Quickly: ``value`` holds no surrogate at all (UTF-8 encodes every string of it; an
+    unpaired surrogate cannot be encoded).  False also when unsure (then the walk decides);
+    every request body is checked, so the common case must not walk it in Python."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def _first_surrogate(text: str) -> str:
@@ -51,6 +66,8 @@ def unpaired_surrogate(value: Any, path: str = "") -> tuple[str, str] | None:
 
 def check_unicode(value: Any, what: str = "request body") -> None:
     """Raise 400 BadRequest when ``value`` (a decoded body) holds an unpaired surrogate."""
+    if _holds_no_surrogate(value):
+        return
     found = unpaired_surrogate(value)
     if found is None:
         return
