@@ -13,10 +13,8 @@ The rules: ``docs/testing.md``.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,17 +23,14 @@ from typing import Any
 
 import pytest
 
+from ovnk_core.testing.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 900  # seconds for every block together; they wait on conditions, not sleeps
 
 
 def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "scripts" / f"{name}.py")
 
 
 ex = _load("docs_examples")

@@ -9,25 +9,19 @@ included from files a test applies.
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from ovnk_core.testing.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _examples() -> ModuleType:
-    path = ROOT / "scripts" / "docs_examples.py"
-    spec = importlib.util.spec_from_file_location("docs_examples", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "scripts" / "docs_examples.py")
 
 
 ex = _examples()

@@ -4,10 +4,8 @@ the special types, and refusals of malformed bodies."""
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import struct
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,8 @@ from ovnk_local.apiserver import protobuf_types as types
 from ovnk_local.apiserver import protowire as wire
 from ovnk_local.apiserver.builtins import builtin_types
 from ovnk_local.apiserver.protobuf import InvalidUtf8, ProtobufError
+
+from ovnk_core.testing.scripts import load_script
 
 FIXTURES = Path(__file__).parent / "data" / "k8s-v1.36.0"
 FIXTURE_NAMES = sorted(p.stem for p in FIXTURES.glob("*.pb"))
@@ -302,13 +302,7 @@ def test_watch_frames_are_length_prefixed_watch_events() -> None:
 
 
 def _generator() -> Any:
-    path = Path(__file__).parents[3] / "scripts" / "k8s_proto_schema.py"
-    spec = importlib.util.spec_from_file_location("k8s_proto_schema", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script(Path(__file__).parents[3] / "scripts" / "k8s_proto_schema.py")
 
 
 def test_the_schema_generator_reads_proto_fields_and_go_tags() -> None:
