@@ -5,15 +5,16 @@ what an older OVN (Debian 12's 23.03, NB schema 7.0.0) can do elsewhere.  Every 
 reads an ``NbCapabilities``, made here from the schema the server sent (the writer's
 ``get_schema``), never from the version of the programs on this machine:
 
-* ``acl_tier``: ``ACL.tier`` exists (OVN 23.06+).  Upstream gives UDN isolation tier 0 and
-  network policy tier 2; without the column every ACL is evaluated as tier 0.
+* ``acl_tier``: ``ACL.tier`` exists (OVN 23.06+).  Upstream puts the ACLs that keep networks
+  apart in tier 0 and network policy in tier 2; without the column every ACL is evaluated as
+  tier 0.
 * ``nat_match``: ``NAT.match`` exists (OVN 23.09+).  Upstream's management-port SNAT of a
   primary UDN (``eth.dst == <mgmt MAC>``) needs it; without it the row is not rendered.
 * ``router_peering``: a distributed router's port may peer a gateway router's directly
   (OVN's transit routers, 25.09).  No column says so, so it is read from the schema
   version: the first one this was verified on (``ROUTER_PEERING_SCHEMA``, OVN 26.03's),
-  below it the Layer2 transit router meets the gateway routers on a ``<P>join`` switch,
-  which every OVN forwards.
+  below it a primary network's transit router meets the gateway routers on a ``<P>join``
+  switch, which every OVN forwards.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # the NB schema of OVN 26.03.1, where the direct transit-router <-> gateway-router link is
-# proven (tests/e2e/test_layer2_dataplane.py); OVN 25.09 introduced it, unverified here
+# proven by real packets (the e2e tier); OVN 25.09 introduced it, unverified here
 ROUTER_PEERING_SCHEMA = (7, 18, 0)
 
 
