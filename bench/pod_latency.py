@@ -86,6 +86,7 @@ class MemoryGuard:
         self.tripped = ""
         self._stop = threading.Event()
         self._lock = threading.Lock()
+        self._previous_handler = signal.getsignal(signal.SIGINT)
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> MemoryGuard:
@@ -93,6 +94,9 @@ class MemoryGuard:
         if left < self.minimum:  # too little already: nothing is started
             self._trip(left)
             raise KeyboardInterrupt
+        # the interrupt runs the SIGINT handler: make it the one that raises
+        # KeyboardInterrupt while guarded (something may have installed another)
+        self._previous_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
         self._thread.start()
         return self
 
@@ -103,6 +107,7 @@ class MemoryGuard:
     def __exit__(self, *exc: object) -> None:
         with self._lock:  # no interrupt once the guarded block is left
             self._stop.set()
+        signal.signal(signal.SIGINT, self._previous_handler)
 
     def _run(self) -> None:
         while not self._stop.wait(1.0):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import signal
 import sys
 import threading
 import time
@@ -124,12 +125,22 @@ def test_memory_guard_interrupts_a_run_when_memory_falls_during_it(
     started = threading.Event()  # the run has started: memory falls from then on
     monkeypatch.setattr(pod_latency, "available_memory",
                         lambda: 2**30 if started.is_set() else 8 * 2**30)
-    guard = pod_latency.MemoryGuard(4 * 2**30)
-    with pytest.raises(KeyboardInterrupt):
-        with guard:
-            started.set()
-            for _ in range(100):  # the run: the guard interrupts it within a poll or two
-                time.sleep(0.1)
+    # someone else's SIGINT handler (a component's graceful stop) must not swallow the
+    # guard's interrupt, and is back once the guarded block is left
+    def elsewhere(_signum: int, _frame: object) -> None:
+        return None
+
+    previous = signal.signal(signal.SIGINT, elsewhere)
+    try:
+        guard = pod_latency.MemoryGuard(4 * 2**30)
+        with pytest.raises(KeyboardInterrupt):
+            with guard:
+                started.set()
+                for _ in range(100):  # the run: the guard interrupts it within a poll or two
+                    time.sleep(0.1)
+        assert signal.getsignal(signal.SIGINT) is elsewhere
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert "1.0 GiB of memory left (minimum 4.0 GiB" in guard.tripped
 
 

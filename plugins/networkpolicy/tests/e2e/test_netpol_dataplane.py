@@ -117,9 +117,10 @@ def test_deny_all_then_allow_one_client(cluster: LocalCluster, namespace: str) -
     wait_until(lambda: curl(cluster, namespace, "allowed", url).returncode == TIMED_OUT and
                curl(cluster, namespace, "other", url).returncode == TIMED_OUT,
                timeout=60, what="everything dropped by deny-all")
-    # upstream's tier for NetworkPolicy (2), where the NB has tiers (OVN 26.03 does)
+    # upstream's tier for NetworkPolicy (2), where the NB has tiers (OVN 26.03 does): here
+    # on the namespace's default-deny ACLs (deny-all has no rules of its own)
     acls = [acl for acl in read_rows(f"unix:{cluster.nb_socket}", "ACL")
-            if dict(acl.external_ids).get("k8s.ovn.org/owner-type") == "NetworkPolicy"]
+            if dict(acl.external_ids).get("k8s.ovn.org/owner-type") == "NetpolNamespace"]
     assert acls
     if hasattr(acls[0], "tier"):
         assert {acl.tier for acl in acls} == {2}
