@@ -102,8 +102,11 @@ def build_view(nb: NbClient, network: str, default_topology: str = "") -> Networ
             if router.options.get("chassis") else "distributed router"
         device = DeviceView("router", router.name, detail)
         for lrp in sorted(router.ports, key=lambda p: p.name):
+            # a switch's router port, or a router port peered straight to another router's
+            peer = switch_of_lrp.get(lrp.name, "") or \
+                router_of_lrp.get(next(iter(lrp.peer or ()), ""), "")
             device.ports.append(PortView(lrp.name, f"{lrp.mac} {' '.join(lrp.networks)}",
-                                         switch_of_lrp.get(lrp.name, "")))
+                                         peer))
         for route in sorted(router.static_routes, key=lambda r: (r.ip_prefix, r.nexthop)):
             policy = " (src-ip)" if "src-ip" in (route.policy or []) else ""
             out = f" out {route.output_port[0]}" if route.output_port else ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from ovnk_core.inspect.network_view import build_view, render_dot, render_tree, 
 from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.ovn.declarative import apply
+from ovnk_core.ovn.install import command
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.render_state import GatewayConfig, NetworkState, NodeState, PodAttachment
@@ -72,6 +74,24 @@ def test_dot_is_a_graph_of_routers_and_switches(blue_nb: NbClient) -> None:
     assert '"blue_blue.network_ovn_cluster_router" [shape=box];' in dot
     assert '"blue_blue.network_join" -- "blue_blue.network_ovn_cluster_router";' in dot
     assert '"GR_blue_blue.network_ovn-worker" -- "ext_blue_blue.network_ovn-worker";' in dot
+
+
+def test_routers_peered_directly_are_linked(nb_writer: NbWriter) -> None:
+    # as a primary Layer2 network's transit router and gateway routers are where OVN
+    # peers them (no switch between)
+    render_blue(nb_writer)
+    nbctl = command("ovn-nbctl", f"--db={nb_writer.remote}")
+    subprocess.run([*nbctl, "lrp-add", "blue_blue.network_ovn_cluster_router", "rtotr-x",
+                    "0a:58:64:58:00:01", "100.88.0.1/16", "peer=trtor-x", "--", "lrp-add",
+                    "GR_blue_blue.network_ovn-worker", "trtor-x", "0a:58:64:58:00:02",
+                    "100.88.0.2/16", "peer=rtotr-x"], check=True)
+    with NbClient([nb_writer.remote]).start() as reader:
+        view = build_view(reader, "blue_blue-network")
+    dot = render_dot(view)
+    assert ('"GR_blue_blue.network_ovn-worker" -- "blue_blue.network_ovn_cluster_router";'
+            in dot)
+    assert "│  ├─ port rtotr-x  0a:58:64:58:00:01 100.88.0.1/16  ↔ " \
+           "GR_blue_blue.network_ovn-worker" in render_tree(view).splitlines()
 
 
 def test_unknown_network_lists_the_rendered_ones(blue_nb: NbClient) -> None:
