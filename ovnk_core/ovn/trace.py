@@ -92,4 +92,7 @@ def trace(sb_remote: str, datapath: str, flow: str, ct: str | None = None,
     if not any(line.startswith("# ") for line in proc.stdout.splitlines()):
         detail = (proc.stdout + proc.stderr).strip() or "no output"
         raise TraceError(f"ovn-trace {datapath} failed: {detail}")
-    return TraceResult(datapath, flow, proc.stdout, tuple(_OUTPUT.findall(proc.stdout)))
+    # each port once: OVN 26.03's trace also shows the ARP/ND a router sends out of the
+    # port the packet leaves by while the next hop's MAC is not known yet
+    return TraceResult(datapath, flow, proc.stdout,
+                       tuple(dict.fromkeys(_OUTPUT.findall(proc.stdout))))
