@@ -59,7 +59,8 @@ test-profile:
 ## make test-compat: what must keep working on the host's OVN (Debian 12: 23.03) too: the
 ## NB tier and the Layer3/Layer2 renders and dataplanes (make test runs OVN 26.03).
 COMPAT_TESTS ?= tests/ovsdb plugins/layer2/tests plugins/layer3/tests \
-	tests/e2e/test_isolation_ovn.py tests/e2e/test_dataplane.py tests/e2e/test_layer2_dataplane.py
+	tests/e2e/test_isolation_ovn.py tests/e2e/test_dataplane.py tests/e2e/test_layer2_dataplane.py \
+	tests/e2e/test_dual_stack_dataplane.py
 test-compat: bootstrap
 	OVNK_OVN=system $(BIN)/pytest $(PYTEST_ARGS) $(COMPAT_TESTS)
 
