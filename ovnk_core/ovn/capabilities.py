@@ -14,7 +14,8 @@ reads an ``NbCapabilities``, made here from the schema the server sent (the writ
   (OVN's transit routers, 25.09).  No column says so, so it is read from the schema
   version: the first one this was verified on (``ROUTER_PEERING_SCHEMA``, OVN 26.03's),
   below it a primary network's transit router meets the gateway routers on a ``<P>join``
-  switch, which every OVN forwards.
+  switch, which every OVN forwards.  (Across chassis the peered port must be a distributed
+  gateway port on the gateway router's chassis: ``ovnk_layer2.primary``.)
 """
 
 from __future__ import annotations

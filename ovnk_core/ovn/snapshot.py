@@ -24,7 +24,8 @@ RUNTIME_COLUMNS = frozenset({"up", "dynamic_addresses", "status"})
 
 OWNED_TABLES = ("Logical_Router", "Logical_Router_Port", "Logical_Router_Static_Route",
                 "Logical_Router_Policy", "NAT", "Logical_Switch", "Logical_Switch_Port", "ACL",
-                "Address_Set", "Port_Group", "Load_Balancer", "Load_Balancer_Group")
+                "Address_Set", "Port_Group", "Load_Balancer", "Load_Balancer_Group",
+                "Gateway_Chassis")
 
 
 def _plain(value: Any, refs: Any) -> Any:

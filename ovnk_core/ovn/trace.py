@@ -75,12 +75,26 @@ def packet_flow(inport: str, src_mac: str, dst_mac: str, src_ip: str, dst_ip: st
 def trace(sb_remote: str, datapath: str, flow: str, ct: str | None = None,
           lb_dst: str | None = None, timeout: float = 30.0) -> TraceResult:
     """Trace ``flow`` entering ``datapath``; return the logical ports it is output to."""
-    args = command("ovn-trace", f"--db={sb_remote}", "--minimal")
-    if ct:
-        args.append(f"--ct={ct}")
+    options = [f"--ct={ct}"] if ct else []
     if lb_dst:
-        args.append(f"--lb-dst={lb_dst}")
-    args += [datapath, flow]
+        options.append(f"--lb-dst={lb_dst}")
+    text = _run_trace(sb_remote, datapath, flow, ["--minimal", *options], timeout)
+    # each port once: OVN 26.03's trace also shows the ARP/ND a router sends out of the
+    # port the packet leaves by while the next hop's MAC is not known yet
+    return TraceResult(datapath, flow, text, tuple(dict.fromkeys(_OUTPUT.findall(text))))
+
+
+def trace_path(sb_remote: str, datapath: str, flow: str, timeout: float = 30.0) -> str:
+    """The ``--summary`` trace of ``flow`` entering ``datapath``: the way it takes, one
+    ``ingress(dp="<datapath>", inport="<port>")`` block per datapath it enters, and
+    ``outport = "cr-<port>"`` where it is redirected to a distributed gateway port's
+    chassis (which ``--minimal`` does not show)."""
+    return _run_trace(sb_remote, datapath, flow, ["--summary"], timeout)
+
+
+def _run_trace(sb_remote: str, datapath: str, flow: str, options: list[str],
+               timeout: float) -> str:
+    args = command("ovn-trace", f"--db={sb_remote}", *options, datapath, flow)
     try:
         proc = subprocess.run(args, check=True, capture_output=True, text=True, timeout=timeout)
     except subprocess.CalledProcessError as exc:
@@ -92,7 +106,4 @@ def trace(sb_remote: str, datapath: str, flow: str, ct: str | None = None,
     if not any(line.startswith("# ") for line in proc.stdout.splitlines()):
         detail = (proc.stdout + proc.stderr).strip() or "no output"
         raise TraceError(f"ovn-trace {datapath} failed: {detail}")
-    # each port once: OVN 26.03's trace also shows the ARP/ND a router sends out of the
-    # port the packet leaves by while the next hop's MAC is not known yet
-    return TraceResult(datapath, flow, proc.stdout,
-                       tuple(dict.fromkeys(_OUTPUT.findall(proc.stdout))))
+    return proc.stdout

@@ -34,8 +34,6 @@ from ovnk_local.testing.dataplane import (
     wait_pods_ready,
 )
 
-from ovnk_core.ovn.capabilities import of_writer
-from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.testing.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.netns]
@@ -268,16 +266,6 @@ def check_default_address_closed(cluster: LocalCluster, version: int) -> None:
                 url(own, 8080)) == "blue-1"
 
 
-
-def peered(cluster: LocalCluster) -> bool:
-    """The cluster's NB has transit routers peered straight to gateway routers (26.03)."""
-    writer = NbWriter([f"unix:{cluster.nb_socket}"], timeout=30).start()
-    try:
-        return of_writer(writer).router_peering
-    finally:
-        writer.stop()
-
-
 class TestDualStack:
     """``ovnk local up --ip-family dual``."""
 
@@ -310,8 +298,7 @@ class TestDualStack:
 
     def test_cluster_ips_and_node_ports_answer_on_both_families(
             self, dual: LocalCluster) -> None:
-        # teal (Layer2) on its own below: a known defect on an OVN with transit routers
-        check_services_answer(dual, ("plain", "blue") if peered(dual) else tuple(NODE_PORTS))
+        check_services_answer(dual, ("plain", "blue"))  # teal (Layer2): its own test below
         # the node's own processes reach a default-network ClusterIP over IPv6, and NodePorts
         # on its IPv6 address (a UDN's too: through that network's gateway router)
         host = dual.dataplane.node_netns("ovn-worker")
@@ -323,14 +310,9 @@ class TestDualStack:
                 f"{namespace}-1", f"{namespace}-2"}, namespace
 
     def test_a_layer2_node_port_reaches_backends_on_every_node(
-            self, dual: LocalCluster, request: pytest.FixtureRequest) -> None:
-        if peered(dual):
-            # Known defect: with the transit router peered straight to the gateway routers
-            # (OVN 26.03), a Layer2 NodePort from outside reaches the backend on its own
-            # node only, not the one on the other node. Strict: this fails once it works.
-            request.applymarker(pytest.mark.xfail(strict=True, reason=(
-                "Layer2 NodePort to a backend on another node through the peered transit "
-                "router (OVN 26.03)")))
+            self, dual: LocalCluster) -> None:
+        # the backend on the other node answers the entry node's gateway router: on an OVN
+        # where the transit router peers it (26.03), through trtor-'s chassis-redirect port
         check_services_answer(dual, ("teal",))
 
     def test_a_udn_pods_default_ipv6_address_is_closed_but_to_its_kubelet(

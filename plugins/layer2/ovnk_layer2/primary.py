@@ -35,6 +35,17 @@ be shared by every node on the one switch:
   distributed router straight into a gateway router ("can only be connected to a
   distributed router via a switch", ovn-nb(5)).  On 26.03 ``trtor-``/``rtotr-`` peer
   directly, as upstream; the router ports have upstream's names and addresses on both.
+* with that peering, each ``trtor-GR_<P><node>`` is a distributed gateway port on its
+  node's chassis (a ``Gateway_Chassis`` ``trtor-GR_<P><node>-<chassis>``, priority 1, as
+  upstream pins a node's router ports).  The transit router is distributed, so what it
+  routes is routed on the chassis the packet came from; a gateway router exists on its
+  own chassis only, and OVN carries nothing between chassis over a router-to-router
+  patch.  Upstream never needs it: one zone per node, its transit router holds one
+  local ``trtor-`` (the peered one) and, for every other node, a remote one with
+  ``requested-chassis`` (a remote chassis only), which tunnels.  Here, without it, a
+  NodePort's backend on another node answers the entry node's gateway router
+  (``lb_force_snat_ip``) into a datapath its chassis does not have, and the reply is
+  lost; the chassis-redirect port (``cr-trtor-...``) takes it there.
 * the transit router's switch port has no ``gateway_chassis`` (upstream pins it to
   the zone's chassis; with several nodes that would send every node's traffic
   through one) and the gateway routers no ``Static_MAC_Binding`` rows (that table
@@ -240,6 +251,13 @@ def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
                     "peer": [rtotr] if peering else []},
                    links=(Link(tr_ref, "ports"),)),
     ]
+    if peering:  # the transit router reaches this node's gateway router on its chassis only
+        rows.append(DesiredRow(
+            "Gateway_Chassis", ids("TransitRouterToRouterGatewayChassis", gr_name),
+            {"name": f"{trtor}-{node.chassis_id}", "chassis_name": node.chassis_id,
+             "priority": 1},
+            links=(Link(Ref.to("Logical_Router_Port",
+                               ids("TransitRouterToRouterPort", gr_name)), "gateway_chassis"),)))
     if not peering:  # the pair meets on the network's join switch (see the module docstring)
         rows += [
             DesiredRow("Logical_Switch_Port", ids("JoinToRouterPort", gr_name),

@@ -15,7 +15,7 @@ from ovnk_core.networks.addressing import mac_from_ip
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.networks.port_names import pod_port_name
 from ovnk_core.ovn.declarative import apply, apply_many
-from ovnk_core.ovn.trace import TraceResult, packet_flow, trace, wait_for_sb
+from ovnk_core.ovn.trace import TraceResult, packet_flow, trace, trace_path, wait_for_sb
 from ovnk_core.ovn.writer import NbWriter
 from ovnk_core.render_state import GatewayConfig, NetworkState, NodeState, PodAttachment
 from ovnk_core.testing.configs import udn_config
@@ -258,6 +258,45 @@ def test_primary_pods_reach_each_other_and_leave_through_their_own_node(
     out_c = trace_out(ovn_stack, teal, c, "8.8.8.8")
     assert out_c.snat_ips == ("169.254.0.13",) and out_c.outputs == (
         "breth0_ns2_teal_ovn-worker2",)
+
+
+def test_a_reply_to_another_nodes_gateway_router_is_redirected_to_its_chassis(
+        ovn_stack: OvnStack) -> None:
+    """A NodePort's backend on another node answers the entry node's gateway router (its
+    ``lb_force_snat_ip``, the join address).  The transit router is distributed: the reply
+    is routed on the backend's chassis, while the gateway router exists on its own node's
+    chassis only, and OVN carries nothing between chassis over a router-to-router patch.
+    So on an OVN where they peer, each ``trtor-`` port is a distributed gateway port on its
+    gateway router's chassis (upstream's ``Gateway_Chassis`` row, ``<port>-<chassis>``), and
+    the reply goes through its chassis-redirect port; on 23.03 the join switch carries it."""
+    blue = primary("ns1_blue", network_id=2)
+    b = primary_pod(blue, "b", NODES[1], "10.200.0.4", 11)
+    with NbWriter([ovn_stack.nb.remote]).start() as nb:
+        render_primary(nb, blue, [b])
+        wait_for_sb(nb.remote)
+        peering = nb.capabilities.router_peering
+    remote = ovn_stack.nb.remote
+    chassis = {row.uuid: row for row in read_rows(remote, "Gateway_Chassis")}
+    pinned = {port.name: [(chassis[ref.uuid].name, chassis[ref.uuid].chassis_name,
+                           chassis[ref.uuid].priority) for ref in port.gateway_chassis]
+              for port in read_rows(remote, "Logical_Router_Port")
+              if port.name.startswith("trtor-")}
+    reply = trace_path(ovn_stack.sb.remote, switch_name(blue.netinfo), packet_flow(
+        pod_port_name(b.nad_key, b.namespace, b.name), b.mac, mac_from_ip("10.200.0.1"),
+        "10.200.0.4", "100.65.0.2", "tcp", 40000))  # to GR_ns1_blue_ovn-worker's join IP
+    assert 'ingress(dp="GR_ns1_blue_ovn-worker", inport="rtotr-GR_ns1_blue_ovn-worker")' \
+        in reply
+    if peering:
+        assert pinned == {
+            "trtor-GR_ns1_blue_ovn-worker": [
+                ("trtor-GR_ns1_blue_ovn-worker-chassis-1", "chassis-1", 1)],
+            "trtor-GR_ns1_blue_ovn-worker2": [
+                ("trtor-GR_ns1_blue_ovn-worker2-chassis-2", "chassis-2", 1)]}
+        assert 'outport = "cr-trtor-GR_ns1_blue_ovn-worker"' in reply
+    else:
+        assert pinned == {"trtor-GR_ns1_blue_ovn-worker": [],
+                          "trtor-GR_ns1_blue_ovn-worker2": []}
+        assert 'ingress(dp="ns1_blue_join"' in reply
 
 
 def test_a_dual_stack_primary_network_renders_both_families(ovn_stack: OvnStack) -> None:
