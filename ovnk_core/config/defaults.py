@@ -1,6 +1,8 @@
 """The bundled plugins the default configuration names — the only place the core does.
 
-Upstream switches UDN isolation and the EndpointSlice mirror with
+Upstream always runs NetworkPolicy, on the default network and every network (it has no
+flag to turn it off): that feature plugin is on by default, and ``--disable-feature``
+turns it off as it turns off any other.  Upstream switches UDN isolation and the EndpointSlice mirror with
 ``--enable-network-segmentation`` and dynamic allocation with
 ``--enable-dynamic-udn-allocation``; those flags enable the feature plugins
 listed here.  The default network is rendered by the topology named by
@@ -9,6 +11,9 @@ bundled plugin (``tests/unit/test_core_names_no_plugin.py`` checks it).
 """
 
 from __future__ import annotations
+
+DEFAULT_FEATURES = ("networkpolicy",)
+"""Feature plugins on unless ``--disable-feature`` names them, listed first."""
 
 SEGMENTATION_FEATURES = ("isolation", "mirror")
 """Feature plugins ``--enable-network-segmentation`` enables."""

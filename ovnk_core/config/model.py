@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ovnk_core.config.defaults import FEATURES_BY_FLAG
+from ovnk_core.config.defaults import DEFAULT_FEATURES, FEATURES_BY_FLAG
 from ovnk_core.config.values import ClusterSubnet, IPNetwork
 
 # Per-network masquerade IPs start after 10 reserved offsets and use two
@@ -58,10 +58,11 @@ class Config:
 
     @property
     def enabled_features(self) -> tuple[str, ...]:
-        """Feature plugins to load, in a stable order: those the feature flags that are on
-        enable (``config.defaults.FEATURES_BY_FLAG``), then ``--enable-feature``'s, less
+        """Feature plugins to load, in a stable order: those on by default
+        (``config.defaults.DEFAULT_FEATURES``), those the feature flags that are on enable
+        (``config.defaults.FEATURES_BY_FLAG``), then ``--enable-feature``'s, less
         ``--disable-feature``'s."""
-        wanted: list[str] = []
+        wanted: list[str] = list(DEFAULT_FEATURES)
         for flag, features in FEATURES_BY_FLAG.items():
             if getattr(self, flag):
                 wanted.extend(features)

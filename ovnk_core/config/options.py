@@ -62,7 +62,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("enable-feature", "extra_features", values.parse_str_list, (),
            "Comma-separated extra feature plugins to enable (entry points in ovnk.features)."),
     Option("disable-feature", "disabled_features", values.parse_str_list, (),
-           "Comma-separated feature plugins to keep off even when their flag enables them."),
+           "Comma-separated feature plugins to keep off even when they are on by default "
+           f"({', '.join(defaults.DEFAULT_FEATURES)}) or their flag enables them."),
     Option("topologies", "topologies", values.parse_str_list, (),
            "Comma-separated topology plugins to load (entry points in ovnk.topologies). "
            "Empty: every installed topology."),

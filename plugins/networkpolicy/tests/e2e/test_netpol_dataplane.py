@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from ovnk_local.cluster import LocalCluster
-from ovnk_local.settings import ComponentSettings
 from ovnk_local.testing.dataplane import kubectl, require_dataplane
 
 from ovnk_core.testing.ovsdb_fixtures import read_rows
@@ -61,8 +60,7 @@ def policy(namespace: str, name: str, ingress: list[dict[str, Any]]) -> dict[str
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     require_dataplane()
     local = LocalCluster(tmp_path_factory.mktemp("netpol") / ".ovnk")
-    local.up(nodes=2, timeout=90, dataplane=True, settings=ComponentSettings(
-        given={"extra_features": "networkpolicy"}))
+    local.up(nodes=2, timeout=90, dataplane=True)  # NetworkPolicy is on by default
     try:
         apply(local, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "np"}},
               {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": UDN_NAMESPACE,
