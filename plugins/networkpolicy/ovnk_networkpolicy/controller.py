@@ -12,6 +12,10 @@ caches, builds the rows (``rows``) and converges its owners (``ids``) in one tra
 ``network:<name>``           the rows upstream keeps on every network
 ``nodes:<network>``          the ``NetpolNode`` ACLs on the network's node switches
 
+Events enqueue by index (``selector_registry``): a pod event only the sets and named-port
+policies whose selectors select the pod, a namespace event only those whose namespace
+selector's verdict on it changed (and its own policies when its ACL logging changed).
+
 A policy that cannot be rendered (``PolicyError``) gets a Warning event
 (``ErrorAddingResource``, as upstream's retry framework names a failed add) and keeps
 whatever rows it had; every other policy is unaffected.  Which network a namespace's pods
@@ -54,7 +58,7 @@ from ovnk_networkpolicy.peers import (
     resolve_named_ports,
 )
 from ovnk_networkpolicy.pod_facts import pod_facts
-from ovnk_networkpolicy.policy_spec import INGRESS, Policy, PolicyError, parse_policy
+from ovnk_networkpolicy.policy_spec import Policy, PolicyError, parse_policy
 from ovnk_networkpolicy.rows import (
     NetworkScope,
     build_address_set_rows,
@@ -62,10 +66,16 @@ from ovnk_networkpolicy.rows import (
     build_network_rows,
     build_node_rows,
     build_policy_rows,
+    named_port_selectors,
+    policy_named_port_selectors,
     policy_peer_selectors,
-    rule_peer_selectors,
 )
-from ovnk_networkpolicy.selector_registry import SelectorRegistry, SetKey
+from ovnk_networkpolicy.selector_registry import (
+    SelectorRegistry,
+    SetKey,
+    addrset_key,
+    policy_queue_key,
+)
 
 log = logging.getLogger(__name__)
 
@@ -115,18 +125,19 @@ class PolicyController:
                                               indexers={NAMESPACE_INDEX: index_by_namespace})
         self.pods = context.informers.get(PODS, indexers={NAMESPACE_INDEX: index_by_namespace})
         self.namespaces = context.informers.get(NAMESPACES)
-        self.registry = SelectorRegistry()
+        self.registry = SelectorRegistry(lambda: [
+            (str(ns["metadata"]["name"]), _labels(ns)) for ns in self.namespaces.peek_all()])
         self._lock = threading.Lock()
         # owner scope (``policy:<ns>/<name>``, ``namespace:<ns>``) -> networks it has rows on
         self._rendered: dict[str, set[str]] = {}
-        self._named: set[str] = set()  # policies with named ports
         # what decides a policy's members as last rendered: (network, podSelector, types)
         self._signatures: dict[str, tuple[str, str, bool, bool]] = {}
         self.controller = Controller(f"{ids.FEATURE}-zone-controller", self.reconcile,
                                      initial_sync=self.initial_sync, on_error=self.report)
         self.controller.watch(self.policies, key_func=lambda p: [f"policy:{policy_key(p)}"])
-        self.controller.watch(self.namespaces, key_func=self.namespace_keys,
-                              relevant=namespace_relevant)
+        self.controller.watch(self.namespaces, key_func=lambda ns: [
+            f"namespace:{ns['metadata']['name']}"], relevant=namespace_relevant)
+        self.namespaces.add_handler(self.namespace_changed)
         self.controller.watch(self.pods, key_func=self.pod_keys, relevant=pod_relevant)
         self.nodes = context.informers.get(NODES)
         self.controller.watch(self.nodes, key_func=lambda _node: [
@@ -134,21 +145,31 @@ class PolicyController:
         self._node_switches: dict[str, set[str]] = {}  # network -> switches with node ACLs
 
     # -- keys --------------------------------------------------------------------------
-    def namespace_keys(self, namespace: JSON) -> list[str]:
-        name = str(namespace["metadata"]["name"])
-        keys = [f"namespace:{name}"]
-        keys += [f"policy:{key}" for key in self.policies.keys_by_index(NAMESPACE_INDEX, name)]
-        keys += [addrset_key(k) for k in self.registry.sets_with_namespace_selector()]
-        return keys
+    def namespace_changed(self, _event: str, old: JSON | None, new: JSON | None) -> None:
+        """The sets and named-port policies whose selectors' verdict on this namespace
+        changed (``SelectorRegistry.namespace_changed``), and the namespace's own policies
+        when their ACL logging changed."""
+        obj = new if new is not None else old
+        if obj is None:
+            return
+        name = str(obj["metadata"]["name"])
+        if old is not None and new is not None and _labels(old) == _labels(new):
+            keys: set[str] = set()
+        else:
+            keys = self.registry.namespace_changed(name, None if new is None else _labels(new))
+        if old is None or new is None or \
+                _annotation(old, ACL_LOGGING) != _annotation(new, ACL_LOGGING):
+            keys.update(policy_queue_key(key)
+                        for key in self.policies.keys_by_index(NAMESPACE_INDEX, name))
+        for key in keys:
+            self.controller.queue.add(key)
 
     def pod_keys(self, pod: JSON) -> list[str]:
-        namespace = str(pod["metadata"].get("namespace", ""))
-        keys = [addrset_key(k) for k in self.registry.sets_for_namespace(namespace)]
-        with self._lock:
-            named = list(self._named)
-        # named ports resolve on pods: ingress on the policy's own pods, egress on peers
-        keys += [f"policy:{key}" for key in named]
-        return keys
+        """The sets and named-port policies whose selectors select the pod (called with
+        the pod before and after a change): by index, never every policy."""
+        meta = pod["metadata"]
+        return sorted(self.registry.pod_keys(str(meta.get("namespace", "")),
+                                             dict(meta.get("labels") or {})))
 
     def network_changed(self, network: str) -> None:
         """A network appeared, changed or went: its own rows, and every policy and
@@ -213,11 +234,11 @@ class PolicyController:
             except PolicyError as exc:
                 error = exc
             scope = self.network_of(key.split("/", 1)[0])
-        selectors = policy_peer_selectors(policy) if policy is not None and scope else []
-        touched = self.registry.set_policy(key, scope.network if scope else "", selectors)
-        with self._lock:
-            has_named = policy is not None and any(r.named_ports for r in policy.rules)
-            (self._named.add if has_named else self._named.discard)(key)
+        rendered = policy is not None and scope is not None
+        touched = self.registry.set_policy(
+            key, scope.network if scope else "",
+            policy_peer_selectors(policy) if policy is not None and rendered else [],
+            policy_named_port_selectors(policy) if policy is not None and rendered else [])
         return policy, scope, touched, error
 
     # -- reconcile ---------------------------------------------------------------------
@@ -371,7 +392,7 @@ class PolicyController:
 
     def reconcile_address_set(self, set_key: SetKey) -> None:
         network, selector_key = set_key
-        selector = self.registry.selector(set_key)
+        selector = self.registry.set_selector(set_key)
         owner = ids.address_set_owner(network, selector_key)
         scope = self.scope_of(network)
         if selector is None or (scope is None and self.gone(network)):
@@ -384,14 +405,17 @@ class PolicyController:
     # -- reading the caches ------------------------------------------------------------
     def _namespaces_of(self, scope: NetworkScope, selector: PeerSelector
                        ) -> list[NamespaceFacts]:
-        if selector.namespace_selector is None:
-            obj = self.namespaces.peek(str(selector.namespace))
-            names = [NamespaceFacts(str(selector.namespace), _labels(obj))] if obj else []
-        else:
-            names = [NamespaceFacts(str(ns["metadata"]["name"]), _labels(ns))
-                     for ns in self.namespaces.peek_all()]
-        return [ns for ns in names if (net := self.network_of(ns.name)) is not None
-                and net.network == scope.network]
+        """The namespaces of ``scope``'s network the selector selects: its own, or those
+        the registry's index says its namespace selector selects."""
+        names = {str(selector.namespace)} if selector.namespace_selector is None else \
+            self.registry.namespaces_of((scope.network, selector.key))
+        found = []
+        for name in sorted(names):
+            obj = self.namespaces.peek(name)
+            net = self.network_of(name) if obj is not None else None
+            if net is not None and net.network == scope.network:
+                found.append(NamespaceFacts(name, _labels(obj)))
+        return found
 
     def _pods_of(self, namespace: str) -> list[PodFacts]:
         return [pod_facts(pod) for pod in self.pods.peek_by_index(NAMESPACE_INDEX, namespace)]
@@ -406,20 +430,12 @@ class PolicyController:
                        ) -> dict[tuple[str, int], list[NamedTarget]]:
         found: dict[tuple[str, int], list[NamedTarget]] = {}
         for rule in policy.rules:
-            if not rule.named_ports:
+            selectors = named_port_selectors(policy, rule)
+            if not selectors:
                 continue
-            if rule.direction == INGRESS:
-                own = PeerSelector(policy.pod_selector, policy.namespace)
-                pods = members(own, self._namespaces_of(scope, own), self._pods_of)
-            elif rule.allows_all_peers:
-                pods = [pod for ns in self.namespaces.peek_all()
-                        if (net := self.network_of(str(ns["metadata"]["name"]))) is not None
-                        and net.network == scope.network
-                        for pod in self._pods_of(str(ns["metadata"]["name"]))]
-            else:
-                pods = [pod for selector in rule_peer_selectors(policy, rule)
-                        for pod in members(selector, self._namespaces_of(scope, selector),
-                                           self._pods_of)]
+            pods = [pod for selector in selectors
+                    for pod in members(selector, self._namespaces_of(scope, selector),
+                                       self._pods_of)]
             found[(rule.direction, rule.index)] = resolve_named_ports(rule.ports, pods)
         return found
 
@@ -434,10 +450,6 @@ class PolicyController:
 def policy_key(policy: JSON) -> str:
     meta = policy["metadata"]
     return f"{meta.get('namespace', '')}/{meta['name']}"
-
-
-def addrset_key(set_key: SetKey) -> str:
-    return f"addrset:{set_key[0]}:{set_key[1]}"
 
 
 def namespace_relevant(old: JSON | None, new: JSON | None) -> bool:

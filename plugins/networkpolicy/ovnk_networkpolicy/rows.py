@@ -153,6 +153,30 @@ def policy_peer_selectors(policy: Policy) -> list[PeerSelector]:
     return list(found.values())
 
 
+EVERY_POD = PeerSelector({}, None, {})
+"""Every pod of the network: where an egress rule without peers resolves its named ports."""
+
+
+def named_port_selectors(policy: Policy, rule: Rule) -> list[PeerSelector]:
+    """The pods a rule's named ports resolve on (Kubernetes resolves a named port on the
+    destination): the policy's own pods for ingress, the rule's peers for egress (every
+    pod of the network for an egress rule without peers); none without named ports."""
+    if not rule.named_ports:
+        return []
+    if rule.direction == INGRESS:
+        return [PeerSelector(policy.pod_selector, policy.namespace)]
+    return [EVERY_POD] if rule.allows_all_peers else rule_peer_selectors(policy, rule)
+
+
+def policy_named_port_selectors(policy: Policy) -> list[PeerSelector]:
+    """Every selector the policy's named ports resolve on (each key once)."""
+    found: dict[str, PeerSelector] = {}
+    for rule in policy.rules:
+        for selector in named_port_selectors(policy, rule):
+            found.setdefault(selector.key, selector)
+    return list(found.values())
+
+
 def _peer_l3(scope: NetworkScope, policy: Policy, rule: Rule) -> str:
     """The rule's selector peers as address-set matches ('' if it has none)."""
     keys = [s.key for s in rule_peer_selectors(policy, rule)]

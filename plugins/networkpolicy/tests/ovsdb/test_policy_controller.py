@@ -328,3 +328,51 @@ def test_rows_of_an_unrendered_network_wait_and_go_only_with_it(zone: Zone) -> N
     wait_until(lambda: not {i for i in ids_of(remote, "Port_Group") if i.startswith(udn)},
                timeout=30)
     assert not {i for i in ids_of(remote, "ACL") if i.startswith(udn)}
+
+
+def test_an_event_enqueues_only_the_keys_it_can_affect(zone: Zone) -> None:
+    """With policies in many namespaces (named ports, namespace selectors), a pod event
+    enqueues only the sets and policies whose selectors select the pod, and a namespace
+    relabel only those whose verdict on it changed: per-event work does not grow with the
+    cluster."""
+    client = zone.client
+    for i in range(20):
+        namespace(client, f"ns{i}", **({"team": "a"} if i % 5 == 0 else {}))
+        client.create(NETWORK_POLICIES, netpol(f"ns{i}", "from-web", ingress=[
+            {"from": [{"podSelector": {"matchLabels": {"app": "web"}}}],
+             "ports": [{"port": "http"}]}]), namespace=f"ns{i}")
+    client.create(NETWORK_POLICIES, netpol("ns1", "from-team-a", ingress=[
+        {"from": [{"namespaceSelector": {"matchLabels": {"team": "a"}}}]}]), namespace="ns1")
+    namespace(client, "quiet")  # no policy, selected by none
+    controller, _ = zone.start()
+    remote = zone.remote
+    team_a = f"{CTRL}:PodSelector:LS{{ML:{{team: a,}},}}_LS{{}}_LNM:v4"
+    wait_until(lambda: team_a in ids_of(remote, "Address_Set") and
+               controller.controller.queue.idle(), timeout=60)
+    queued: list[str] = []
+    add = controller.controller.queue.add
+
+    def recording(key: str, *args: Any, **kwargs: Any) -> Any:
+        queued.append(key)
+        return add(key, *args, **kwargs)
+    controller.controller.queue.add = recording  # type: ignore[method-assign]
+
+    pod(client, "quiet", "quiet", "10.244.0.30", app="web")  # selected by nothing
+    pod(client, "ns3", "web", "10.244.0.31", app="web")  # a peer of ns3's policy
+    web3 = "addrset:default:ns3_LS{ML:{app: web,},}"
+    # ns3's policy resolves its named port on its own pods (all of ns3's); its reconcile,
+    # after the pod events (delivered in order), queues its namespace's default deny
+    wait_until(lambda: "namespace:ns3" in queued, timeout=30)
+    wait_until(controller.controller.queue.idle, timeout=30)
+    # (and the policy's reconcile its namespace's default deny)
+    assert set(queued) == {web3, "policy:ns3/from-web", "namespace:ns3"}, queued
+
+    assert ids_of(remote, "Port_Group") >= {f"{CTRL}:NetworkPolicy:ns3:from-web"}
+    queued.clear()
+    ns7 = client.get(NAMESPACES, "ns7")
+    ns7["metadata"]["labels"] = {"team": "a"}
+    client.update(NAMESPACES, ns7)
+    wait_until(lambda: queued, timeout=30)
+    wait_until(controller.controller.queue.idle, timeout=30)
+    assert set(queued) == {"addrset:default:LS{ML:{team: a,},}_LS{}_LNM", "namespace:ns7"}, \
+        queued
