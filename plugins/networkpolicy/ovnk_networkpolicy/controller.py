@@ -48,6 +48,7 @@ from ovnk_core.ovn.ownership import Owner
 from ovnk_core.zone.owners import network_of_controller
 from ovnk_networkpolicy import ids
 from ovnk_networkpolicy.acl_logging import ANNOTATION as ACL_LOGGING
+from ovnk_networkpolicy.acl_logging import INVALID_REASON as INVALID_ACL_LOGGING
 from ovnk_networkpolicy.acl_logging import AclLogging, parse_acl_logging
 from ovnk_networkpolicy.matches import NamedTarget
 from ovnk_networkpolicy.peers import (
@@ -364,7 +365,14 @@ class PolicyController:
         return parse_acl_logging(_annotations(self.namespaces.peek(namespace)))
 
     def reconcile_namespace(self, namespace: str) -> None:
-        """The default-deny groups exist while the namespace has a renderable policy."""
+        """The default-deny groups exist while the namespace has a renderable policy; a
+        malformed ``k8s.ovn.org/acl-logging`` gets a Warning on the namespace (what can be
+        read of it stays in force, as upstream)."""
+        logging = self._logging(namespace)
+        obj = self.namespaces.peek(namespace)
+        if logging.problems and obj is not None and self.context.recorder is not None:
+            self.context.recorder.event(obj, WARNING, INVALID_ACL_LOGGING,
+                                        logging.warning(namespace))
         scope = self.network_of(namespace)
         has_policy = False
         for obj in self.policies.peek_by_index(NAMESPACE_INDEX, namespace):
@@ -376,7 +384,7 @@ class PolicyController:
             break
         if has_policy and scope is None:
             raise NotReady(f"the network of namespace {namespace} is not rendered yet")
-        rows = build_namespace_rows(scope, namespace, self._logging(namespace)) \
+        rows = build_namespace_rows(scope, namespace, logging) \
             if has_policy and scope is not None else []
         with self._lock:
             before = self._rendered.get(f"namespace:{namespace}")

@@ -1,7 +1,7 @@
-"""NetworkPolicy with real packets in ``ovnk local``, on the default network and on a
-primary Layer3 UDN: a deny-all policy drops what reached a server, then a policy allowing
-one client lets exactly that client back in, and deleting the policies restores
-everything."""
+"""NetworkPolicy with real packets in ``ovnk local``, on the default network, on a primary
+Layer3 UDN and on a primary Layer2 UDN: a deny-all policy drops what reached a server, then
+a policy allowing one client lets exactly that client back in, and deleting the policies
+restores everything."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.netns]
 AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
 TIMED_OUT = 28  # curl: no answer at all (dropped)
 UDN_NAMESPACE = "tenant"
+L2_NAMESPACE = "tenant-l2"
 
 
 def apply(cluster: LocalCluster, *objects: dict[str, Any]) -> None:
@@ -63,13 +64,18 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     local.up(nodes=2, timeout=90, dataplane=True)  # NetworkPolicy is on by default
     try:
         apply(local, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "np"}},
-              {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": UDN_NAMESPACE,
-               "labels": {"k8s.ovn.org/primary-user-defined-network": ""}}})
+              *({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name,
+                 "labels": {"k8s.ovn.org/primary-user-defined-network": ""}}}
+                for name in (UDN_NAMESPACE, L2_NAMESPACE)))
         apply(local, {"apiVersion": "k8s.ovn.org/v1", "kind": "UserDefinedNetwork",
                       "metadata": {"name": "net", "namespace": UDN_NAMESPACE},
                       "spec": {"topology": "Layer3", "layer3": {"role": "Primary", "subnets": [
-                          {"cidr": "106.106.0.0/16", "hostSubnet": 24}]}}})
-        for namespace in ("np", UDN_NAMESPACE):
+                          {"cidr": "106.106.0.0/16", "hostSubnet": 24}]}}},
+              {"apiVersion": "k8s.ovn.org/v1", "kind": "UserDefinedNetwork",
+               "metadata": {"name": "net", "namespace": L2_NAMESPACE},
+               "spec": {"topology": "Layer2", "layer2": {"role": "Primary",
+                                                         "subnets": ["107.107.0.0/16"]}}})
+        for namespace in ("np", UDN_NAMESPACE, L2_NAMESPACE):
             apply(local, netexec_pod(namespace, "server", "ovn-worker", app="server"),
                   netexec_pod(namespace, "allowed", "ovn-worker2", role="client"),
                   netexec_pod(namespace, "other", "ovn-worker"))
@@ -101,7 +107,55 @@ def answers(cluster: LocalCluster, namespace: str, client: str, url: str) -> boo
     return result.returncode == 0 and result.stdout == "server"
 
 
-@pytest.mark.parametrize("namespace", ["np", UDN_NAMESPACE])
+NETWORK_CONTROLLERS = ("default-network-controller", f"{UDN_NAMESPACE}_net-network-controller",
+                       f"{L2_NAMESPACE}_net-network-controller")
+
+
+def test_every_network_has_upstreams_rows_without_any_policy(cluster: LocalCluster) -> None:
+    """With NetworkPolicy on by default and no policy in the cluster, each network (the
+    default one, a primary Layer3 and a primary Layer2 UDN) has the rows upstream's
+    network controllers keep: ``clusterPortGroup`` and ``clusterRtrPortGroup``, the two
+    ``NetpolDefault`` allow-hairpinning ACLs, and on its node switches a ``NetpolNode`` ACL
+    letting the node's management port address in; nothing else of NetworkPolicy."""
+    remote = f"unix:{cluster.nb_socket}"
+
+    def owned(table: str, controller: str) -> list[Any]:
+        return [row for row in read_rows(remote, table)
+                if dict(row.external_ids).get("k8s.ovn.org/owner-controller") == controller
+                and dict(row.external_ids).get("k8s.ovn.org/owner", "").startswith(
+                    "feature:networkpolicy:")]
+
+    def ids(rows: list[Any]) -> set[str]:
+        return {dict(row.external_ids)["k8s.ovn.org/id"] for row in rows}
+
+    for controller in NETWORK_CONTROLLERS:
+        wait_until(lambda c=controller: len(ids(owned("Port_Group", c))) == 2
+                   and owned("ACL", c), timeout=90, what=f"the rows of {controller}")
+        assert ids(owned("Port_Group", controller)) == {
+            f"{controller}:Cluster:clusterPortGroup", f"{controller}:Cluster:clusterRtrPortGroup"}
+        acls = owned("ACL", controller)
+        by_type: dict[str, list[Any]] = {}
+        for acl in acls:
+            by_type.setdefault(dict(acl.external_ids)["k8s.ovn.org/owner-type"], []).append(acl)
+        assert set(by_type) == {"NetpolDefault", "NetpolNode"}, controller
+        assert {(a.direction, a.priority, a.action) for a in by_type["NetpolDefault"]} == {
+            ("to-lport", 1001, "allow-related"), ("from-lport", 1001, "allow-related")}
+        assert {a.match for a in by_type["NetpolDefault"]} == {"ip4.src == 169.254.169.5"}
+        # each NetpolNode ACL sits on a node switch holding that node's management port
+        node_acls = {str(a.uuid): a for a in by_type["NetpolNode"]}
+        switches = [sw for sw in read_rows(remote, "Logical_Switch")
+                    if {str(a.uuid) for a in sw.acls} & set(node_acls)]
+        assert switches, controller
+        for switch in switches:
+            addresses = {address for port in switch.ports for entry in port.addresses
+                         for address in entry.split()[1:]}
+            for acl in (node_acls[str(a.uuid)] for a in switch.acls
+                        if str(a.uuid) in node_acls):
+                assert acl.match.startswith("ip4.src==") and acl.priority == 1001
+                assert acl.match.removeprefix("ip4.src==") in addresses, (controller, acl.match)
+
+
+@pytest.mark.parametrize("namespace", ["np", UDN_NAMESPACE, L2_NAMESPACE])
 def test_deny_all_then_allow_one_client(cluster: LocalCluster, namespace: str) -> None:
     wait_until(lambda: all(pod_ip(cluster, namespace, p) for p in ("server", "allowed",
                                                                    "other")),

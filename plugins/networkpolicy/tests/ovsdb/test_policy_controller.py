@@ -376,3 +376,31 @@ def test_an_event_enqueues_only_the_keys_it_can_affect(zone: Zone) -> None:
     wait_until(controller.controller.queue.idle, timeout=30)
     assert set(queued) == {"addrset:default:LS{ML:{team: a,},}_LS{}_LNM", "namespace:ns7"}, \
         queued
+
+
+def test_a_bad_acl_logging_annotation_gets_a_warning_and_keeps_what_it_can(zone: Zone) -> None:
+    """A severity that is not one gets a Warning on the namespace, in upstream's words;
+    the valid one stays in force, and the namespace's policies are rendered."""
+    client = zone.client
+    client.create(NAMESPACES, {"metadata": {"name": "ns1", "annotations": {
+        "k8s.ovn.org/acl-logging": '{"deny": "loud", "allow": "notice"}'}}})
+    client.create(NETWORK_POLICIES, netpol("ns1", "allow-all", ingress=[{}]), namespace="ns1")
+    zone.start()
+    remote = zone.remote
+    allow = f"{CTRL}:NetworkPolicy:ns1:allow-all:Ingress:0:None:-1"
+    deny = f"{CTRL}:NetpolNamespace:ns1:Ingress:defaultDeny"
+    wait_until(lambda: {allow, deny} <= ids_of(remote, "ACL"), timeout=30)
+    wait_until(lambda: list(owned(remote, "ACL")[allow].severity) == ["notice"], timeout=30)
+    assert (list(owned(remote, "ACL")[deny].severity), owned(remote, "ACL")[deny].log) == \
+        ([], False)
+
+    def warnings() -> list[Any]:  # a cluster-scoped object's events are in "default"
+        return [e for e in client.list(EVENTS, namespace="default")["items"]
+                if e["involvedObject"]["name"] == "ns1"]
+    wait_until(warnings, timeout=30)
+    event = warnings()[0]
+    assert (event["type"], event["reason"]) == ("Warning", "InvalidACLLogging")
+    assert event["message"] == (
+        "Namespace ns1: ACL logging contained malformed annotation, ACL logging is set to "
+        "deny= allow=notice, err: 'disabling deny logging due to invalid deny annotation. "
+        "\"loud\" is not a valid log severity'")
