@@ -140,7 +140,9 @@ def test_every_network_has_upstreams_rows_without_any_policy(cluster: LocalClust
         assert set(by_type) == {"NetpolDefault", "NetpolNode"}, controller
         assert {(a.direction, a.priority, a.action) for a in by_type["NetpolDefault"]} == {
             ("to-lport", 1001, "allow-related"), ("from-lport", 1001, "allow-related")}
-        assert {a.match for a in by_type["NetpolDefault"]} == {"ip4.src == 169.254.169.5"}
+        # OVN's service hairpin source: the masquerade subnet's .5 (ovnk local runs with the
+        # UDN-sized 169.254.0.0/17)
+        assert {a.match for a in by_type["NetpolDefault"]} == {"ip4.src == 169.254.0.5"}
         # each NetpolNode ACL sits on a node switch holding that node's management port
         node_acls = {str(a.uuid): a for a in by_type["NetpolNode"]}
         switches = [sw for sw in read_rows(remote, "Logical_Switch")
