@@ -25,6 +25,7 @@ class Config:
     option table, ``ovnk_core.config.options``)."""
 
     enable_multi_network: bool
+    enable_multi_networkpolicy: bool
     enable_network_segmentation: bool
     enable_dynamic_udn_allocation: bool
     udn_deletion_grace_period: float

@@ -43,6 +43,9 @@ OPTIONS: tuple[Option, ...] = (
     # Features (upstream [ovnkubernetesfeature])
     _bool("enable-multi-network", "enable_multi_network",
           "Enable secondary networks through NetworkAttachmentDefinitions."),
+    _bool("enable-multi-networkpolicy", "enable_multi_networkpolicy",
+          "Enable MultiNetworkPolicy (k8s.cni.cncf.io/v1beta1) on secondary networks "
+          f"({_enables('enable_multi_networkpolicy')}). Requires --enable-multi-network."),
     _bool("enable-network-segmentation", "enable_network_segmentation",
           "Enable user-defined networks (UDN/CUDN) and primary networks "
           f"({_enables('enable_network_segmentation')}). Requires --enable-multi-network."),

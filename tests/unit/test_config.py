@@ -49,6 +49,7 @@ def test_defaults_match_upstream() -> None:
         enable_multi_network=False,
         enable_network_segmentation=False,
         enable_dynamic_udn_allocation=False,
+        enable_multi_networkpolicy=False,
         udn_deletion_grace_period=120.0,
         enable_persistent_ips=False,
         enable_preconfigured_udn_addresses=False,
@@ -699,10 +700,12 @@ def test_several_problems_are_reported_together_in_one_error() -> None:
       ("networkpolicy", "mirror")),
      ({"extra_features": "x,y", "disabled_features": "x"}, ("networkpolicy", "y")),
      ({"disabled_features": "isolation"}, ("networkpolicy",)),
-     ({**UDN, "disabled_features": "networkpolicy"}, ("isolation", "mirror"))],
+     ({**UDN, "disabled_features": "networkpolicy"}, ("isolation", "mirror")),
+     ({"enable_multi_network": "true", "enable_multi_networkpolicy": "true"},
+      ("networkpolicy", "multinetworkpolicy"))],
     ids=["defaults", "multi-network-only", "segmentation", "dynamic", "enable-feature",
          "enable-feature-dedup", "disable-mirror", "disable-two", "enable-then-disable",
-         "disable-unused", "disable-networkpolicy"],
+         "disable-unused", "disable-networkpolicy", "multi-networkpolicy"],
 )
 def test_enabled_features(cli: dict[str, str], features: tuple[str, ...]) -> None:
     assert load(cli).enabled_features == features

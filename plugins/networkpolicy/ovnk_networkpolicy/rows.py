@@ -51,12 +51,15 @@ class NetworkScope:
     :ivar acl_tiers: the NB schema has ``ACL.tier``: write tier 2.
     :ivar feature: whose rows they are (``ids.FEATURE``, or ``ids.MULTI_FEATURE`` for
         MultiNetworkPolicy's on a secondary network).
+    :ivar has_ipam: its pods have addresses (a secondary network without subnets has none:
+        only ipBlock peers can be rendered there).
     """
 
     network: str
     families: tuple[int, ...] = (4,)
     acl_tiers: bool = False
     feature: str = ids.FEATURE
+    has_ipam: bool = True
 
 
 def _acl(scope: NetworkScope, acl_ids: ObjectIDs, direction: str, priority: int, match: str,

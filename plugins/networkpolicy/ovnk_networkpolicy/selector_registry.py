@@ -69,13 +69,13 @@ class SelectorRegistry:
         self._namespaces: dict[str, Mapping[str, str]] = {}  # as namespace events said
 
     # -- policies ----------------------------------------------------------------------
-    def set_policy(self, policy_key: str, network: str, sets: Iterable[PeerSelector],
-                   watched: Iterable[PeerSelector] = ()) -> set[SetKey]:
+    def set_policy(self, policy_key: str, sets: Iterable[tuple[str, PeerSelector]],
+                   watched: Iterable[tuple[str, PeerSelector]] = ()) -> set[SetKey]:
         """Record the address sets ``policy_key`` uses now and the selectors its named
-        ports resolve on (none: it is gone or unrenderable); returns the sets it used
-        before or uses now (each may need a reconcile)."""
-        wanted_sets = {(network, s.key): s for s in sets}
-        wanted_watched = {(network, s.key): s for s in watched}
+        ports resolve on, each with its network (none: it is gone or unrenderable);
+        returns the sets it used before or uses now (each may need a reconcile)."""
+        wanted_sets = {(network, s.key): s for network, s in sets}
+        wanted_watched = {(network, s.key): s for network, s in watched}
         with self._lock:
             old_sets, old_watched = self._of_policy.pop(policy_key, (set(), set()))
             for key in old_sets - set(wanted_sets):

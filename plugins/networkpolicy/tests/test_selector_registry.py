@@ -23,8 +23,8 @@ def netpol(ns: str, name: str, **spec: Any) -> dict[str, Any]:
 
 def register(registry: SelectorRegistry, obj: dict[str, Any]) -> None:
     policy = parse_policy(obj)
-    registry.set_policy(policy.key, NET, policy_peer_selectors(policy),
-                        policy_named_port_selectors(policy))
+    registry.set_policy(policy.key, [(NET, s) for s in policy_peer_selectors(policy)],
+                        [(NET, s) for s in policy_named_port_selectors(policy)])
 
 
 def crowded_registry() -> SelectorRegistry:
@@ -96,8 +96,8 @@ def test_a_namespace_event_enqueues_only_selectors_whose_verdict_changed() -> No
 
 def test_a_selector_no_policy_uses_leaves_the_indexes() -> None:
     registry = crowded_registry()
-    registry.set_policy("ns0/from-team-a", NET, [])
-    registry.set_policy("ns1/egress-named", NET, [])
+    registry.set_policy("ns0/from-team-a", [])
+    registry.set_policy("ns1/egress-named", [])
     assert registry.pod_keys("ns20", {"app": "api"}) == set()
     assert registry.namespace_changed("ns5", {"team": "a"}) == set()
     assert registry.set_selector(("default", TEAM_A[len("addrset:default:"):])) is None

@@ -13,6 +13,7 @@ import pytest
 from ovnk_local.apiserver.server import ServerHandle
 from ovnk_local.testing.apiserver_fixtures import client_for
 from ovnk_networkpolicy.controller import NETWORK_POLICIES, PolicyController
+from ovnk_networkpolicy.policy_kinds import NetworkPolicyKind
 from ovnk_networkpolicy.rows import NetworkScope
 
 from ovnk_core.annotations.pod_networks import PodNetwork, serialize
@@ -78,11 +79,10 @@ class Zone:
                               EventRecorder(self.client, "ovnkube-controller", "test"),
                               counting, lambda _name: None, writer.owners_with_key_prefix,
                               node_switches=lambda _network: list(self.switches))
-        controller = PolicyController(
-            context, lambda ns: self.networks.get(ns, SCOPE),
+        controller = PolicyController(context, NetworkPolicyKind(
+            lambda ns: self.networks.get(ns, SCOPE),
             lambda: [SCOPE, *{s.network: s for s in self.networks.values() if s}.values()],
-            HAIRPIN,
-            gone=lambda network: network in self.gone)
+            gone=lambda network: network in self.gone), HAIRPIN)
         informers.start()
         controller.controller.start()
         self.running.append((controller, informers, writer))
