@@ -61,7 +61,12 @@ from ovnk_networkpolicy.peers import (
     resolve_named_ports,
 )
 from ovnk_networkpolicy.pod_facts import named_ports
-from ovnk_networkpolicy.policy_kinds import NETWORK_POLICIES, Placement, PolicyKind
+from ovnk_networkpolicy.policy_kinds import (
+    NETWORK_POLICIES,
+    Placement,
+    PolicyKind,
+    usable_scopes,
+)
 from ovnk_networkpolicy.policy_spec import Policy, PolicyError, parse_policy
 from ovnk_networkpolicy.rows import (
     NetworkScope,
@@ -230,14 +235,13 @@ class PolicyController:
             except PolicyError as exc:
                 error = exc
             placement = self.kind.place(obj)
-        usable = []
+        usable = usable_scopes(self.kind, policy, placement) if policy is not None else []
         for scope in placement.scopes if policy is not None else ():
-            try:
-                self.kind.check(policy, scope)  # type: ignore[arg-type]
-            except PolicyError as exc:
-                error = error or exc
-                continue
-            usable.append(scope)
+            if scope not in usable:
+                try:
+                    self.kind.check(policy, scope)  # type: ignore[arg-type]
+                except PolicyError as exc:  # why it is not usable there: reported
+                    error = error or exc
         placement.scopes = usable
         sets = [(scope.network, selector) for scope in usable
                 for selector in policy_peer_selectors(policy)] if policy is not None else []
@@ -386,14 +390,15 @@ class PolicyController:
         scopes: dict[str, NetworkScope] = {}
         for policy_obj in self.policies.peek_by_index(NAMESPACE_INDEX, namespace):
             try:
-                parse_policy(policy_obj)
+                policy = parse_policy(policy_obj)
             except PolicyError:
                 continue
             placement = self.kind.place(policy_obj)
             if placement.waiting:
                 raise NotReady(f"a network of namespace {namespace}'s policies is not "
                                "rendered yet")
-            scopes.update((scope.network, scope) for scope in placement.scopes)
+            scopes.update((scope.network, scope)
+                          for scope in usable_scopes(self.kind, policy, placement))
         rows = {network: build_namespace_rows(scope, namespace, logging)
                 for network, scope in scopes.items()}
         with self._lock:

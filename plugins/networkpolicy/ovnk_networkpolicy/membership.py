@@ -22,7 +22,7 @@ from ovnk_core.networks.netinfo import ROLE_PRIMARY, NetInfo
 from ovnk_core.ovn.declarative import Link
 from ovnk_core.pod_port import PodPortExtras
 from ovnk_core.render_state import PodAttachment
-from ovnk_networkpolicy.policy_kinds import PolicyKind
+from ovnk_networkpolicy.policy_kinds import PolicyKind, usable_scopes
 from ovnk_networkpolicy.policy_spec import Policy, PolicyError, parse_policy
 from ovnk_networkpolicy.rows import pod_groups
 
@@ -46,8 +46,9 @@ class PolicyCache:
         found = []
         for obj in self.policies.peek_by_index("namespace", namespace):
             policy = policies.get(str(obj["metadata"]["name"]))
-            if policy is not None and any(scope.network == network
-                                          for scope in self.kind.place(obj).scopes):
+            if policy is not None and any(
+                    scope.network == network
+                    for scope in usable_scopes(self.kind, policy, self.kind.place(obj))):
                 found.append(policy)
         return found
 

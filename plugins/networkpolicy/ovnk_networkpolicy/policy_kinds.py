@@ -111,6 +111,21 @@ class NetworkPolicyKind:
         return self._networks()
 
 
+def usable_scopes(kind: PolicyKind, policy: Policy, placement: Placement
+                  ) -> list[NetworkScope]:
+    """The networks of ``placement`` the policy can be rendered on (``kind.check``): on the
+    others it has no rows, joins no group and makes no default deny, as upstream's failed
+    add."""
+    usable = []
+    for scope in placement.scopes:
+        try:
+            kind.check(policy, scope)
+        except PolicyError:
+            continue
+        usable.append(scope)
+    return usable
+
+
 def ipamless_problem(policy: Policy) -> str:
     """Upstream's refusal of a selector peer on a network without IPAM ('' if none)."""
     for rule in policy.rules:

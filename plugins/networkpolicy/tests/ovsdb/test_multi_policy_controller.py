@@ -171,6 +171,9 @@ def test_bad_multi_network_policies_get_warnings_and_block_nothing(
         {"from": [{"ipBlock": {"cidr": "192.0.2.0/24"}}]}]), namespace="ns1")
     # no policy-for: no network's
     client.create(MULTI_NETWORK_POLICIES, mnp("nowhere", None), namespace="ns1")
+    # an unknown protocol (the CRD's schema lets any spec through)
+    client.create(MULTI_NETWORK_POLICIES, mnp("icmp", "sec", ingress=[
+        {"ports": [{"protocol": "ICMP", "port": 1}]}]), namespace="ns1")
     wait_until(lambda: {f"{RAW}:NetworkPolicy:ns1:raw-block:Ingress:0:None:-2",
                         f"{SEC}:NetworkPolicy:ns1:half-known:Ingress:0:None:-1"}
                <= set(owned_ids(remote, "ACL")), timeout=30)
@@ -182,6 +185,16 @@ def test_bad_multi_network_policies_get_warnings_and_block_nothing(
     assert warnings(client, "half-known")[0] == (
         "ns1/half-known: k8s.v1.cni.cncf.io/policy-for names ns1/nope, which is no "
         "network's NetworkAttachmentDefinition")
+    wait_until(lambda: warnings(client, "icmp"), timeout=30)
+    assert warnings(client, "icmp")[0] == (
+        "failed to create network policy ns1/icmp: spec.ingress[0].ports[0].protocol: "
+        "Unsupported value: 'ICMP': supported values: \"SCTP\", \"TCP\", \"UDP\"")
     ids = set(owned_ids(remote, "Port_Group"))
-    assert not {i for i in ids if "raw-selector" in i or "nowhere" in i}
+    assert not {i for i in ids if "raw-selector" in i or "nowhere" in i or "icmp" in i}
+    # the refused policy makes no default deny on its network (as upstream's failed add):
+    # the namespace's on raw come from raw-block alone, and go with it
+    assert f"{RAW}:NetpolNamespace:ns1:Ingress" in ids
+    client.delete_if_exists(MULTI_NETWORK_POLICIES, "raw-block", namespace="ns1")
+    wait_until(lambda: not {i for i in owned_ids(remote, "Port_Group") if i.startswith(RAW)},
+               timeout=30)
     assert not warnings(client, "nowhere")
