@@ -2,12 +2,13 @@
 
 Upstream always runs NetworkPolicy, on the default network and every network (it has no
 flag to turn it off): that feature plugin is on by default, and ``--disable-feature``
-turns it off as it turns off any other.  Upstream switches UDN isolation and the EndpointSlice mirror with
-``--enable-network-segmentation``, dynamic allocation with
+turns it off as it turns off any other.  Upstream switches UDN isolation and the
+EndpointSlice mirror with ``--enable-network-segmentation``, dynamic allocation with
 ``--enable-dynamic-udn-allocation`` and MultiNetworkPolicy with
-``--enable-multi-networkpolicy``; those flags enable the feature plugins listed here.  The default network is rendered by the topology named by
-``--default-network-topology``.  Nothing else in ``ovnk_core`` may name a
-bundled plugin (``tests/unit/test_core_names_no_plugin.py`` checks it).
+``--enable-multi-networkpolicy``; those flags enable the feature plugins listed here.  The
+default network is rendered by the topology named by ``--default-network-topology``.
+Nothing else in ``ovnk_core`` may name a bundled plugin
+(``tests/unit/test_core_names_no_plugin.py`` checks it).
 """
 
 from __future__ import annotations

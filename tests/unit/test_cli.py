@@ -27,8 +27,8 @@ from ovnk_core.config.options import OPTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = {"dynamic": "ovnk.features", "isolation": "ovnk.features", "mirror": "ovnk.features",
-           "networkpolicy": "ovnk.features", "layer2": "ovnk.topologies", "layer3": "ovnk.topologies",
-           "localnet": "ovnk.topologies"}
+           "networkpolicy": "ovnk.features", "layer2": "ovnk.topologies",
+           "layer3": "ovnk.topologies", "localnet": "ovnk.topologies"}
 UDN_FLAGS = ["--enable-multi-network", "--enable-network-segmentation",
              "--gateway-v4-masquerade-subnet", "169.254.0.0/17"]
 
@@ -230,7 +230,8 @@ def test_plugins_check_loads_the_enabled_plugins(capsys: pytest.CaptureFixture[s
     code, out, err = run(capsys, "plugins", "--check", *UDN_FLAGS)
     assert (code, err) == (0, "")
     assert out.splitlines()[-2:] == [
-        DEFAULT_OK, "loaded: topologies=layer2,layer3,localnet features=networkpolicy,isolation,mirror"]
+        DEFAULT_OK,
+        "loaded: topologies=layer2,layer3,localnet features=networkpolicy,isolation,mirror"]
 
 
 def test_plugins_check_with_too_small_masquerade_subnet_fails_before_listing(
@@ -250,7 +251,8 @@ def test_plugins_check_with_too_small_masquerade_subnet_fails_before_listing(
     ("flags", "message"),
     [(["--enable-feature", "nope"],
       "ovnk plugins: enabled plugin(s) not installed: nope (no entry point of that name in "
-      "group 'ovnk.features'; installed: dynamic, isolation, mirror, networkpolicy)\n"),
+      "group 'ovnk.features'; installed: dynamic, isolation, mirror, multinetworkpolicy, "
+      "networkpolicy)\n"),
      (["--enable-feature", "dynamic"],
       "ovnk plugins: plugin ovnk.features:dynamic: feature 'dynamic' requires "
       "--enable-multi-network, --enable-network-segmentation, "

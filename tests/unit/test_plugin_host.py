@@ -31,6 +31,8 @@ BUNDLED = [
     ("isolation", FEATURE_GROUP, "ovnk-isolation", "isolation",
      "ovnk_isolation.plugin:IsolationFeature"),
     ("mirror", FEATURE_GROUP, "ovnk-mirror", "mirror", "ovnk_mirror.plugin:MirrorFeature"),
+    ("multinetworkpolicy", FEATURE_GROUP, "ovnk-networkpolicy", "networkpolicy",
+     "ovnk_networkpolicy.plugin:MultiNetworkPolicyFeature"),
     ("networkpolicy", FEATURE_GROUP, "ovnk-networkpolicy", "networkpolicy",
      "ovnk_networkpolicy.plugin:NetworkPolicyFeature"),
     ("layer2", TOPOLOGY_GROUP, "ovnk-layer2", "layer2", "ovnk_layer2.topology:Layer2Topology"),
@@ -128,9 +130,11 @@ def test_unknown_topology_in_the_flag_is_a_load_error() -> None:
      (DYNAMIC, ["networkpolicy", "isolation", "mirror", "dynamic"]),
      ({**UDN, "disabled_features": "mirror"}, ["networkpolicy", "isolation"]),
      ({**DYNAMIC, "disabled_features": "isolation,mirror,networkpolicy"}, ["dynamic"]),
-     ({"disabled_features": "networkpolicy"}, [])],
+     ({"disabled_features": "networkpolicy"}, []),
+     ({"enable_multi_network": "true", "enable_multi_networkpolicy": "true"},
+      ["networkpolicy", "multinetworkpolicy"])],
     ids=["defaults", "multi-network", "segmentation", "dynamic", "mirror-disabled",
-         "only-dynamic", "networkpolicy-disabled"],
+         "only-dynamic", "networkpolicy-disabled", "multi-networkpolicy"],
 )
 def test_features_are_loaded_only_when_enabled(cli: dict[str, str],
                                                features: list[str]) -> None:
@@ -163,7 +167,7 @@ def test_only_enabled_plugins_are_imported(tmp_path: Path, cli: dict[str, str],
 def test_discover_imports_no_plugin(tmp_path: Path) -> None:
     loaded = run_in_fresh_process(tmp_path, DYNAMIC, "discover")
     assert loaded["discovered"] == ["dynamic", "isolation", "layer2", "layer3", "localnet",
-                                    "mirror", "networkpolicy"]
+                                    "mirror", "networkpolicy"]  # not multinetworkpolicy: off
     assert loaded["modules"] == []
 
 
@@ -172,7 +176,8 @@ def test_enabled_but_missing_feature_is_a_load_error_naming_it() -> None:
         host_for(extra_features="nope")
     assert str(info.value) == (
         "enabled plugin(s) not installed: nope (no entry point of that name in group "
-        "'ovnk.features'; installed: dynamic, isolation, mirror, networkpolicy)")
+        "'ovnk.features'; installed: dynamic, isolation, mirror, multinetworkpolicy, "
+        "networkpolicy)")
 
 
 def test_several_missing_features_are_named_together() -> None:
@@ -194,9 +199,12 @@ def test_several_missing_features_are_named_together() -> None:
       "--enable-network-segmentation"),
      ({"extra_features": "mirror"},
       "plugin ovnk.features:mirror: feature 'mirror' requires --enable-multi-network, "
-      "--enable-network-segmentation")],
+      "--enable-network-segmentation"),
+     ({"enable_multi_networkpolicy": "true"},
+      "plugin ovnk.features:multinetworkpolicy: feature 'multinetworkpolicy' requires "
+      "--enable-multi-network")],
     ids=["dynamic-without-any-flag", "dynamic-without-its-flag", "isolation-by-name",
-         "mirror-by-name"],
+         "mirror-by-name", "multi-networkpolicy-without-multi-network"],
 )
 def test_feature_enabled_by_name_without_its_flags_is_a_config_error(
         cli: dict[str, str], message: str) -> None:
@@ -213,7 +221,7 @@ def test_features_enabled_by_their_flags_configure_cleanly() -> None:
 
 # --------------------------------------------------------------------------- discover
 
-def test_discover_lists_the_seven_bundled_plugins_with_distribution_and_version() -> None:
+def test_discover_lists_the_eight_bundled_plugins_with_distribution_and_version() -> None:
     infos = [info for info in discover(config()) if info.distribution in BUNDLED_DISTS]
     assert infos == [
         PluginInfo(name=name, group=group, value=value, distribution=dist,
