@@ -65,6 +65,7 @@ from ovnk_networkpolicy.policy_kinds import (
     NETWORK_POLICIES,
     Placement,
     PolicyKind,
+    checked_scopes,
     usable_scopes,
 )
 from ovnk_networkpolicy.policy_spec import Policy, PolicyError, parse_policy
@@ -235,17 +236,14 @@ class PolicyController:
             except PolicyError as exc:
                 error = exc
             placement = self.kind.place(obj)
-        usable = usable_scopes(self.kind, policy, placement) if policy is not None else []
-        for scope in placement.scopes if policy is not None else ():
-            if scope not in usable:
-                try:
-                    self.kind.check(policy, scope)  # type: ignore[arg-type]
-                except PolicyError as exc:  # why it is not usable there: reported
-                    error = error or exc
-        placement.scopes = usable
-        sets = [(scope.network, selector) for scope in usable
+        if policy is not None:
+            placement.scopes, refused = checked_scopes(self.kind, policy, placement)
+            error = error or refused
+        else:
+            placement.scopes = []
+        sets = [(scope.network, selector) for scope in placement.scopes
                 for selector in policy_peer_selectors(policy)] if policy is not None else []
-        watched = [(scope.network, selector) for scope in usable
+        watched = [(scope.network, selector) for scope in placement.scopes
                    for selector in policy_named_port_selectors(policy)] \
             if policy is not None else []
         return policy, placement, self.registry.set_policy(key, sets, watched), error

@@ -111,19 +111,26 @@ class NetworkPolicyKind:
         return self._networks()
 
 
-def usable_scopes(kind: PolicyKind, policy: Policy, placement: Placement
-                  ) -> list[NetworkScope]:
-    """The networks of ``placement`` the policy can be rendered on (``kind.check``): on the
-    others it has no rows, joins no group and makes no default deny, as upstream's failed
-    add."""
-    usable = []
+def checked_scopes(kind: PolicyKind, policy: Policy, placement: Placement
+                   ) -> tuple[list[NetworkScope], PolicyError | None]:
+    """The networks of ``placement`` the policy can be rendered on (``kind.check``), and
+    why it cannot be on the first other one: there it has no rows, joins no group and
+    makes no default deny, as upstream's failed add."""
+    usable: list[NetworkScope] = []
+    error: PolicyError | None = None
     for scope in placement.scopes:
         try:
             kind.check(policy, scope)
-        except PolicyError:
+        except PolicyError as exc:
+            error = error or exc
             continue
         usable.append(scope)
-    return usable
+    return usable, error
+
+
+def usable_scopes(kind: PolicyKind, policy: Policy, placement: Placement
+                  ) -> list[NetworkScope]:
+    return checked_scopes(kind, policy, placement)[0]
 
 
 def ipamless_problem(policy: Policy) -> str:

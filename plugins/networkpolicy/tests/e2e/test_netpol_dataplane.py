@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from ovnk_local.cluster import LocalCluster
+from ovnk_local.settings import ComponentSettings
 from ovnk_local.testing.dataplane import kubectl, require_dataplane
 
 from ovnk_core.testing.ovsdb_fixtures import read_rows
@@ -31,15 +32,17 @@ def apply(cluster: LocalCluster, *objects: dict[str, Any]) -> None:
 
 
 def netexec_pod(namespace: str, name: str, node: str, probe: bool = False,
-                **labels: str) -> dict[str, Any]:
+                networks: str = "", **labels: str) -> dict[str, Any]:
     container: dict[str, Any] = {
         "name": "netexec", "image": AGNHOST, "args": ["netexec", "--http-port=8080"],
         "ports": [{"name": "http", "containerPort": 8080}]}
     if probe:
         container["readinessProbe"] = {"httpGet": {"path": "/healthz", "port": "http"},
                                        "periodSeconds": 1}
+    annotations = {"k8s.v1.cni.cncf.io/networks": networks} if networks else {}
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "metadata": {"name": name, "namespace": namespace, "labels": labels,
+                         "annotations": annotations},
             "spec": {"nodeName": node, "containers": [container]}}
 
 
@@ -61,7 +64,9 @@ def policy(namespace: str, name: str, ingress: list[dict[str, Any]]) -> dict[str
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     require_dataplane()
     local = LocalCluster(tmp_path_factory.mktemp("netpol") / ".ovnk")
-    local.up(nodes=2, timeout=90, dataplane=True)  # NetworkPolicy is on by default
+    # NetworkPolicy is on by default; MultiNetworkPolicy on with upstream's flag
+    local.up(nodes=2, timeout=90, dataplane=True, settings=ComponentSettings(
+        given={"enable_multi_networkpolicy": "true"}))
     try:
         apply(local, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "np"}},
               *({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name,
@@ -258,3 +263,67 @@ def test_egress_to_a_named_port_of_selected_pods(cluster: LocalCluster) -> None:
     kubectl(cluster, "delete", "networkpolicy", "-n", "np", "egress-named")
     wait_until(lambda: curl(cluster, "np", "allowed", other).returncode == 0, timeout=60,
                what="egress back once the policy is gone")
+
+
+MNP_NAMESPACE = "mnp"
+
+
+def secondary_ip(cluster: LocalCluster, namespace: str, name: str, nad_key: str) -> str:
+    found = json.loads(kubectl(cluster, "get", "pod", "-n", namespace, name, "-o",
+                               "json").stdout)
+    raw = ((found.get("metadata") or {}).get("annotations") or {}).get(
+        "k8s.ovn.org/pod-networks")
+    entry = (json.loads(raw) if raw else {}).get(nad_key) or {}
+    return str((entry.get("ip_addresses") or [""])[0]).split("/")[0]
+
+
+def multi_policy(name: str, ingress: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "k8s.cni.cncf.io/v1beta1", "kind": "MultiNetworkPolicy",
+            "metadata": {"name": name, "namespace": MNP_NAMESPACE,
+                         "annotations": {"k8s.v1.cni.cncf.io/policy-for": "side"}},
+            "spec": {"podSelector": {"matchLabels": {"app": "server"}},
+                     "policyTypes": ["Ingress"], "ingress": ingress}}
+
+
+def test_multi_network_policy_on_a_secondary_layer2_network(cluster: LocalCluster) -> None:
+    """A MultiNetworkPolicy for a secondary Layer2 network: deny-all drops what reached the
+    server's secondary address, an allow lets exactly the selected client back in, and the
+    pods' primary network is never affected."""
+    apply(cluster,
+          {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MNP_NAMESPACE}},
+          {"apiVersion": "k8s.ovn.org/v1", "kind": "UserDefinedNetwork",
+           "metadata": {"name": "side", "namespace": MNP_NAMESPACE},
+           "spec": {"topology": "Layer2", "layer2": {"role": "Secondary",
+                                                     "subnets": ["10.131.0.0/24"]}}})
+    apply(cluster, netexec_pod(MNP_NAMESPACE, "server", "ovn-worker", networks="side",
+                               app="server"),
+          netexec_pod(MNP_NAMESPACE, "allowed", "ovn-worker2", networks="side", role="client"),
+          netexec_pod(MNP_NAMESPACE, "other", "ovn-worker", networks="side"))
+    nad = f"{MNP_NAMESPACE}/side"
+    wait_until(lambda: all(secondary_ip(cluster, MNP_NAMESPACE, p, nad) and
+                           pod_ip(cluster, MNP_NAMESPACE, p)
+                           for p in ("server", "allowed", "other")),
+               timeout=90, what="pods with secondary addresses")
+    side = f"http://{secondary_ip(cluster, MNP_NAMESPACE, 'server', nad)}:8080/hostname"
+    primary = f"http://{pod_ip(cluster, MNP_NAMESPACE, 'server')}:8080/hostname"
+    wait_until(lambda: answers(cluster, MNP_NAMESPACE, "allowed", side) and
+               answers(cluster, MNP_NAMESPACE, "other", side),
+               timeout=90, what="the server reachable on the secondary network")
+
+    apply(cluster, multi_policy("deny-all", []))
+    wait_until(lambda: curl(cluster, MNP_NAMESPACE, "allowed", side).returncode == TIMED_OUT
+               and curl(cluster, MNP_NAMESPACE, "other", side).returncode == TIMED_OUT,
+               timeout=60, what="everything on the secondary network dropped by deny-all")
+    assert answers(cluster, MNP_NAMESPACE, "other", primary)  # the primary network is not its
+
+    apply(cluster, multi_policy("allow-client", [{"from": [
+        {"podSelector": {"matchLabels": {"role": "client"}}}],
+        "ports": [{"port": 8080, "protocol": "TCP"}]}]))
+    wait_until(lambda: answers(cluster, MNP_NAMESPACE, "allowed", side), timeout=60,
+               what="the selected client let in on the secondary network")
+    assert curl(cluster, MNP_NAMESPACE, "other", side).returncode == TIMED_OUT
+
+    kubectl(cluster, "delete", "multi-networkpolicy", "-n", MNP_NAMESPACE, "deny-all",
+            "allow-client")
+    wait_until(lambda: answers(cluster, MNP_NAMESPACE, "other", side), timeout=60,
+               what="everything back once the policies are gone")
