@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ovnk_core.config.defaults import FEATURES_BY_FLAG
+from ovnk_core.config.defaults import DEFAULT_FEATURES, FEATURES_BY_FLAG
 from ovnk_core.config.values import ClusterSubnet, IPNetwork
 
 # Per-network masquerade IPs start after 10 reserved offsets and use two
@@ -25,6 +25,7 @@ class Config:
     option table, ``ovnk_core.config.options``)."""
 
     enable_multi_network: bool
+    enable_multi_networkpolicy: bool
     enable_network_segmentation: bool
     enable_dynamic_udn_allocation: bool
     udn_deletion_grace_period: float
@@ -58,10 +59,11 @@ class Config:
 
     @property
     def enabled_features(self) -> tuple[str, ...]:
-        """Feature plugins to load, in a stable order: those the feature flags that are on
-        enable (``config.defaults.FEATURES_BY_FLAG``), then ``--enable-feature``'s, less
+        """Feature plugins to load, in a stable order: those on by default
+        (``config.defaults.DEFAULT_FEATURES``), those the feature flags that are on enable
+        (``config.defaults.FEATURES_BY_FLAG``), then ``--enable-feature``'s, less
         ``--disable-feature``'s."""
-        wanted: list[str] = []
+        wanted: list[str] = list(DEFAULT_FEATURES)
         for flag, features in FEATURES_BY_FLAG.items():
             if getattr(self, flag):
                 wanted.extend(features)

@@ -43,6 +43,9 @@ OPTIONS: tuple[Option, ...] = (
     # Features (upstream [ovnkubernetesfeature])
     _bool("enable-multi-network", "enable_multi_network",
           "Enable secondary networks through NetworkAttachmentDefinitions."),
+    _bool("enable-multi-networkpolicy", "enable_multi_networkpolicy",
+          "Enable MultiNetworkPolicy (k8s.cni.cncf.io/v1beta1) on secondary networks "
+          f"({_enables('enable_multi_networkpolicy')}). Requires --enable-multi-network."),
     _bool("enable-network-segmentation", "enable_network_segmentation",
           "Enable user-defined networks (UDN/CUDN) and primary networks "
           f"({_enables('enable_network_segmentation')}). Requires --enable-multi-network."),
@@ -62,7 +65,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("enable-feature", "extra_features", values.parse_str_list, (),
            "Comma-separated extra feature plugins to enable (entry points in ovnk.features)."),
     Option("disable-feature", "disabled_features", values.parse_str_list, (),
-           "Comma-separated feature plugins to keep off even when their flag enables them."),
+           "Comma-separated feature plugins to keep off even when they are on by default "
+           f"({', '.join(defaults.DEFAULT_FEATURES)}) or their flag enables them."),
     Option("topologies", "topologies", values.parse_str_list, (),
            "Comma-separated topology plugins to load (entry points in ovnk.topologies). "
            "Empty: every installed topology."),

@@ -3,8 +3,8 @@
 ``build_crds()`` is the single source; ``ovnk_core/manifests/crds/*.yaml``
 are its output (``python -m ovnk_core.manifests.crds`` rewrites them, and a
 test fails when they drift).  UDN and CUDN are ovnk's own API;
-NetworkAttachmentDefinition, EgressIP and IPAMClaim are the upstream kinds
-ovnk reads and writes, included so a cluster has everything it needs.
+NetworkAttachmentDefinition, EgressIP, IPAMClaim and MultiNetworkPolicy are the upstream
+kinds ovnk reads and writes, included so a cluster has everything it needs.
 
 The UDN and CUDN schemas are made of the topology plugins' sections
 (``UdnSection``, ``ovnk_core.udn_section``): a cluster applies the CRDs built
@@ -127,6 +127,15 @@ def build_crds(sections: UdnSections | None = None) -> list[JSON]:
                     "ownerPod": {"type": "object", "properties": {"name": {"type": "string"}}},
                     "conditions": conditions_status()["properties"]["conditions"]}},
                 ["spec"])),
+        # k8snetworkplumbingwg's MultiNetworkPolicy (NetworkPolicy's spec, applied to the
+        # secondary networks its k8s.v1.cni.cncf.io/policy-for annotation names)
+        crd("k8s.cni.cncf.io", "MultiNetworkPolicy", "multi-networkpolicies",
+            "multi-networkpolicy", "Namespaced", "v1beta1",
+            root({"type": "object", "required": ["podSelector"],
+                  "x-kubernetes-preserve-unknown-fields": True}, None, ["spec"],
+                 "MultiNetworkPolicy is a NetworkPolicy for the secondary networks named by "
+                 "its k8s.v1.cni.cncf.io/policy-for annotation."),
+            short_names=["multi-policy"], status=False),
     ]
 
 

@@ -86,13 +86,16 @@ def plane(admin: KubeClient, kube_apiserver: ServerHandle,
 def test_the_feature_declares_its_rights_as_an_aggregated_cluster_role(
         on_sys_path: Callable[[str], Path]) -> None:
     on_sys_path("podset")
-    [role] = plugin_rbac_documents(podset_config())
+    [role] = [d for d in plugin_rbac_documents(podset_config())
+              if d["metadata"]["labels"]["rbac.k8s.ovn.org/plugin"] == "podset"]
     assert role == {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                     "metadata": {"name": ROLE, "labels": {
                         "rbac.k8s.ovn.org/aggregate-to-ovnkube-cluster-manager": "true",
                         "rbac.k8s.ovn.org/plugin": "podset"}},
                     "rules": [RULE]}
-    assert plugin_rbac_documents(udn_config()) == []  # installed, not enabled: nothing
+    # installed, not enabled: nothing (NetworkPolicy's, on by default, is there)
+    assert [d["metadata"]["name"] for d in plugin_rbac_documents(udn_config())] == [
+        "ovnk:feature:networkpolicy:zone"]
     assert ovnk_rbac_documents(podset_config())[-1] == role
     assert role not in ovnk_rbac_documents()
 
@@ -114,7 +117,8 @@ def test_the_manifest_writer_prints_the_enabled_plugins_roles(
 
 def test_the_controller_is_refused_without_the_contributed_rule_and_works_with_it(
         admin: KubeClient, plane: ControlPlane, kube_apiserver: ServerHandle) -> None:
-    manager = plane.start_manager()  # ovnk's shipped RBAC only (component_client)
+    # ovnk's shipped RBAC and the default configuration's plugin roles (component_client)
+    manager = plane.start_manager()
     [controller] = [c for c in manager.plugin_controllers
                     if c.name == "podset-cluster-manager-controller"]
     admin.create(NAMESPACES, {"metadata": {"name": "demo"}})

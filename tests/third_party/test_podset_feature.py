@@ -156,8 +156,10 @@ def test_feature_rows_live_while_enabled_untouched_by_the_zone_and_go_when_disab
         assert found is not None
         ips[name] = found
 
-    # the bundled isolation feature is left out: podset's rows alone are the subject
-    enabled = zones(udn_config(extra_features="podset", disabled_features="isolation"))
+    # the bundled isolation and networkpolicy features are left out: podset's rows alone
+    # are the subject
+    enabled = zones(udn_config(extra_features="podset",
+                               disabled_features="isolation,networkpolicy"))
     assert [c.name for c in enabled.app.plugin_controllers] == ["podset-zone-controller"]
     wanted = {f"podset_demo_{name}": ips[name] for name in PODS_ON_NODES}
     wait_until(lambda: {n: r["addresses"] for n, r in feature_rows(ovn_nb).items()} == wanted,
@@ -201,7 +203,7 @@ def test_feature_rows_live_while_enabled_untouched_by_the_zone_and_go_when_disab
 
     # Restarted without the feature: its rows are gone when the zone is running, the
     # core's rows are exactly what they were.
-    disabled = zones(udn_config(disabled_features="isolation"))
+    disabled = zones(udn_config(disabled_features="isolation,networkpolicy"))
     assert disabled.app.plugin_controllers == []
     wait_until(lambda: not feature_rows(ovn_nb), timeout=30)
     wait_until(disabled.idle)

@@ -27,8 +27,8 @@ from ovnk_core.config.options import OPTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = {"dynamic": "ovnk.features", "isolation": "ovnk.features", "mirror": "ovnk.features",
-           "layer2": "ovnk.topologies", "layer3": "ovnk.topologies",
-           "localnet": "ovnk.topologies"}
+           "networkpolicy": "ovnk.features", "layer2": "ovnk.topologies",
+           "layer3": "ovnk.topologies", "localnet": "ovnk.topologies"}
 UDN_FLAGS = ["--enable-multi-network", "--enable-network-segmentation",
              "--gateway-v4-masquerade-subnet", "169.254.0.0/17"]
 
@@ -94,7 +94,8 @@ def test_plugins_table_columns_and_rows(capsys: pytest.CaptureFixture[str]) -> N
     assert (code, err) == (0, "")
     header, rows, _details, last = plugin_table(out)
     assert header == PLUGIN_COLUMNS
-    status = {"layer3": "enabled", "layer2": "enabled", "localnet": "enabled"}
+    status = {"layer3": "enabled", "layer2": "enabled", "localnet": "enabled",
+              "networkpolicy": "enabled"}
     for name in BUNDLED:
         assert rows[name] == [name, BUNDLED[name], f"ovnk-{name}",
                               version_of(f"plugins/{name}"), status.get(name, "disabled")]
@@ -112,12 +113,15 @@ def test_plugins_table_columns_and_rows(capsys: pytest.CaptureFixture[str]) -> N
 
 @pytest.mark.parametrize(
     ("flags", "enabled"),
-    [([], {"layer2", "layer3", "localnet"}),
-     (["--topologies", "layer3"], {"layer3"}),
-     (UDN_FLAGS, {"isolation", "mirror", "layer2", "layer3", "localnet"}),
+    [([], {"networkpolicy", "layer2", "layer3", "localnet"}),
+     (["--topologies", "layer3"], {"networkpolicy", "layer3"}),
+     (UDN_FLAGS, {"networkpolicy", "isolation", "mirror", "layer2", "layer3", "localnet"}),
      ([*UDN_FLAGS, "--enable-dynamic-udn-allocation", "--disable-feature", "mirror",
-       "--topologies", "layer2,localnet"], {"isolation", "dynamic", "layer2", "localnet"})],
-    ids=["defaults", "topologies", "segmentation", "dynamic-without-mirror"],
+       "--topologies", "layer2,localnet"],
+      {"networkpolicy", "isolation", "dynamic", "layer2", "localnet"}),
+     (["--disable-feature", "networkpolicy"], {"layer2", "layer3", "localnet"})],
+    ids=["defaults", "topologies", "segmentation", "dynamic-without-mirror",
+         "networkpolicy-disabled"],
 )
 def test_plugins_status_follows_the_flags(capsys: pytest.CaptureFixture[str],
                                           flags: list[str], enabled: set[str]) -> None:
@@ -135,13 +139,14 @@ def test_plugins_show_what_each_contributes_and_never_enabled_for_nothing(
     _header, rows, details, last = plugin_table(out)
     assert {name: rows[name][-1] for name in BUNDLED} == {
         "dynamic": "enabled", "isolation": "enabled",
-        "mirror": "enabled", "layer3": "enabled", "layer2": "enabled",
+        "mirror": "enabled", "networkpolicy": "enabled", "layer3": "enabled", "layer2": "enabled",
         "localnet": "enabled"}
     assert {name: details[name] for name in BUNDLED} == {
         "dynamic": ["cluster-manager: controllers, network activity",
                     "zone: network activity"],
         "isolation": ["zone: controllers, pod ports", "node: controllers"],
         "mirror": ["cluster-manager: controllers"],
+        "networkpolicy": ["zone: controllers, pod ports, API rights"],
         "layer3": ["topology: parse, routes, render, udn section, services"],
         "layer2": ["topology: parse, routes, render, udn section, services"],
         "localnet": ["topology: parse, mtu, render, udn section, node check"]}
@@ -225,7 +230,8 @@ def test_plugins_check_loads_the_enabled_plugins(capsys: pytest.CaptureFixture[s
     code, out, err = run(capsys, "plugins", "--check", *UDN_FLAGS)
     assert (code, err) == (0, "")
     assert out.splitlines()[-2:] == [
-        DEFAULT_OK, "loaded: topologies=layer2,layer3,localnet features=isolation,mirror"]
+        DEFAULT_OK,
+        "loaded: topologies=layer2,layer3,localnet features=networkpolicy,isolation,mirror"]
 
 
 def test_plugins_check_with_too_small_masquerade_subnet_fails_before_listing(
@@ -245,7 +251,8 @@ def test_plugins_check_with_too_small_masquerade_subnet_fails_before_listing(
     ("flags", "message"),
     [(["--enable-feature", "nope"],
       "ovnk plugins: enabled plugin(s) not installed: nope (no entry point of that name in "
-      "group 'ovnk.features'; installed: dynamic, isolation, mirror, networkpolicy)\n"),
+      "group 'ovnk.features'; installed: dynamic, isolation, mirror, multinetworkpolicy, "
+      "networkpolicy)\n"),
      (["--enable-feature", "dynamic"],
       "ovnk plugins: plugin ovnk.features:dynamic: feature 'dynamic' requires "
       "--enable-multi-network, --enable-network-segmentation, "
@@ -305,7 +312,7 @@ def test_config_shows_every_option_with_its_source(capsys: pytest.CaptureFixture
     assert lines["cluster-subnets"] == ("10.244.0.0/16/24", "default")
     assert lines["enable-dynamic-udn-allocation"] == ("False", "default")
     assert lines["topologies"] == ("", "default")
-    assert lines["features"] == ("isolation,mirror,audit", "")
+    assert lines["features"] == ("networkpolicy,isolation,mirror,audit", "")
 
 
 def test_config_file_from_ovnk_config_env(capsys: pytest.CaptureFixture[str],
@@ -317,7 +324,7 @@ def test_config_file_from_ovnk_config_env(capsys: pytest.CaptureFixture[str],
     code, out, _err = run(capsys, "config")
     assert code == 0
     assert config_lines(out)["loglevel"] == ("debug", "file")
-    assert config_lines(out)["features"] == ("-", "")
+    assert config_lines(out)["features"] == ("networkpolicy", "")
 
 
 @pytest.mark.parametrize(

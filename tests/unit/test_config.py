@@ -49,6 +49,7 @@ def test_defaults_match_upstream() -> None:
         enable_multi_network=False,
         enable_network_segmentation=False,
         enable_dynamic_udn_allocation=False,
+        enable_multi_networkpolicy=False,
         udn_deletion_grace_period=120.0,
         enable_persistent_ips=False,
         enable_preconfigured_udn_addresses=False,
@@ -77,7 +78,8 @@ def test_defaults_match_upstream() -> None:
         loglevel="info",
     )
     assert config.sources == {option.field: "default" for option in OPTIONS}
-    assert config.enabled_features == ()
+    # upstream always runs NetworkPolicy
+    assert config.enabled_features == ("networkpolicy",)
     assert config.ip_families == frozenset({4})
 
 
@@ -196,7 +198,7 @@ nb-address = ["tcp:10.0.0.1:6641", "tcp:10.0.0.2:6641", "tcp:10.0.0.3:6641"]
     assert config.nb_address == ("tcp:10.0.0.1:6641", "tcp:10.0.0.2:6641",
                                  "tcp:10.0.0.3:6641")
     assert config.ip_families == frozenset({4, 6})
-    assert config.enabled_features == ("isolation", "mirror")
+    assert config.enabled_features == ("networkpolicy", "isolation", "mirror")
     file_fields = {"enable_multi_network", "enable_network_segmentation",
                    "udn_deletion_grace_period", "v4_masquerade_subnet", "mtu",
                    "cluster_subnets", "service_cidrs", "v6_masquerade_subnet", "kubeconfig",
@@ -685,20 +687,25 @@ def test_several_problems_are_reported_together_in_one_error() -> None:
 
 @pytest.mark.parametrize(
     ("cli", "features"),
-    [({}, ()),
-     ({"enable_multi_network": "true"}, ()),
-     (UDN, ("isolation", "mirror")),
-     ({**UDN, "enable_dynamic_udn_allocation": "true"}, ("isolation", "mirror", "dynamic")),
-     ({"extra_features": "evpn-extras, audit"}, ("evpn-extras", "audit")),
-     ({**UDN, "extra_features": "mirror,extra,extra"}, ("isolation", "mirror", "extra")),
-     ({**UDN, "disabled_features": "mirror"}, ("isolation",)),
+    [({}, ("networkpolicy",)),
+     ({"enable_multi_network": "true"}, ("networkpolicy",)),
+     (UDN, ("networkpolicy", "isolation", "mirror")),
+     ({**UDN, "enable_dynamic_udn_allocation": "true"},
+      ("networkpolicy", "isolation", "mirror", "dynamic")),
+     ({"extra_features": "evpn-extras, audit"}, ("networkpolicy", "evpn-extras", "audit")),
+     ({**UDN, "extra_features": "mirror,extra,extra"},
+      ("networkpolicy", "isolation", "mirror", "extra")),
+     ({**UDN, "disabled_features": "mirror"}, ("networkpolicy", "isolation")),
      ({**UDN, "enable_dynamic_udn_allocation": "true", "disabled_features": "isolation,dynamic"},
-      ("mirror",)),
-     ({"extra_features": "x,y", "disabled_features": "x"}, ("y",)),
-     ({"disabled_features": "isolation"}, ())],
+      ("networkpolicy", "mirror")),
+     ({"extra_features": "x,y", "disabled_features": "x"}, ("networkpolicy", "y")),
+     ({"disabled_features": "isolation"}, ("networkpolicy",)),
+     ({**UDN, "disabled_features": "networkpolicy"}, ("isolation", "mirror")),
+     ({"enable_multi_network": "true", "enable_multi_networkpolicy": "true"},
+      ("networkpolicy", "multinetworkpolicy"))],
     ids=["defaults", "multi-network-only", "segmentation", "dynamic", "enable-feature",
          "enable-feature-dedup", "disable-mirror", "disable-two", "enable-then-disable",
-         "disable-unused"],
+         "disable-unused", "disable-networkpolicy", "multi-networkpolicy"],
 )
 def test_enabled_features(cli: dict[str, str], features: tuple[str, ...]) -> None:
     assert load(cli).enabled_features == features
@@ -709,7 +716,7 @@ def test_feature_lists_come_from_env_and_file_too(tmp_path: Path) -> None:
     config = load(env={"OVNK_DISABLE_FEATURE": "trace"}, config_file=path)
     assert config.extra_features == ("audit", "trace")
     assert config.disabled_features == ("trace",)
-    assert config.enabled_features == ("audit",)
+    assert config.enabled_features == ("networkpolicy", "audit")
 
 
 @pytest.mark.parametrize(

@@ -222,12 +222,14 @@ def test_bundled_plugins_contributions_and_status() -> None:
     report = what_plugins_contribute(config(**DYNAMIC))
     plugins = {p.name: p for p in report.plugins}
     assert {name: (plugins[name].status, plugins[name].contributions.components)
-            for name in ("dynamic", "isolation", "mirror", "layer2", "layer3", "localnet")} == {
+            for name in ("dynamic", "isolation", "mirror", "networkpolicy", "layer2", "layer3",
+                         "localnet")} == {
         "dynamic": ("enabled", ((CLUSTER_MANAGER, ("controllers", "network activity")),
                                 ("zone", ("network activity",)))),
         "isolation": ("enabled", (("zone", ("controllers", "pod ports")),
                                   ("node", ("controllers",)))),
         "mirror": ("enabled", ((CLUSTER_MANAGER, ("controllers",)),)),
+        "networkpolicy": ("enabled", (("zone", ("controllers", "pod ports", "API rights")),)),
         "layer3": ("enabled", ((TOPOLOGY, RENDERING_TOPOLOGY),)),
         "layer2": ("enabled", ((TOPOLOGY, RENDERING_TOPOLOGY),)),
         "localnet": ("enabled", ((TOPOLOGY, ("parse", "mtu", "render", "udn section",

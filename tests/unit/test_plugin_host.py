@@ -31,6 +31,8 @@ BUNDLED = [
     ("isolation", FEATURE_GROUP, "ovnk-isolation", "isolation",
      "ovnk_isolation.plugin:IsolationFeature"),
     ("mirror", FEATURE_GROUP, "ovnk-mirror", "mirror", "ovnk_mirror.plugin:MirrorFeature"),
+    ("multinetworkpolicy", FEATURE_GROUP, "ovnk-networkpolicy", "networkpolicy",
+     "ovnk_networkpolicy.plugin:MultiNetworkPolicyFeature"),
     ("networkpolicy", FEATURE_GROUP, "ovnk-networkpolicy", "networkpolicy",
      "ovnk_networkpolicy.plugin:NetworkPolicyFeature"),
     ("layer2", TOPOLOGY_GROUP, "ovnk-layer2", "layer2", "ovnk_layer2.topology:Layer2Topology"),
@@ -97,7 +99,8 @@ def test_every_bundled_topology_is_loaded_when_topologies_is_empty() -> None:
         "Layer2Topology", "Layer3Topology", "LocalnetTopology"]
     assert all(isinstance(t, Topology) and t.config is host.config
                for t in host.topologies.values())
-    assert host.features == {}
+    # upstream always runs NetworkPolicy: the one feature on by default
+    assert list(host.features) == ["networkpolicy"]
 
 
 @pytest.mark.parametrize(
@@ -121,14 +124,17 @@ def test_unknown_topology_in_the_flag_is_a_load_error() -> None:
 
 @pytest.mark.parametrize(
     ("cli", "features"),
-    [({}, []),
-     ({"enable_multi_network": "true"}, []),
-     (UDN, ["isolation", "mirror"]),
-     (DYNAMIC, ["isolation", "mirror", "dynamic"]),
-     ({**UDN, "disabled_features": "mirror"}, ["isolation"]),
-     ({**DYNAMIC, "disabled_features": "isolation,mirror"}, ["dynamic"])],
+    [({}, ["networkpolicy"]),
+     ({"enable_multi_network": "true"}, ["networkpolicy"]),
+     (UDN, ["networkpolicy", "isolation", "mirror"]),
+     (DYNAMIC, ["networkpolicy", "isolation", "mirror", "dynamic"]),
+     ({**UDN, "disabled_features": "mirror"}, ["networkpolicy", "isolation"]),
+     ({**DYNAMIC, "disabled_features": "isolation,mirror,networkpolicy"}, ["dynamic"]),
+     ({"disabled_features": "networkpolicy"}, []),
+     ({"enable_multi_network": "true", "enable_multi_networkpolicy": "true"},
+      ["networkpolicy", "multinetworkpolicy"])],
     ids=["defaults", "multi-network", "segmentation", "dynamic", "mirror-disabled",
-         "only-dynamic"],
+         "only-dynamic", "networkpolicy-disabled", "multi-networkpolicy"],
 )
 def test_features_are_loaded_only_when_enabled(cli: dict[str, str],
                                                features: list[str]) -> None:
@@ -142,13 +148,14 @@ def test_features_are_loaded_only_when_enabled(cli: dict[str, str],
 
 @pytest.mark.parametrize(
     ("cli", "modules"),
-    [({"topologies": "layer3"}, ["ovnk_layer3"]),
-     ({"topologies": "localnet"}, ["ovnk_localnet"]),
-     ({}, ["ovnk_layer2", "ovnk_layer3", "ovnk_localnet"]),
-     ({**UDN, "topologies": "layer3"}, ["ovnk_isolation", "ovnk_layer3", "ovnk_mirror"]),
-     ({**DYNAMIC, "topologies": "layer2", "disabled_features": "mirror"},
+    [({"topologies": "layer3"}, ["ovnk_layer3", "ovnk_networkpolicy"]),
+     ({"topologies": "localnet", "disabled_features": "networkpolicy"}, ["ovnk_localnet"]),
+     ({}, ["ovnk_layer2", "ovnk_layer3", "ovnk_localnet", "ovnk_networkpolicy"]),
+     ({**UDN, "topologies": "layer3"},
+      ["ovnk_isolation", "ovnk_layer3", "ovnk_mirror", "ovnk_networkpolicy"]),
+     ({**DYNAMIC, "topologies": "layer2", "disabled_features": "mirror,networkpolicy"},
       ["ovnk_dynamic", "ovnk_isolation", "ovnk_layer2"])],
-    ids=["layer3-only", "localnet-only", "all-topologies-no-features",
+    ids=["layer3-only", "localnet-only-networkpolicy-disabled", "all-topologies-default-features",
          "segmentation-features", "dynamic-without-mirror"],
 )
 def test_only_enabled_plugins_are_imported(tmp_path: Path, cli: dict[str, str],
@@ -160,7 +167,7 @@ def test_only_enabled_plugins_are_imported(tmp_path: Path, cli: dict[str, str],
 def test_discover_imports_no_plugin(tmp_path: Path) -> None:
     loaded = run_in_fresh_process(tmp_path, DYNAMIC, "discover")
     assert loaded["discovered"] == ["dynamic", "isolation", "layer2", "layer3", "localnet",
-                                    "mirror"]
+                                    "mirror", "networkpolicy"]  # not multinetworkpolicy: off
     assert loaded["modules"] == []
 
 
@@ -169,7 +176,8 @@ def test_enabled_but_missing_feature_is_a_load_error_naming_it() -> None:
         host_for(extra_features="nope")
     assert str(info.value) == (
         "enabled plugin(s) not installed: nope (no entry point of that name in group "
-        "'ovnk.features'; installed: dynamic, isolation, mirror, networkpolicy)")
+        "'ovnk.features'; installed: dynamic, isolation, mirror, multinetworkpolicy, "
+        "networkpolicy)")
 
 
 def test_several_missing_features_are_named_together() -> None:
@@ -191,9 +199,12 @@ def test_several_missing_features_are_named_together() -> None:
       "--enable-network-segmentation"),
      ({"extra_features": "mirror"},
       "plugin ovnk.features:mirror: feature 'mirror' requires --enable-multi-network, "
-      "--enable-network-segmentation")],
+      "--enable-network-segmentation"),
+     ({"enable_multi_networkpolicy": "true"},
+      "plugin ovnk.features:multinetworkpolicy: feature 'multinetworkpolicy' requires "
+      "--enable-multi-network")],
     ids=["dynamic-without-any-flag", "dynamic-without-its-flag", "isolation-by-name",
-         "mirror-by-name"],
+         "mirror-by-name", "multi-networkpolicy-without-multi-network"],
 )
 def test_feature_enabled_by_name_without_its_flags_is_a_config_error(
         cli: dict[str, str], message: str) -> None:
@@ -205,16 +216,17 @@ def test_feature_enabled_by_name_without_its_flags_is_a_config_error(
 
 def test_features_enabled_by_their_flags_configure_cleanly() -> None:
     host = host_for(**DYNAMIC)
-    assert sorted(host.features) == ["dynamic", "isolation", "mirror"]
+    assert sorted(host.features) == ["dynamic", "isolation", "mirror", "networkpolicy"]
 
 
 # --------------------------------------------------------------------------- discover
 
-def test_discover_lists_the_six_bundled_plugins_with_distribution_and_version() -> None:
+def test_discover_lists_the_eight_bundled_plugins_with_distribution_and_version() -> None:
     infos = [info for info in discover(config()) if info.distribution in BUNDLED_DISTS]
     assert infos == [
         PluginInfo(name=name, group=group, value=value, distribution=dist,
-                   version=project_version(directory), enabled=group == TOPOLOGY_GROUP)
+                   version=project_version(directory),
+                   enabled=group == TOPOLOGY_GROUP or name == "networkpolicy")
         for name, group, dist, directory, value in BUNDLED
     ]
 
@@ -222,11 +234,11 @@ def test_discover_lists_the_six_bundled_plugins_with_distribution_and_version() 
 @pytest.mark.parametrize(
     ("cfg", "enabled"),
     [(None, set()),
-     ({}, {"layer2", "layer3", "localnet"}),
-     ({"topologies": "layer2"}, {"layer2"}),
-     (UDN, {"isolation", "mirror", "layer2", "layer3", "localnet"}),
+     ({}, {"networkpolicy", "layer2", "layer3", "localnet"}),
+     ({"topologies": "layer2"}, {"networkpolicy", "layer2"}),
+     (UDN, {"networkpolicy", "isolation", "mirror", "layer2", "layer3", "localnet"}),
      ({**DYNAMIC, "topologies": "layer3,localnet", "disabled_features": "isolation"},
-      {"mirror", "dynamic", "layer3", "localnet"})],
+      {"networkpolicy", "mirror", "dynamic", "layer3", "localnet"})],
     ids=["no-config", "defaults", "layer2-only", "segmentation", "mixed"],
 )
 def test_discover_enabled_flags_follow_the_config(cfg: dict[str, str] | None,
@@ -286,7 +298,8 @@ def test_hooks_run_lifo_with_the_core_checks_last() -> None:
 def test_configure_runs_the_last_registered_plugin_first() -> None:
     host = host_for(**UDN)
     registered = [impl.plugin_name for impl in host.hook.ovnk_configure.get_hookimpls()]
-    assert registered == ["ovnk.features:isolation", "ovnk.features:mirror"]
+    assert registered == ["ovnk.features:networkpolicy", "ovnk.features:isolation",
+                          "ovnk.features:mirror"]
     # Features are registered after topologies, so a failing later feature is reported first.
     with pytest.raises(ConfigError) as info:
         host_for(extra_features="isolation,mirror")
@@ -300,15 +313,17 @@ def test_hosts_are_independent() -> None:
     assert small.manager is not full.manager
     assert small.topologies["layer3"] is not full.topologies["layer3"]
     assert small.topologies["layer3"].config is small.config
-    assert list(full.features) == ["isolation", "mirror"]
-    assert small.features == {}
+    assert list(full.features) == ["networkpolicy", "isolation", "mirror"]
+    assert list(small.features) == ["networkpolicy"]
+    assert small.features["networkpolicy"] is not full.features["networkpolicy"]
 
 
 def test_plugin_manager_lists_every_loaded_plugin_by_group_and_name() -> None:
     host = host_for(**UDN, topologies="layer2")
     names = {name for name, _plugin in host.manager.list_name_plugin()}
     assert names == {"core:network-checks", "ovnk.topologies:layer2",
-                     "ovnk.features:isolation", "ovnk.features:mirror"}
+                     "ovnk.features:networkpolicy", "ovnk.features:isolation",
+                     "ovnk.features:mirror"}
 
 
 def test_a_topology_without_primary_support_never_yields_a_primary_network() -> None:

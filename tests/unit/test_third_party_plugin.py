@@ -148,7 +148,7 @@ PACKAGES = {
     "dup": ("ovnk_dup_demo", DUP_PYPROJECT, {"__init__.py": "", "topology.py": DUP_TOPOLOGY}),
 }
 
-BUNDLED = {"dynamic", "isolation", "mirror", "layer2", "layer3", "localnet"}
+BUNDLED = {"dynamic", "isolation", "mirror", "networkpolicy", "layer2", "layer3", "localnet"}
 UDN = {"enable_multi_network": "true", "enable_network_segmentation": "true",
        "v4_masquerade_subnet": "169.254.0.0/17"}
 
@@ -286,7 +286,7 @@ def test_third_party_topology_parses_netconfs_like_a_bundled_one(
             {**evpn_doc(), "topology": "layer3", "subnets": "10.100.0.0/16/24", "vni": None}]
     result = load(sites, tmp_path, ["evpn"], {}, docs)
     assert result["topologies"] == ["evpn", "layer2", "layer3", "localnet"]
-    assert result["features"] == []
+    assert result["features"] == ["networkpolicy"]
     assert result["configured"] == [1400]  # its ovnk_configure hook ran once, with the config
     assert result["parsed"] == [
         {"name": "ns1_evpn", "topology": "evpn", "role": "secondary", "mtu": 1400,
@@ -317,7 +317,7 @@ def test_topologies_flag_can_name_the_third_party_topology(sites: dict[str, Path
     result = load(sites, tmp_path, ["evpn"], {**UDN, "topologies": "layer3,evpn"},
                   [evpn_doc(), {**evpn_doc(), "topology": "layer2"}])
     assert result["topologies"] == ["layer3", "evpn"]
-    assert result["features"] == ["isolation", "mirror"]
+    assert result["features"] == ["networkpolicy", "isolation", "mirror"]
     assert result["parsed"][0]["extra"] == {"vni": 4242, "vtep": "vtep-a"}
     assert result["parsed"][1] == {
         "error": "TopologyNotSupported", "reason": "TopologyNotSupported",
@@ -351,7 +351,7 @@ def test_plugins_check_loads_the_third_party_topology(sites: dict[str, Path],
     result = ovnk(sites, tmp_path, ["evpn"], "plugins", "--check", "--topologies",
                   "layer3,evpn")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[-1] == "loaded: topologies=layer3,evpn features=-"
+    assert result.stdout.splitlines()[-1] == "loaded: topologies=layer3,evpn features=networkpolicy"
 
 
 # --------------------------------------------------------------------------- broken and ambiguous
@@ -384,7 +384,7 @@ def test_broken_plugin_that_is_not_enabled_is_never_imported(sites: dict[str, Pa
     result = load(sites, tmp_path, ["broken"], {**UDN, "topologies": "layer3"})
     assert "load_error" not in result
     assert result["topologies"] == ["layer3"]
-    assert result["features"] == ["isolation", "mirror"]
+    assert result["features"] == ["networkpolicy", "isolation", "mirror"]
     assert result["modules"] == []
 
 

@@ -75,8 +75,10 @@ def ssl_context_for(handle: ServerHandle, user: str | None = ADMIN_USER,
 def component_client(handle: ServerHandle, user: str,
                      groups: tuple[str, ...] = ()) -> KubeClient:
     """A client that authenticates as one of ovnk's processes (``ovnk_core.identities``),
-    once the RBAC that ships for them (``manifests/rbac``) is applied: a permission the
-    code needs and its role lacks fails the test as it would fail in a cluster."""
+    once the RBAC that ships for them (``manifests/rbac``) and the roles of the plugins the
+    default configuration enables (NetworkPolicy's) are applied: a permission the code
+    needs and its role lacks fails the test as it would fail in a cluster."""
+    from ovnk_core.config import load_config
     from ovnk_core.identities import OVN_NAMESPACE
     from ovnk_core.kube.apply import apply_documents
     from ovnk_core.kube.errors import AlreadyExists
@@ -88,7 +90,7 @@ def component_client(handle: ServerHandle, user: str,
         admin.create(NAMESPACES, {"metadata": {"name": OVN_NAMESPACE}})
     except AlreadyExists:
         pass
-    apply_documents(admin, ovnk_rbac_documents())
+    apply_documents(admin, ovnk_rbac_documents(load_config({}, env={})))
     return KubeClient(client_for(handle, user, groups))
 
 

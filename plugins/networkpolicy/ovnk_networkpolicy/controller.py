@@ -12,27 +12,33 @@ caches, builds the rows (``rows``) and converges its owners (``ids``) in one tra
 ``network:<name>``           the rows upstream keeps on every network
 ``nodes:<network>``          the ``NetpolNode`` ACLs on the network's node switches
 
+Events enqueue by index (``selector_registry``): a pod event only the sets and named-port
+policies whose selectors select the pod, a namespace event only those whose namespace
+selector's verdict on it changed (and its own policies when its ACL logging changed).
+
 A policy that cannot be rendered (``PolicyError``) gets a Warning event
-(``ErrorAddingResource``, as upstream's retry framework names a failed add) and keeps
-whatever rows it had; every other policy is unaffected.  Which network a namespace's pods
-use, and its IP families, the caller tells (``NetworkOf``): the default network, or the
-namespace's primary UDN.
+(``ErrorAddingResource``, as upstream's retry framework names a failed add) and has no
+rows; every other policy is unaffected.  Which kind of object it renders, on which
+networks, the ``PolicyKind`` says (``policy_kinds``): NetworkPolicy on its namespace's
+network (the default one or its primary UDN), MultiNetworkPolicy on the secondary
+networks its ``policy-for`` names.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from ovnk_core.annotations.pod_networks import POD_NETWORKS_ANNOTATION
 from ovnk_core.contexts import ZoneContext
 from ovnk_core.errors import NotReady, PermanentError
 from ovnk_core.kube.client import JSON
 from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.events import WARNING
 from ovnk_core.kube.informer import index_by_namespace
-from ovnk_core.kube.resources import NAMESPACES, NODES, PODS, Resource
+from ovnk_core.kube.resources import NAMESPACES, NODES, PODS
 from ovnk_core.ovn.declarative import (
     DesiredRow,
     MissingReference,
@@ -44,6 +50,7 @@ from ovnk_core.ovn.ownership import Owner
 from ovnk_core.zone.owners import network_of_controller
 from ovnk_networkpolicy import ids
 from ovnk_networkpolicy.acl_logging import ANNOTATION as ACL_LOGGING
+from ovnk_networkpolicy.acl_logging import INVALID_REASON as INVALID_ACL_LOGGING
 from ovnk_networkpolicy.acl_logging import AclLogging, parse_acl_logging
 from ovnk_networkpolicy.matches import NamedTarget
 from ovnk_networkpolicy.peers import (
@@ -53,8 +60,15 @@ from ovnk_networkpolicy.peers import (
     members,
     resolve_named_ports,
 )
-from ovnk_networkpolicy.pod_facts import pod_facts
-from ovnk_networkpolicy.policy_spec import INGRESS, Policy, PolicyError, parse_policy
+from ovnk_networkpolicy.pod_facts import named_ports
+from ovnk_networkpolicy.policy_kinds import (
+    NETWORK_POLICIES,
+    Placement,
+    PolicyKind,
+    checked_scopes,
+    usable_scopes,
+)
+from ovnk_networkpolicy.policy_spec import Policy, PolicyError, parse_policy
 from ovnk_networkpolicy.rows import (
     NetworkScope,
     build_address_set_rows,
@@ -62,19 +76,22 @@ from ovnk_networkpolicy.rows import (
     build_network_rows,
     build_node_rows,
     build_policy_rows,
+    named_port_selectors,
+    policy_named_port_selectors,
     policy_peer_selectors,
-    rule_peer_selectors,
 )
-from ovnk_networkpolicy.selector_registry import SelectorRegistry, SetKey
+from ovnk_networkpolicy.selector_registry import (
+    SelectorRegistry,
+    SetKey,
+    addrset_key,
+    policy_queue_key,
+)
 
 log = logging.getLogger(__name__)
 
-NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True)
+__all__ = ["NETWORK_POLICIES", "PolicyController"]
 ERROR_REASON = "ErrorAddingResource"
 NAMESPACE_INDEX = "namespace"
-
-NetworkOf = Callable[[str], NetworkScope | None]  # namespace -> its network (None: not yet)
-
 
 def _labels(obj: JSON | None) -> dict[str, str]:
     return dict(((obj or {}).get("metadata") or {}).get("labels") or {})
@@ -90,65 +107,70 @@ def _annotation(obj: JSON | None, name: str) -> str | None:
 
 
 class PolicyController:
-    """Converges every network's NetworkPolicy rows; ``controller`` is what the zone runs."""
+    """Converges every network's rows of one kind of policy object; ``controller`` is
+    what the zone runs."""
 
-    def __init__(self, context: ZoneContext, network_of: NetworkOf,
-                 networks: Callable[[], Iterable[NetworkScope]],
-                 hairpin_ips: Sequence[str],
-                 scope_of: Callable[[str], NetworkScope | None] | None = None,
-                 gone: Callable[[str], bool] = lambda _network: True) -> None:
-        """:param network_of: a namespace's network (``None``: not rendered yet).
-        :param networks: the networks rendered now.
-        :param scope_of: a network by name (``None``: not rendered now); default: looked up
-            in ``networks``.
-        :param gone: whether a network that is not rendered is gone for good (its rows are
-            then deleted) rather than not rendered yet (its rows are kept: a restarting
-            zone renders its networks after this controller starts)."""
+    def __init__(self, context: ZoneContext, kind: PolicyKind,
+                 hairpin_ips: Sequence[str] = ()) -> None:
+        """:param kind: which objects, on which networks (``policy_kinds``).
+        :param hairpin_ips: OVN's service hairpin sources (the per-network rows)."""
         self.context = context
-        self.network_of = network_of
-        self.networks = networks
-        self.scope_of = scope_of or (
-            lambda name: next((s for s in networks() if s.network == name), None))
-        self.gone = gone
+        self.kind = kind
+        self.feature = kind.feature
+        self.scope_of = kind.scope
+        self.gone = kind.gone
+        self.networks = kind.networks
         self.hairpin_ips = list(hairpin_ips)
-        self.policies = context.informers.get(NETWORK_POLICIES,
+        self.policies = context.informers.get(kind.resource,
                                               indexers={NAMESPACE_INDEX: index_by_namespace})
         self.pods = context.informers.get(PODS, indexers={NAMESPACE_INDEX: index_by_namespace})
         self.namespaces = context.informers.get(NAMESPACES)
-        self.registry = SelectorRegistry()
+        self.registry = SelectorRegistry(lambda: [
+            (str(ns["metadata"]["name"]), _labels(ns)) for ns in self.namespaces.peek_all()])
         self._lock = threading.Lock()
         # owner scope (``policy:<ns>/<name>``, ``namespace:<ns>``) -> networks it has rows on
         self._rendered: dict[str, set[str]] = {}
-        self._named: set[str] = set()  # policies with named ports
-        # what decides a policy's members as last rendered: (network, podSelector, types)
-        self._signatures: dict[str, tuple[str, str, bool, bool]] = {}
-        self.controller = Controller(f"{ids.FEATURE}-zone-controller", self.reconcile,
+        # what decides a policy's members as last rendered: (networks, podSelector, types)
+        self._signatures: dict[str, tuple[tuple[str, ...], str, bool, bool]] = {}
+        self.controller = Controller(f"{self.feature}-zone-controller", self.reconcile,
                                      initial_sync=self.initial_sync, on_error=self.report)
         self.controller.watch(self.policies, key_func=lambda p: [f"policy:{policy_key(p)}"])
-        self.controller.watch(self.namespaces, key_func=self.namespace_keys,
-                              relevant=namespace_relevant)
+        self.controller.watch(self.namespaces, key_func=lambda ns: [
+            f"namespace:{ns['metadata']['name']}"], relevant=namespace_relevant)
+        self.namespaces.add_handler(self.namespace_changed)
         self.controller.watch(self.pods, key_func=self.pod_keys, relevant=pod_relevant)
-        self.nodes = context.informers.get(NODES)
-        self.controller.watch(self.nodes, key_func=lambda _node: [
-            f"nodes:{scope.network}" for scope in self.networks()])
+        if kind.network_rows:
+            self.nodes = context.informers.get(NODES)
+            self.controller.watch(self.nodes, key_func=lambda _node: [
+                f"nodes:{scope.network}" for scope in self.networks()])
         self._node_switches: dict[str, set[str]] = {}  # network -> switches with node ACLs
 
     # -- keys --------------------------------------------------------------------------
-    def namespace_keys(self, namespace: JSON) -> list[str]:
-        name = str(namespace["metadata"]["name"])
-        keys = [f"namespace:{name}"]
-        keys += [f"policy:{key}" for key in self.policies.keys_by_index(NAMESPACE_INDEX, name)]
-        keys += [addrset_key(k) for k in self.registry.sets_with_namespace_selector()]
-        return keys
+    def namespace_changed(self, _event: str, old: JSON | None, new: JSON | None) -> None:
+        """The sets and named-port policies whose selectors' verdict on this namespace
+        changed (``SelectorRegistry.namespace_changed``), and the namespace's own policies
+        when their ACL logging changed."""
+        obj = new if new is not None else old
+        if obj is None:
+            return
+        name = str(obj["metadata"]["name"])
+        if old is not None and new is not None and _labels(old) == _labels(new):
+            keys: set[str] = set()
+        else:
+            keys = self.registry.namespace_changed(name, None if new is None else _labels(new))
+        if old is None or new is None or \
+                _annotation(old, ACL_LOGGING) != _annotation(new, ACL_LOGGING):
+            keys.update(policy_queue_key(key)
+                        for key in self.policies.keys_by_index(NAMESPACE_INDEX, name))
+        for key in keys:
+            self.controller.queue.add(key)
 
     def pod_keys(self, pod: JSON) -> list[str]:
-        namespace = str(pod["metadata"].get("namespace", ""))
-        keys = [addrset_key(k) for k in self.registry.sets_for_namespace(namespace)]
-        with self._lock:
-            named = list(self._named)
-        # named ports resolve on pods: ingress on the policy's own pods, egress on peers
-        keys += [f"policy:{key}" for key in named]
-        return keys
+        """The sets and named-port policies whose selectors select the pod (called with
+        the pod before and after a change): by index, never every policy."""
+        meta = pod["metadata"]
+        return sorted(self.registry.pod_keys(str(meta.get("namespace", "")),
+                                             dict(meta.get("labels") or {})))
 
     def network_changed(self, network: str) -> None:
         """A network appeared, changed or went: its own rows, and every policy and
@@ -163,7 +185,7 @@ class PolicyController:
 
     def _render_again(self, networks: list[str]) -> None:
         queue = self.controller.queue
-        for network in networks:
+        for network in networks if self.kind.network_rows else ():
             queue.add(f"network:{network}")
             queue.add(f"nodes:{network}")
         for key in self.policies.list_keys():
@@ -177,7 +199,7 @@ class PolicyController:
         taken for unused), and queue the owners NB holds for objects that are gone."""
         for policy in self.policies.peek_all():
             self._learn(policy_key(policy), policy)
-        for owner in self.context.feature_owners(ids.FEATURE):
+        for owner in self.context.feature_owners(self.feature):
             network = network_of_controller(owner.controller)
             scope = owner.key.split(":", 2)[2]
             kind, _, rest = scope.partition(":")
@@ -193,32 +215,38 @@ class PolicyController:
                 with self._lock:
                     self._node_switches.setdefault(network, set()).add(rest)
                 self.controller.queue.add(f"nodes:{network}")
-        for scope_ in self.networks():
+        for scope_ in self.networks() if self.kind.network_rows else ():
             self.controller.queue.add(f"network:{scope_.network}")
             self.controller.queue.add(f"nodes:{scope_.network}")
         for key in self.policies.list_keys():
             self.controller.queue.add(f"policy:{key}")
 
     def _learn(self, key: str, obj: JSON | None
-               ) -> tuple[Policy | None, NetworkScope | None, set[SetKey], PolicyError | None]:
-        """Parse the policy and record its peer sets (none when it is gone or invalid);
-        returns it, its network, the sets it used before or uses now, and why it cannot
-        be rendered."""
+               ) -> tuple[Policy | None, Placement, set[SetKey], PolicyError | None]:
+        """Parse the policy, place it and record its peer sets on the networks it renders
+        on (none when it is gone or invalid); returns it, its placement (only the networks
+        it can be rendered on), the sets it used before or uses now, and why it cannot be
+        rendered (on some network)."""
         policy: Policy | None = None
-        scope = None
+        placement = Placement()
         error: PolicyError | None = None
         if obj is not None:
             try:
                 policy = parse_policy(obj)
             except PolicyError as exc:
                 error = exc
-            scope = self.network_of(key.split("/", 1)[0])
-        selectors = policy_peer_selectors(policy) if policy is not None and scope else []
-        touched = self.registry.set_policy(key, scope.network if scope else "", selectors)
-        with self._lock:
-            has_named = policy is not None and any(r.named_ports for r in policy.rules)
-            (self._named.add if has_named else self._named.discard)(key)
-        return policy, scope, touched, error
+            placement = self.kind.place(obj)
+        if policy is not None:
+            placement.scopes, refused = checked_scopes(self.kind, policy, placement)
+            error = error or refused
+        else:
+            placement.scopes = []
+        sets = [(scope.network, selector) for scope in placement.scopes
+                for selector in policy_peer_selectors(policy)] if policy is not None else []
+        watched = [(scope.network, selector) for scope in placement.scopes
+                   for selector in policy_named_port_selectors(policy)] \
+            if policy is not None else []
+        return policy, placement, self.registry.set_policy(key, sets, watched), error
 
     # -- reconcile ---------------------------------------------------------------------
     def reconcile(self, key: str) -> None:
@@ -240,7 +268,7 @@ class PolicyController:
     def reconcile_network(self, network: str) -> None:
         scope = self.scope_of(network)
         if scope is not None:
-            apply(self.context.nb, ids.network_owner(network),
+            apply(self.context.nb, ids.network_owner(network, self.feature),
                   build_network_rows(scope, self.hairpin_ips))
         elif self.gone(network):
             self.forget_network(network)
@@ -250,8 +278,8 @@ class PolicyController:
     def forget_network(self, network: str) -> None:
         """Every row of this feature on a network that is gone, in one transaction (the
         groups' ACLs before the address sets they name: OVSDB applies it as one)."""
-        controller = ids.owner(network, ids.NETWORK_SCOPE).controller
-        owners = {owner for owner in self.context.feature_owners(ids.FEATURE)
+        controller = ids.owner(network, ids.NETWORK_SCOPE, self.feature).controller
+        owners = {owner for owner in self.context.feature_owners(self.feature)
                   if owner.controller == controller}
         if owners:
             apply_many(self.context.nb, {owner: [] for owner in owners})
@@ -262,22 +290,23 @@ class PolicyController:
                 networks.discard(network)
             self._node_switches.pop(network, None)
 
-    def _converge(self, scope_name: str, network: str | None, rows: list[DesiredRow],
+    def _converge(self, scope_name: str, rows: dict[str, list[DesiredRow]],
                   extra: dict[Owner, list[DesiredRow]] | None = None) -> None:
-        """One transaction: ``rows`` under ``scope_name``'s owner on ``network`` (``None``:
-        nowhere), the same scope emptied on every other network it was written on, and
+        """One transaction: ``rows`` (network → rows) under ``scope_name``'s owner on each
+        network, the same scope emptied on every other network it was written on, and
         ``extra`` owners."""
         with self._lock:
             before = set(self._rendered.get(scope_name, ()))
         desired: dict[Owner, list[DesiredRow]] = {
-            ids.owner(other, scope_name): [] for other in before - {network}}
-        if network is not None:
-            desired[ids.owner(network, scope_name)] = rows
+            ids.owner(other, scope_name, self.feature): [] for other in before - set(rows)}
+        for network, network_rows in rows.items():
+            desired[ids.owner(network, scope_name, self.feature)] = network_rows
         desired.update(extra or {})
         apply_many(self.context.nb, desired)
         with self._lock:
-            if network is not None and rows:
-                self._rendered[scope_name] = {network}
+            now = {network for network, network_rows in rows.items() if network_rows}
+            if now:
+                self._rendered[scope_name] = now
             else:
                 self._rendered.pop(scope_name, None)
 
@@ -292,12 +321,12 @@ class PolicyController:
         switches = self.context.node_switches(network)
         desired: dict[Owner, list[DesiredRow]] = {}
         for switch in switches:
-            desired[ids.node_owner(network, switch.name)] = build_node_rows(
+            desired[ids.node_owner(network, switch.name, self.feature)] = build_node_rows(
                 scope, switch.name, switch.ref, switch.management_ips)
         with self._lock:
             before = set(self._node_switches.get(network, ()))
         for name in before - {switch.name for switch in switches}:
-            desired[ids.node_owner(network, name)] = []
+            desired[ids.node_owner(network, name, self.feature)] = []
         try:
             apply_many(self.context.nb, desired)
         except MissingReference as exc:
@@ -307,24 +336,29 @@ class PolicyController:
             self._node_switches[network] = {switch.name for switch in switches}
 
     def reconcile_policy(self, key: str) -> None:
-        """The policy's rows on its namespace's network; none when it is gone or cannot be
-        rendered (then a Warning says why, as upstream, whose failed add leaves none)."""
+        """The policy's rows on its networks; none when it is gone or cannot be rendered
+        (then a Warning says why, as upstream, whose failed add leaves none)."""
         namespace = key.split("/", 1)[0]
         obj = self.policies.peek(key)
-        policy, scope, touched, error = self._learn(key, obj)
-        if obj is not None and scope is None:
-            raise NotReady(f"the network of namespace {namespace} is not known yet")
-        rows: list[DesiredRow] = []
+        policy, placement, touched, error = self._learn(key, obj)
+        if obj is not None and placement.waiting:
+            raise NotReady(f"a network of {key} is not rendered yet")
+        if obj is not None and placement.problems and self.context.recorder is not None:
+            self.context.recorder.event(obj, WARNING, ERROR_REASON,
+                                        f"{key}: {'; '.join(placement.problems)}")
+        rows: dict[str, list[DesiredRow]] = {}
         sets: dict[Owner, list[DesiredRow]] = {}
-        if policy is not None and scope is not None:
-            rows = build_policy_rows(scope, policy, self._logging(namespace),
-                                     self._named_targets(scope, policy))
+        for scope in placement.scopes if policy is not None else ():
+            assert policy is not None
+            rows[scope.network] = build_policy_rows(scope, policy, self._logging(namespace),
+                                                    self._named_targets(scope, policy))
             for selector in policy_peer_selectors(policy):
-                sets[ids.address_set_owner(scope.network, selector.key)] = \
+                sets[ids.address_set_owner(scope.network, selector.key, self.feature)] = \
                     self._address_set_rows(scope, selector)
-        self._converge(f"policy:{key}", scope.network if rows and scope else None, rows, sets)
-        signature = None if policy is None or scope is None else (
-            scope.network, repr(policy.pod_selector), policy.is_ingress, policy.is_egress)
+        self._converge(f"policy:{key}", rows, sets)
+        signature = None if policy is None or not rows else (
+            tuple(sorted(rows)), repr(policy.pod_selector), policy.is_ingress,
+            policy.is_egress)
         with self._lock:
             changed = self._signatures.get(key, "unknown") != signature
             if signature is None:
@@ -343,24 +377,31 @@ class PolicyController:
         return parse_acl_logging(_annotations(self.namespaces.peek(namespace)))
 
     def reconcile_namespace(self, namespace: str) -> None:
-        """The default-deny groups exist while the namespace has a renderable policy."""
-        scope = self.network_of(namespace)
-        has_policy = False
-        for obj in self.policies.peek_by_index(NAMESPACE_INDEX, namespace):
+        """The default-deny groups exist while the namespace has a renderable policy; a
+        malformed ``k8s.ovn.org/acl-logging`` gets a Warning on the namespace (what can be
+        read of it stays in force, as upstream)."""
+        logging = self._logging(namespace)
+        obj = self.namespaces.peek(namespace)
+        if logging.problems and obj is not None and self.context.recorder is not None:
+            self.context.recorder.event(obj, WARNING, INVALID_ACL_LOGGING,
+                                        logging.warning(namespace))
+        scopes: dict[str, NetworkScope] = {}
+        for policy_obj in self.policies.peek_by_index(NAMESPACE_INDEX, namespace):
             try:
-                parse_policy(obj)
+                policy = parse_policy(policy_obj)
             except PolicyError:
                 continue
-            has_policy = True
-            break
-        if has_policy and scope is None:
-            raise NotReady(f"the network of namespace {namespace} is not rendered yet")
-        rows = build_namespace_rows(scope, namespace, self._logging(namespace)) \
-            if has_policy and scope is not None else []
+            placement = self.kind.place(policy_obj)
+            if placement.waiting:
+                raise NotReady(f"a network of namespace {namespace}'s policies is not "
+                               "rendered yet")
+            scopes.update((scope.network, scope)
+                          for scope in usable_scopes(self.kind, policy, placement))
+        rows = {network: build_namespace_rows(scope, namespace, logging)
+                for network, scope in scopes.items()}
         with self._lock:
             before = self._rendered.get(f"namespace:{namespace}")
-        self._converge(f"namespace:{namespace}", scope.network if rows and scope else None,
-                       rows)
+        self._converge(f"namespace:{namespace}", rows)
         with self._lock:
             after = self._rendered.get(f"namespace:{namespace}")
         if before != after:
@@ -371,8 +412,8 @@ class PolicyController:
 
     def reconcile_address_set(self, set_key: SetKey) -> None:
         network, selector_key = set_key
-        selector = self.registry.selector(set_key)
-        owner = ids.address_set_owner(network, selector_key)
+        selector = self.registry.set_selector(set_key)
+        owner = ids.address_set_owner(network, selector_key, self.feature)
         scope = self.scope_of(network)
         if selector is None or (scope is None and self.gone(network)):
             delete_owner(self.context.nb, owner)
@@ -384,21 +425,26 @@ class PolicyController:
     # -- reading the caches ------------------------------------------------------------
     def _namespaces_of(self, scope: NetworkScope, selector: PeerSelector
                        ) -> list[NamespaceFacts]:
-        if selector.namespace_selector is None:
-            obj = self.namespaces.peek(str(selector.namespace))
-            names = [NamespaceFacts(str(selector.namespace), _labels(obj))] if obj else []
-        else:
-            names = [NamespaceFacts(str(ns["metadata"]["name"]), _labels(ns))
-                     for ns in self.namespaces.peek_all()]
-        return [ns for ns in names if (net := self.network_of(ns.name)) is not None
-                and net.network == scope.network]
+        """The namespaces of ``scope``'s network the selector selects: its own, or those
+        the registry's index says its namespace selector selects."""
+        names = {str(selector.namespace)} if selector.namespace_selector is None else \
+            self.registry.namespaces_of((scope.network, selector.key))
+        found = []
+        for name in sorted(names):
+            obj = self.namespaces.peek(name)
+            if obj is not None and self.kind.namespace_on(name, scope.network):
+                found.append(NamespaceFacts(name, _labels(obj)))
+        return found
 
-    def _pods_of(self, namespace: str) -> list[PodFacts]:
-        return [pod_facts(pod) for pod in self.pods.peek_by_index(NAMESPACE_INDEX, namespace)]
+    def _pods_on(self, network: str) -> Callable[[str], list[PodFacts]]:
+        """A namespace's pods as they are on ``network`` (by index)."""
+        return lambda namespace: [self.kind.pod_facts(pod, network) for pod in
+                                  self.pods.peek_by_index(NAMESPACE_INDEX, namespace)]
 
     def _address_set_rows(self, scope: NetworkScope, selector: PeerSelector
                           ) -> list[DesiredRow]:
-        selected = members(selector, self._namespaces_of(scope, selector), self._pods_of)
+        selected = members(selector, self._namespaces_of(scope, selector),
+                           self._pods_on(scope.network))
         return build_address_set_rows(scope, selector.key,
                                       [ip for pod in selected for ip in pod.ips])
 
@@ -406,20 +452,12 @@ class PolicyController:
                        ) -> dict[tuple[str, int], list[NamedTarget]]:
         found: dict[tuple[str, int], list[NamedTarget]] = {}
         for rule in policy.rules:
-            if not rule.named_ports:
+            selectors = named_port_selectors(policy, rule)
+            if not selectors:
                 continue
-            if rule.direction == INGRESS:
-                own = PeerSelector(policy.pod_selector, policy.namespace)
-                pods = members(own, self._namespaces_of(scope, own), self._pods_of)
-            elif rule.allows_all_peers:
-                pods = [pod for ns in self.namespaces.peek_all()
-                        if (net := self.network_of(str(ns["metadata"]["name"]))) is not None
-                        and net.network == scope.network
-                        for pod in self._pods_of(str(ns["metadata"]["name"]))]
-            else:
-                pods = [pod for selector in rule_peer_selectors(policy, rule)
-                        for pod in members(selector, self._namespaces_of(scope, selector),
-                                           self._pods_of)]
+            pods = [pod for selector in selectors
+                    for pod in members(selector, self._namespaces_of(scope, selector),
+                                       self._pods_on(scope.network))]
             found[(rule.direction, rule.index)] = resolve_named_ports(rule.ports, pods)
         return found
 
@@ -436,17 +474,20 @@ def policy_key(policy: JSON) -> str:
     return f"{meta.get('namespace', '')}/{meta['name']}"
 
 
-def addrset_key(set_key: SetKey) -> str:
-    return f"addrset:{set_key[0]}:{set_key[1]}"
-
-
 def namespace_relevant(old: JSON | None, new: JSON | None) -> bool:
     return old is None or new is None or _labels(old) != _labels(new) or \
         _annotation(old, ACL_LOGGING) != _annotation(new, ACL_LOGGING)
 
 
 def pod_relevant(old: JSON | None, new: JSON | None) -> bool:
+    """What policies read of a pod changed: labels, addresses on any network, phase,
+    named ports."""
     if old is None or new is None:
         return True
-    before: Any = pod_facts(old)
-    return bool(before != pod_facts(new))
+    return _pod_signature(old) != _pod_signature(new)
+
+
+def _pod_signature(pod: JSON) -> tuple[Any, ...]:
+    return (_labels(pod), _annotation(pod, POD_NETWORKS_ANNOTATION),
+            (pod.get("status") or {}).get("phase"),
+            bool((pod.get("spec") or {}).get("hostNetwork")), named_ports(pod))

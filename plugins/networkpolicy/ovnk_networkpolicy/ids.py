@@ -27,6 +27,7 @@ from ovnk_core.ovn.ownership import ObjectIDs, Owner
 from ovnk_core.zone.owners import controller_name
 
 FEATURE = "networkpolicy"
+MULTI_FEATURE = "multinetworkpolicy"  # MultiNetworkPolicy's rows (secondary networks)
 
 # owner types (upstream's libovsdbops ownerType values)
 NETWORK_POLICY = "NetworkPolicy"
@@ -60,28 +61,30 @@ FAMILY_IDS = {4: "v4", 6: "v6"}
 NETWORK_SCOPE = "network"
 
 
-def owner(network: str, scope: str) -> Owner:
-    return feature_owner(FEATURE, scope, controller=controller_name(network))
+def owner(network: str, scope: str, feature: str = FEATURE) -> Owner:
+    """The owner of ``scope``'s rows on ``network``, for NetworkPolicy or (``feature``)
+    MultiNetworkPolicy: the two never converge each other's rows."""
+    return feature_owner(feature, scope, controller=controller_name(network))
 
 
-def network_owner(network: str) -> Owner:
-    return owner(network, NETWORK_SCOPE)
+def network_owner(network: str, feature: str = FEATURE) -> Owner:
+    return owner(network, NETWORK_SCOPE, feature)
 
 
-def node_owner(network: str, switch: str) -> Owner:
-    return owner(network, f"node:{switch}")
+def node_owner(network: str, switch: str, feature: str = FEATURE) -> Owner:
+    return owner(network, f"node:{switch}", feature)
 
 
-def namespace_owner(network: str, namespace: str) -> Owner:
-    return owner(network, f"namespace:{namespace}")
+def namespace_owner(network: str, namespace: str, feature: str = FEATURE) -> Owner:
+    return owner(network, f"namespace:{namespace}", feature)
 
 
-def policy_owner(network: str, namespace: str, name: str) -> Owner:
-    return owner(network, f"policy:{namespace}/{name}")
+def policy_owner(network: str, namespace: str, name: str, feature: str = FEATURE) -> Owner:
+    return owner(network, f"policy:{namespace}/{name}", feature)
 
 
-def address_set_owner(network: str, selector_key: str) -> Owner:
-    return owner(network, f"addrset:{selector_key}")
+def address_set_owner(network: str, selector_key: str, feature: str = FEATURE) -> Owner:
+    return owner(network, f"addrset:{selector_key}", feature)
 
 
 def policy_object_name(namespace: str, name: str) -> str:
@@ -97,46 +100,51 @@ def pg_ref(ids: ObjectIDs) -> Ref:
     return Ref.to("Port_Group", ids)
 
 
-def cluster_pg_ids(network: str, base: str) -> ObjectIDs:
-    return network_owner(network).object_ids(CLUSTER, base)
+def cluster_pg_ids(network: str, base: str, feature: str = FEATURE) -> ObjectIDs:
+    return network_owner(network, feature).object_ids(CLUSTER, base)
 
 
-def hairpin_acl_ids(network: str, direction: str) -> ObjectIDs:
-    return network_owner(network).object_ids(NETPOL_DEFAULT, ALLOW_HAIRPINNING,
-                                             extra=((DIRECTION_KEY, direction),))
+def hairpin_acl_ids(network: str, direction: str, feature: str = FEATURE) -> ObjectIDs:
+    return network_owner(network, feature).object_ids(
+        NETPOL_DEFAULT, ALLOW_HAIRPINNING, extra=((DIRECTION_KEY, direction),))
 
 
-def node_acl_ids(network: str, switch: str, ip: str) -> ObjectIDs:
-    return node_owner(network, switch).object_ids(NETPOL_NODE, switch, extra=((IP_KEY, ip),))
+def node_acl_ids(network: str, switch: str, ip: str, feature: str = FEATURE) -> ObjectIDs:
+    return node_owner(network, switch, feature).object_ids(NETPOL_NODE, switch,
+                                                           extra=((IP_KEY, ip),))
 
 
-def deny_pg_ids(network: str, namespace: str, direction: str) -> ObjectIDs:
-    return namespace_owner(network, namespace).object_ids(
+def deny_pg_ids(network: str, namespace: str, direction: str,
+                feature: str = FEATURE) -> ObjectIDs:
+    return namespace_owner(network, namespace, feature).object_ids(
         NETPOL_NAMESPACE, namespace, extra=((DIRECTION_KEY, direction),))
 
 
-def deny_acl_ids(network: str, namespace: str, direction: str, acl_type: str) -> ObjectIDs:
-    return namespace_owner(network, namespace).object_ids(
+def deny_acl_ids(network: str, namespace: str, direction: str, acl_type: str,
+                 feature: str = FEATURE) -> ObjectIDs:
+    return namespace_owner(network, namespace, feature).object_ids(
         NETPOL_NAMESPACE, namespace, extra=((DIRECTION_KEY, direction), (TYPE_KEY, acl_type)))
 
 
-def policy_pg_ids(network: str, namespace: str, name: str) -> ObjectIDs:
-    return policy_owner(network, namespace, name).object_ids(
+def policy_pg_ids(network: str, namespace: str, name: str, feature: str = FEATURE) -> ObjectIDs:
+    return policy_owner(network, namespace, name, feature).object_ids(
         NETWORK_POLICY, policy_object_name(namespace, name))
 
 
 def policy_acl_ids(network: str, namespace: str, name: str, direction: str, gress_index: int,
-                   protocol: str, ip_block_index: int) -> ObjectIDs:
-    return policy_owner(network, namespace, name).object_ids(
+                   protocol: str, ip_block_index: int, feature: str = FEATURE) -> ObjectIDs:
+    return policy_owner(network, namespace, name, feature).object_ids(
         NETWORK_POLICY, policy_object_name(namespace, name),
         extra=((DIRECTION_KEY, direction), (GRESS_INDEX_KEY, str(gress_index)),
                (PROTOCOL_KEY, protocol), (IP_BLOCK_INDEX_KEY, str(ip_block_index))))
 
 
-def address_set_ids(network: str, selector_key: str, version: int) -> ObjectIDs:
-    return address_set_owner(network, selector_key).object_ids(
+def address_set_ids(network: str, selector_key: str, version: int,
+                    feature: str = FEATURE) -> ObjectIDs:
+    return address_set_owner(network, selector_key, feature).object_ids(
         POD_SELECTOR, selector_key, extra=((IP_FAMILY_KEY, FAMILY_IDS[version]),))
 
 
-def address_set_name(network: str, selector_key: str, version: int) -> str:
-    return hash_for_ovn(address_set_ids(network, selector_key, version).primary_id)
+def address_set_name(network: str, selector_key: str, version: int,
+                     feature: str = FEATURE) -> str:
+    return hash_for_ovn(address_set_ids(network, selector_key, version, feature).primary_id)

@@ -22,6 +22,7 @@ from ovnk_core.networks.netinfo import ROLE_PRIMARY, NetInfo
 from ovnk_core.ovn.declarative import Link
 from ovnk_core.pod_port import PodPortExtras
 from ovnk_core.render_state import PodAttachment
+from ovnk_networkpolicy.policy_kinds import PolicyKind, usable_scopes
 from ovnk_networkpolicy.policy_spec import Policy, PolicyError, parse_policy
 from ovnk_networkpolicy.rows import pod_groups
 
@@ -30,12 +31,26 @@ SYNC_TIMEOUT = 30.0
 
 class PolicyCache:
     """Parsed policies by namespace and name, parsed again only when their
-    resourceVersion changes; a namespace's deleted policies are forgotten when it is read."""
+    resourceVersion changes; a namespace's deleted policies are forgotten when it is read.
+    ``kind`` places each (``policy_kinds``): ``on_network`` keeps those of one network."""
 
-    def __init__(self, policies: Informer) -> None:
+    def __init__(self, policies: Informer, kind: PolicyKind) -> None:
         self.policies = policies
+        self.kind = kind
         self._lock = threading.Lock()
         self._parsed: dict[str, dict[str, tuple[str, Policy | None]]] = {}
+
+    def on_network(self, namespace: str, network: str) -> list[Policy]:
+        """The namespace's renderable policies placed on ``network``."""
+        policies = {policy.name: policy for policy in self.in_namespace(namespace)}
+        found = []
+        for obj in self.policies.peek_by_index("namespace", namespace):
+            policy = policies.get(str(obj["metadata"]["name"]))
+            if policy is not None and any(
+                    scope.network == network
+                    for scope in usable_scopes(self.kind, policy, self.kind.place(obj))):
+                found.append(policy)
+        return found
 
     def in_namespace(self, namespace: str) -> list[Policy]:
         objects = self.policies.peek_by_index("namespace", namespace)
@@ -66,8 +81,9 @@ def _parse(obj: JSON) -> Policy | None:
 def pod_port_links(cache: PolicyCache, row_exists: Callable[[str, str], bool],
                    pod: dict[str, Any], attachment: PodAttachment, netinfo: NetInfo
                    ) -> PodPortExtras | None:
-    """The groups of the pod's primary-network port (``None`` for other attachments)."""
-    if attachment.role != ROLE_PRIMARY:
+    """The groups of the pod's port on a network of the cache's kind (its primary network
+    for NetworkPolicy, a secondary one for MultiNetworkPolicy; ``None`` for others)."""
+    if attachment.role != cache.kind.pod_role:
         return None
     if not cache.policies.has_synced() and \
             not cache.policies.wait_for_sync(timeout=SYNC_TIMEOUT):
@@ -75,8 +91,10 @@ def pod_port_links(cache: PolicyCache, row_exists: Callable[[str, str], bool],
         # the policies are not known yet)
         raise NotReady("NetworkPolicies not listed yet")
     labels = dict((pod.get("metadata") or {}).get("labels") or {})
-    groups = pod_groups(netinfo.name, labels, attachment.namespace,
-                        cache.in_namespace(attachment.namespace))
+    policies = cache.in_namespace(attachment.namespace) if cache.kind.pod_role == ROLE_PRIMARY \
+        else cache.on_network(attachment.namespace, netinfo.name)
+    groups = pod_groups(netinfo.name, labels, attachment.namespace, policies,
+                        cache.kind.feature)
     links = tuple(Link(group, "ports") for group in groups
                   if row_exists(group.table, group.primary_id))
     return PodPortExtras(links=links) if links else None

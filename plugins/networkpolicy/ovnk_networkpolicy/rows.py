@@ -49,11 +49,17 @@ class NetworkScope:
     :ivar network: its name (``default`` or a UDN's); names the controller.
     :ivar families: its IP families (4, 6 or both).
     :ivar acl_tiers: the NB schema has ``ACL.tier``: write tier 2.
+    :ivar feature: whose rows they are (``ids.FEATURE``, or ``ids.MULTI_FEATURE`` for
+        MultiNetworkPolicy's on a secondary network).
+    :ivar has_ipam: its pods have addresses (a secondary network without subnets has none:
+        only ipBlock peers can be rendered there).
     """
 
     network: str
     families: tuple[int, ...] = (4,)
     acl_tiers: bool = False
+    feature: str = ids.FEATURE
+    has_ipam: bool = True
 
 
 def _acl(scope: NetworkScope, acl_ids: ObjectIDs, direction: str, priority: int, match: str,
@@ -83,13 +89,14 @@ def hairpin_match(hairpin_ips: Sequence[str]) -> str:
 def build_network_rows(scope: NetworkScope, hairpin_ips: Sequence[str]) -> list[DesiredRow]:
     """The rows upstream keeps on every network even without a policy: ``clusterPortGroup``
     (with the two allow-hairpinning ACLs) and ``clusterRtrPortGroup``."""
-    cluster = ids.cluster_pg_ids(scope.network, ids.CLUSTER_PORT_GROUP)
-    rows = [_group(cluster), _group(ids.cluster_pg_ids(scope.network, ids.CLUSTER_RTR_PORT_GROUP))]
+    cluster = ids.cluster_pg_ids(scope.network, ids.CLUSTER_PORT_GROUP, scope.feature)
+    router = ids.cluster_pg_ids(scope.network, ids.CLUSTER_RTR_PORT_GROUP, scope.feature)
+    rows = [_group(cluster), _group(router)]
     if hairpin_ips:
         for direction in (INGRESS, EGRESS):
-            rows.append(_acl(scope, ids.hairpin_acl_ids(scope.network, direction), direction,
-                             ALLOW_PRIORITY, hairpin_match(hairpin_ips), "allow-related",
-                             ids.pg_ref(cluster)))
+            rows.append(_acl(scope, ids.hairpin_acl_ids(scope.network, direction, scope.feature),
+                             direction, ALLOW_PRIORITY, hairpin_match(hairpin_ips),
+                             "allow-related", ids.pg_ref(cluster)))
     return rows
 
 
@@ -100,7 +107,7 @@ def build_node_rows(scope: NetworkScope, switch: str, switch_ref: Ref,
     rows = []
     for ip in management_ips:
         family = "ip6" if ":" in ip else "ip4"
-        rows.append(DesiredRow("ACL", ids.node_acl_ids(scope.network, switch, ip), {
+        rows.append(DesiredRow("ACL", ids.node_acl_ids(scope.network, switch, ip, scope.feature), {
             "name": None, "direction": "to-lport", "priority": ALLOW_PRIORITY,
             "match": f"{family}.src=={ip}", "action": "allow-related", "meter": METER,
             "severity": None, "log": False, "options": {},
@@ -109,8 +116,9 @@ def build_node_rows(scope: NetworkScope, switch: str, switch_ref: Ref,
     return rows
 
 
-def deny_group_ref(network: str, namespace: str, direction: str) -> Ref:
-    return ids.pg_ref(ids.deny_pg_ids(network, namespace, direction))
+def deny_group_ref(network: str, namespace: str, direction: str,
+                   feature: str = ids.FEATURE) -> Ref:
+    return ids.pg_ref(ids.deny_pg_ids(network, namespace, direction, feature))
 
 
 def build_namespace_rows(scope: NetworkScope, namespace: str,
@@ -120,15 +128,17 @@ def build_namespace_rows(scope: NetworkScope, namespace: str,
     severity) and an ARP/ND allow ACL (1001) each.  Wanted while the namespace has a policy."""
     rows = []
     for direction in (INGRESS, EGRESS):
-        group_ids = ids.deny_pg_ids(scope.network, namespace, direction)
+        group_ids = ids.deny_pg_ids(scope.network, namespace, direction, scope.feature)
         group = ids.pg_ref(group_ids)
         on_group = lport_match(direction, ids.pg_name(group_ids))
         name = f"NP:{namespace}:{direction}"
         rows += [
             _group(group_ids),
-            _acl(scope, ids.deny_acl_ids(scope.network, namespace, direction, ids.DEFAULT_DENY),
+            _acl(scope, ids.deny_acl_ids(scope.network, namespace, direction, ids.DEFAULT_DENY,
+                                      scope.feature),
                  direction, DENY_PRIORITY, on_group, "drop", group, name, logging.deny),
-            _acl(scope, ids.deny_acl_ids(scope.network, namespace, direction, ids.ARP_ALLOW),
+            _acl(scope, ids.deny_acl_ids(scope.network, namespace, direction, ids.ARP_ALLOW,
+                                      scope.feature),
                  direction, ALLOW_PRIORITY, join(on_group, ARP_ALLOW_MATCH), "allow", group,
                  name)]
     return rows
@@ -153,13 +163,37 @@ def policy_peer_selectors(policy: Policy) -> list[PeerSelector]:
     return list(found.values())
 
 
+EVERY_POD = PeerSelector({}, None, {})
+"""Every pod of the network: where an egress rule without peers resolves its named ports."""
+
+
+def named_port_selectors(policy: Policy, rule: Rule) -> list[PeerSelector]:
+    """The pods a rule's named ports resolve on (Kubernetes resolves a named port on the
+    destination): the policy's own pods for ingress, the rule's peers for egress (every
+    pod of the network for an egress rule without peers); none without named ports."""
+    if not rule.named_ports:
+        return []
+    if rule.direction == INGRESS:
+        return [PeerSelector(policy.pod_selector, policy.namespace)]
+    return [EVERY_POD] if rule.allows_all_peers else rule_peer_selectors(policy, rule)
+
+
+def policy_named_port_selectors(policy: Policy) -> list[PeerSelector]:
+    """Every selector the policy's named ports resolve on (each key once)."""
+    found: dict[str, PeerSelector] = {}
+    for rule in policy.rules:
+        for selector in named_port_selectors(policy, rule):
+            found.setdefault(selector.key, selector)
+    return list(found.values())
+
+
 def _peer_l3(scope: NetworkScope, policy: Policy, rule: Rule) -> str:
     """The rule's selector peers as address-set matches ('' if it has none)."""
     keys = [s.key for s in rule_peer_selectors(policy, rule)]
-    return address_set_match(
-        rule.direction,
-        [ids.address_set_name(scope.network, k, 4) for k in keys] if 4 in scope.families else [],
-        [ids.address_set_name(scope.network, k, 6) for k in keys] if 6 in scope.families else [])
+    def names(version: int) -> list[str]:
+        return [ids.address_set_name(scope.network, k, version, scope.feature) for k in keys] \
+            if version in scope.families else []
+    return address_set_match(rule.direction, names(4), names(6))
 
 
 def _rule_acls(scope: NetworkScope, policy: Policy, rule: Rule, group: Ref, group_name: str,
@@ -170,7 +204,8 @@ def _rule_acls(scope: NetworkScope, policy: Policy, rule: Rule, group: Ref, grou
 
     def acl(protocol: str, ip_block_index: int, match: str) -> DesiredRow:
         acl_ids = ids.policy_acl_ids(scope.network, policy.namespace, policy.name,
-                                     rule.direction, rule.index, protocol, ip_block_index)
+                                     rule.direction, rule.index, protocol, ip_block_index,
+                                     scope.feature)
         return _acl(scope, acl_ids, rule.direction, ALLOW_PRIORITY, match, "allow-related",
                     group, name, logging.allow)
 
@@ -192,8 +227,8 @@ def _rule_acls(scope: NetworkScope, policy: Policy, rule: Rule, group: Ref, grou
     return rows
 
 
-def policy_group_ref(network: str, policy: Policy) -> Ref:
-    return ids.pg_ref(ids.policy_pg_ids(network, policy.namespace, policy.name))
+def policy_group_ref(network: str, policy: Policy, feature: str = ids.FEATURE) -> Ref:
+    return ids.pg_ref(ids.policy_pg_ids(network, policy.namespace, policy.name, feature))
 
 
 def build_policy_rows(scope: NetworkScope, policy: Policy,
@@ -206,7 +241,7 @@ def build_policy_rows(scope: NetworkScope, policy: Policy,
     ports as resolved in ``named`` (``(direction, rule index)`` → targets).  Upstream builds
     the ACLs of both directions whatever ``policyTypes`` says (only the default-deny groups
     follow it), and so do these."""
-    group_ids = ids.policy_pg_ids(scope.network, policy.namespace, policy.name)
+    group_ids = ids.policy_pg_ids(scope.network, policy.namespace, policy.name, scope.feature)
     group, group_name = ids.pg_ref(group_ids), ids.pg_name(group_ids)
     rows = [_group(group_ids)]
     for rule in policy.rules:
@@ -221,15 +256,15 @@ def build_address_set_rows(scope: NetworkScope, selector_key: str,
     addresses = set(ips)
     rows = []
     for version in scope.families:
-        set_ids = ids.address_set_ids(scope.network, selector_key, version)
+        set_ids = ids.address_set_ids(scope.network, selector_key, version, scope.feature)
         rows.append(DesiredRow("Address_Set", set_ids, {
-            "name": ids.address_set_name(scope.network, selector_key, version),
+            "name": ids.address_set_name(scope.network, selector_key, version, scope.feature),
             "addresses": sorted(a for a in addresses if (":" in a) == (version == 6))}))
     return rows
 
 
 def pod_groups(network: str, pod_labels: Mapping[str, str], namespace: str,
-               policies: Iterable[Policy]) -> list[Ref]:
+               policies: Iterable[Policy], feature: str = ids.FEATURE) -> list[Ref]:
     """The port groups a pod's port on ``network`` belongs to, given the policies of its
     namespace: each selecting policy's group, and the namespace's ingress (egress)
     default-deny group when a selecting policy is of type Ingress (Egress)."""
@@ -239,11 +274,11 @@ def pod_groups(network: str, pod_labels: Mapping[str, str], namespace: str,
         if policy.namespace != namespace or not selector_matches(policy.pod_selector,
                                                                  pod_labels):
             continue
-        groups.append(policy_group_ref(network, policy))
+        groups.append(policy_group_ref(network, policy, feature))
         ingress = ingress or policy.is_ingress
         egress = egress or policy.is_egress
     if ingress:
-        groups.append(deny_group_ref(network, namespace, INGRESS))
+        groups.append(deny_group_ref(network, namespace, INGRESS, feature))
     if egress:
-        groups.append(deny_group_ref(network, namespace, EGRESS))
+        groups.append(deny_group_ref(network, namespace, EGRESS, feature))
     return groups

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 from ovnk_networkpolicy.membership import PolicyCache, pod_port_links
 from ovnk_networkpolicy.pod_facts import pod_facts
+from ovnk_networkpolicy.policy_kinds import NetworkPolicyKind, Placement
+from ovnk_networkpolicy.rows import NetworkScope
 
 from ovnk_core.annotations.pod_networks import PodNetwork, serialize
 from ovnk_core.errors import NotReady
@@ -17,6 +19,7 @@ from ovnk_core.render_state import PodAttachment
 pytestmark = pytest.mark.unit
 
 CTRL = "default-network-controller"
+KIND = NetworkPolicyKind(lambda _ns: None, lambda: [])
 DEFAULT = NetInfo(name="default", topology="layer3", role="default", mtu=1400)
 
 
@@ -53,7 +56,8 @@ POD = {"metadata": {"namespace": "ns1", "name": "db-0", "labels": {"app": "db"}}
 def test_port_joins_existing_groups_of_selecting_policies() -> None:
     cache = PolicyCache(Policies(netpol("a", policyTypes=["Ingress", "Egress"]),
                                  netpol("b", podSelector={"matchLabels": {"app": "web"}}),
-                                 netpol("bad", ingress=[{"from": [{"ipBlock": {"cidr": "x"}}]}])))
+                                 netpol("bad", ingress=[{"from": [{"ipBlock": {"cidr": "x"}}]}])),
+                        KIND)
     existing = {f"{CTRL}:NetworkPolicy:ns1:a", f"{CTRL}:NetpolNamespace:ns1:Ingress"}
     extras = pod_port_links(cache, lambda _t, pid: pid in existing, POD, attachment(), DEFAULT)
     assert extras is not None
@@ -63,11 +67,11 @@ def test_port_joins_existing_groups_of_selecting_policies() -> None:
 
 
 def test_only_primary_attachments_and_never_before_policies_are_listed() -> None:
-    cache = PolicyCache(Policies(netpol("a")))
+    cache = PolicyCache(Policies(netpol("a")), KIND)
     assert pod_port_links(cache, lambda *_: True, POD, attachment("infrastructure-locked"),
                           DEFAULT) is None
     with pytest.raises(NotReady):
-        pod_port_links(PolicyCache(Policies(netpol("a"), synced=False)), lambda *_: True, POD,
+        pod_port_links(PolicyCache(Policies(netpol("a"), synced=False), KIND), lambda *_: True, POD,
                        attachment(), DEFAULT)
 
 
@@ -94,7 +98,7 @@ def test_pod_facts_read_the_primary_entry_and_named_ports() -> None:
 
 def test_cache_follows_new_versions_and_deletions() -> None:
     policies = Policies(netpol("a", rv="1"))
-    cache = PolicyCache(policies)  # type: ignore[arg-type]
+    cache = PolicyCache(policies, KIND)  # type: ignore[arg-type]
     assert [p.pod_selector for p in cache.in_namespace("ns1")] == [
         {"matchLabels": {"app": "db"}}]
     policies.objects = [netpol("a", rv="2", podSelector={"matchLabels": {"app": "web"}})]
@@ -102,3 +106,29 @@ def test_cache_follows_new_versions_and_deletions() -> None:
         {"matchLabels": {"app": "web"}}]
     policies.objects = []
     assert cache.in_namespace("ns1") == [] and cache._parsed == {}
+
+
+class OnSecondary(NetworkPolicyKind):
+    """MultiNetworkPolicy's placement, as a stand-in: policy ``a`` is on network ``sec``."""
+
+    feature = "multinetworkpolicy"
+    pod_role = "secondary"
+
+    def place(self, obj: dict[str, Any]) -> Placement:
+        return Placement([NetworkScope("sec")] if obj["metadata"]["name"] == "a" else [])
+
+
+def test_secondary_attachments_join_the_groups_of_policies_on_their_network() -> None:
+    """A MultiNetworkPolicy's groups are joined by the pod's port on the networks the policy
+    is placed on, never by its primary port (nor NetworkPolicy's by its secondary one)."""
+    cache = PolicyCache(Policies(netpol("a"), netpol("b")),  # type: ignore[arg-type]
+                        OnSecondary(lambda _ns: None, lambda: []))
+    sec = NetInfo(name="sec", topology="layer2", role="secondary", mtu=1400)
+    extras = pod_port_links(cache, lambda *_: True, POD, attachment("secondary"), sec)
+    assert extras is not None
+    assert [link.parent.primary_id for link in extras.links] == [
+        "sec-network-controller:NetworkPolicy:ns1:a",
+        "sec-network-controller:NetpolNamespace:ns1:Ingress"]
+    assert pod_port_links(cache, lambda *_: True, POD, attachment(), DEFAULT) is None
+    assert pod_port_links(PolicyCache(Policies(netpol("a")), KIND),  # type: ignore[arg-type]
+                          lambda *_: True, POD, attachment("secondary"), sec) is None

@@ -276,10 +276,20 @@ def test_tier_written_only_when_the_schema_has_tiers() -> None:
 
 def test_allow_acls_log_at_the_namespace_allow_severity() -> None:
     logging = parse_acl_logging({"k8s.ovn.org/acl-logging": '{"allow": "info", "deny": "x"}'})
-    assert logging == AclLogging(allow="info", deny="")
+    # upstream's aclLoggingUpdateNsInfo: the bad severity disabled, the other in force,
+    # and the problem in upstream's words
+    assert (logging.allow, logging.deny) == ("info", "")
+    assert logging.problems == ('disabling deny logging due to invalid deny annotation. "x" '
+                                "is not a valid log severity",)
     row = next(iter(acls(build_policy_rows(DEFAULT, policy(ingress=[{}]), logging)).values()))
     assert (row["severity"], row["log"]) == ("info", True)
-    assert parse_acl_logging({"k8s.ovn.org/acl-logging": "not json"}) == AclLogging()
+    unreadable = parse_acl_logging({"k8s.ovn.org/acl-logging": "not json"})
+    assert (unreadable.allow, unreadable.deny) == ("", "")
+    assert unreadable.problems[0].startswith(
+        "could not unmarshal namespace ACL annotation 'not json', disabling logging, err: ")
+    assert parse_acl_logging({"k8s.ovn.org/acl-logging": "{}"}) == AclLogging()
+    assert parse_acl_logging({"k8s.ovn.org/acl-logging": '{"deny": "alert"}'}) == \
+        AclLogging(deny="alert")
 
 
 def test_pod_groups_follow_selecting_policies_and_their_types() -> None:

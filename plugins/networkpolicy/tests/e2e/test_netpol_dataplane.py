@@ -1,7 +1,7 @@
-"""NetworkPolicy with real packets in ``ovnk local``, on the default network and on a
-primary Layer3 UDN: a deny-all policy drops what reached a server, then a policy allowing
-one client lets exactly that client back in, and deleting the policies restores
-everything."""
+"""NetworkPolicy with real packets in ``ovnk local``, on the default network, on a primary
+Layer3 UDN and on a primary Layer2 UDN: a deny-all policy drops what reached a server, then
+a policy allowing one client lets exactly that client back in, and deleting the policies
+restores everything."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.netns]
 AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
 TIMED_OUT = 28  # curl: no answer at all (dropped)
 UDN_NAMESPACE = "tenant"
+L2_NAMESPACE = "tenant-l2"
 
 
 def apply(cluster: LocalCluster, *objects: dict[str, Any]) -> None:
@@ -31,15 +32,17 @@ def apply(cluster: LocalCluster, *objects: dict[str, Any]) -> None:
 
 
 def netexec_pod(namespace: str, name: str, node: str, probe: bool = False,
-                **labels: str) -> dict[str, Any]:
+                networks: str = "", **labels: str) -> dict[str, Any]:
     container: dict[str, Any] = {
         "name": "netexec", "image": AGNHOST, "args": ["netexec", "--http-port=8080"],
         "ports": [{"name": "http", "containerPort": 8080}]}
     if probe:
         container["readinessProbe"] = {"httpGet": {"path": "/healthz", "port": "http"},
                                        "periodSeconds": 1}
+    annotations = {"k8s.v1.cni.cncf.io/networks": networks} if networks else {}
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "metadata": {"name": name, "namespace": namespace, "labels": labels,
+                         "annotations": annotations},
             "spec": {"nodeName": node, "containers": [container]}}
 
 
@@ -61,17 +64,23 @@ def policy(namespace: str, name: str, ingress: list[dict[str, Any]]) -> dict[str
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     require_dataplane()
     local = LocalCluster(tmp_path_factory.mktemp("netpol") / ".ovnk")
+    # NetworkPolicy is on by default; MultiNetworkPolicy on with upstream's flag
     local.up(nodes=2, timeout=90, dataplane=True, settings=ComponentSettings(
-        given={"extra_features": "networkpolicy"}))
+        given={"enable_multi_networkpolicy": "true"}))
     try:
         apply(local, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "np"}},
-              {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": UDN_NAMESPACE,
-               "labels": {"k8s.ovn.org/primary-user-defined-network": ""}}})
+              *({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name,
+                 "labels": {"k8s.ovn.org/primary-user-defined-network": ""}}}
+                for name in (UDN_NAMESPACE, L2_NAMESPACE)))
         apply(local, {"apiVersion": "k8s.ovn.org/v1", "kind": "UserDefinedNetwork",
                       "metadata": {"name": "net", "namespace": UDN_NAMESPACE},
                       "spec": {"topology": "Layer3", "layer3": {"role": "Primary", "subnets": [
-                          {"cidr": "106.106.0.0/16", "hostSubnet": 24}]}}})
-        for namespace in ("np", UDN_NAMESPACE):
+                          {"cidr": "106.106.0.0/16", "hostSubnet": 24}]}}},
+              {"apiVersion": "k8s.ovn.org/v1", "kind": "UserDefinedNetwork",
+               "metadata": {"name": "net", "namespace": L2_NAMESPACE},
+               "spec": {"topology": "Layer2", "layer2": {"role": "Primary",
+                                                         "subnets": ["107.107.0.0/16"]}}})
+        for namespace in ("np", UDN_NAMESPACE, L2_NAMESPACE):
             apply(local, netexec_pod(namespace, "server", "ovn-worker", app="server"),
                   netexec_pod(namespace, "allowed", "ovn-worker2", role="client"),
                   netexec_pod(namespace, "other", "ovn-worker"))
@@ -103,7 +112,61 @@ def answers(cluster: LocalCluster, namespace: str, client: str, url: str) -> boo
     return result.returncode == 0 and result.stdout == "server"
 
 
-@pytest.mark.parametrize("namespace", ["np", UDN_NAMESPACE])
+NETWORK_CONTROLLERS = ("default-network-controller", f"{UDN_NAMESPACE}_net-network-controller",
+                       f"{L2_NAMESPACE}_net-network-controller")
+
+
+def test_every_network_has_upstreams_rows_without_any_policy(cluster: LocalCluster) -> None:
+    """With NetworkPolicy on by default and no policy in the cluster, each network (the
+    default one, a primary Layer3 and a primary Layer2 UDN) has the rows upstream's
+    network controllers keep: ``clusterPortGroup`` and ``clusterRtrPortGroup``, the two
+    ``NetpolDefault`` allow-hairpinning ACLs, and on its node switches a ``NetpolNode`` ACL
+    letting the node's management port address in; nothing else of NetworkPolicy.  (ovnk's
+    primary Layer2 renders no management port, docs/features/layer2.md: no ``NetpolNode``
+    there; its kubelet probes use the pods' default-network interface.)"""
+    remote = f"unix:{cluster.nb_socket}"
+
+    def owned(table: str, controller: str) -> list[Any]:
+        return [row for row in read_rows(remote, table)
+                if dict(row.external_ids).get("k8s.ovn.org/owner-controller") == controller
+                and dict(row.external_ids).get("k8s.ovn.org/owner", "").startswith(
+                    "feature:networkpolicy:")]
+
+    def ids(rows: list[Any]) -> set[str]:
+        return {dict(row.external_ids)["k8s.ovn.org/id"] for row in rows}
+
+    for controller in NETWORK_CONTROLLERS:
+        wait_until(lambda c=controller: len(ids(owned("Port_Group", c))) == 2
+                   and owned("ACL", c), timeout=90, what=f"the rows of {controller}")
+        assert ids(owned("Port_Group", controller)) == {
+            f"{controller}:Cluster:clusterPortGroup", f"{controller}:Cluster:clusterRtrPortGroup"}
+        acls = owned("ACL", controller)
+        by_type: dict[str, list[Any]] = {}
+        for acl in acls:
+            by_type.setdefault(dict(acl.external_ids)["k8s.ovn.org/owner-type"], []).append(acl)
+        layer2 = controller.startswith(L2_NAMESPACE)
+        assert set(by_type) == ({"NetpolDefault"} if layer2 else
+                                {"NetpolDefault", "NetpolNode"}), controller
+        assert {(a.direction, a.priority, a.action) for a in by_type["NetpolDefault"]} == {
+            ("to-lport", 1001, "allow-related"), ("from-lport", 1001, "allow-related")}
+        # OVN's service hairpin source: the masquerade subnet's .5 (ovnk local runs with the
+        # UDN-sized 169.254.0.0/17)
+        assert {a.match for a in by_type["NetpolDefault"]} == {"ip4.src == 169.254.0.5"}
+        # each NetpolNode ACL sits on a node switch holding that node's management port
+        node_acls = {str(a.uuid): a for a in by_type.get("NetpolNode", [])}
+        switches = [sw for sw in read_rows(remote, "Logical_Switch")
+                    if {str(a.uuid) for a in sw.acls} & set(node_acls)]
+        assert switches or layer2, controller
+        for switch in switches:
+            addresses = {address for port in switch.ports for entry in port.addresses
+                         for address in entry.split()[1:]}
+            for acl in (node_acls[str(a.uuid)] for a in switch.acls
+                        if str(a.uuid) in node_acls):
+                assert acl.match.startswith("ip4.src==") and acl.priority == 1001
+                assert acl.match.removeprefix("ip4.src==") in addresses, (controller, acl.match)
+
+
+@pytest.mark.parametrize("namespace", ["np", UDN_NAMESPACE, L2_NAMESPACE])
 def test_deny_all_then_allow_one_client(cluster: LocalCluster, namespace: str) -> None:
     wait_until(lambda: all(pod_ip(cluster, namespace, p) for p in ("server", "allowed",
                                                                    "other")),
@@ -200,3 +263,67 @@ def test_egress_to_a_named_port_of_selected_pods(cluster: LocalCluster) -> None:
     kubectl(cluster, "delete", "networkpolicy", "-n", "np", "egress-named")
     wait_until(lambda: curl(cluster, "np", "allowed", other).returncode == 0, timeout=60,
                what="egress back once the policy is gone")
+
+
+MNP_NAMESPACE = "mnp"
+
+
+def secondary_ip(cluster: LocalCluster, namespace: str, name: str, nad_key: str) -> str:
+    found = json.loads(kubectl(cluster, "get", "pod", "-n", namespace, name, "-o",
+                               "json").stdout)
+    raw = ((found.get("metadata") or {}).get("annotations") or {}).get(
+        "k8s.ovn.org/pod-networks")
+    entry = (json.loads(raw) if raw else {}).get(nad_key) or {}
+    return str((entry.get("ip_addresses") or [""])[0]).split("/")[0]
+
+
+def multi_policy(name: str, ingress: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "k8s.cni.cncf.io/v1beta1", "kind": "MultiNetworkPolicy",
+            "metadata": {"name": name, "namespace": MNP_NAMESPACE,
+                         "annotations": {"k8s.v1.cni.cncf.io/policy-for": "side"}},
+            "spec": {"podSelector": {"matchLabels": {"app": "server"}},
+                     "policyTypes": ["Ingress"], "ingress": ingress}}
+
+
+def test_multi_network_policy_on_a_secondary_layer2_network(cluster: LocalCluster) -> None:
+    """A MultiNetworkPolicy for a secondary Layer2 network: deny-all drops what reached the
+    server's secondary address, an allow lets exactly the selected client back in, and the
+    pods' primary network is never affected."""
+    apply(cluster,
+          {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MNP_NAMESPACE}},
+          {"apiVersion": "k8s.ovn.org/v1", "kind": "UserDefinedNetwork",
+           "metadata": {"name": "side", "namespace": MNP_NAMESPACE},
+           "spec": {"topology": "Layer2", "layer2": {"role": "Secondary",
+                                                     "subnets": ["10.131.0.0/24"]}}})
+    apply(cluster, netexec_pod(MNP_NAMESPACE, "server", "ovn-worker", networks="side",
+                               app="server"),
+          netexec_pod(MNP_NAMESPACE, "allowed", "ovn-worker2", networks="side", role="client"),
+          netexec_pod(MNP_NAMESPACE, "other", "ovn-worker", networks="side"))
+    nad = f"{MNP_NAMESPACE}/side"
+    wait_until(lambda: all(secondary_ip(cluster, MNP_NAMESPACE, p, nad) and
+                           pod_ip(cluster, MNP_NAMESPACE, p)
+                           for p in ("server", "allowed", "other")),
+               timeout=90, what="pods with secondary addresses")
+    side = f"http://{secondary_ip(cluster, MNP_NAMESPACE, 'server', nad)}:8080/hostname"
+    primary = f"http://{pod_ip(cluster, MNP_NAMESPACE, 'server')}:8080/hostname"
+    wait_until(lambda: answers(cluster, MNP_NAMESPACE, "allowed", side) and
+               answers(cluster, MNP_NAMESPACE, "other", side),
+               timeout=90, what="the server reachable on the secondary network")
+
+    apply(cluster, multi_policy("deny-all", []))
+    wait_until(lambda: curl(cluster, MNP_NAMESPACE, "allowed", side).returncode == TIMED_OUT
+               and curl(cluster, MNP_NAMESPACE, "other", side).returncode == TIMED_OUT,
+               timeout=60, what="everything on the secondary network dropped by deny-all")
+    assert answers(cluster, MNP_NAMESPACE, "other", primary)  # the primary network is not its
+
+    apply(cluster, multi_policy("allow-client", [{"from": [
+        {"podSelector": {"matchLabels": {"role": "client"}}}],
+        "ports": [{"port": 8080, "protocol": "TCP"}]}]))
+    wait_until(lambda: answers(cluster, MNP_NAMESPACE, "allowed", side), timeout=60,
+               what="the selected client let in on the secondary network")
+    assert curl(cluster, MNP_NAMESPACE, "other", side).returncode == TIMED_OUT
+
+    kubectl(cluster, "delete", "multi-networkpolicy", "-n", MNP_NAMESPACE, "deny-all",
+            "allow-client")
+    wait_until(lambda: answers(cluster, MNP_NAMESPACE, "other", side), timeout=60,
+               what="everything back once the policies are gone")

@@ -13,6 +13,7 @@ import pytest
 from ovnk_local.apiserver.server import ServerHandle
 from ovnk_local.testing.apiserver_fixtures import client_for
 from ovnk_networkpolicy.controller import NETWORK_POLICIES, PolicyController
+from ovnk_networkpolicy.policy_kinds import NetworkPolicyKind
 from ovnk_networkpolicy.rows import NetworkScope
 
 from ovnk_core.annotations.pod_networks import PodNetwork, serialize
@@ -78,11 +79,10 @@ class Zone:
                               EventRecorder(self.client, "ovnkube-controller", "test"),
                               counting, lambda _name: None, writer.owners_with_key_prefix,
                               node_switches=lambda _network: list(self.switches))
-        controller = PolicyController(
-            context, lambda ns: self.networks.get(ns, SCOPE),
+        controller = PolicyController(context, NetworkPolicyKind(
+            lambda ns: self.networks.get(ns, SCOPE),
             lambda: [SCOPE, *{s.network: s for s in self.networks.values() if s}.values()],
-            HAIRPIN,
-            gone=lambda network: network in self.gone)
+            gone=lambda network: network in self.gone), HAIRPIN)
         informers.start()
         controller.controller.start()
         self.running.append((controller, informers, writer))
@@ -328,3 +328,79 @@ def test_rows_of_an_unrendered_network_wait_and_go_only_with_it(zone: Zone) -> N
     wait_until(lambda: not {i for i in ids_of(remote, "Port_Group") if i.startswith(udn)},
                timeout=30)
     assert not {i for i in ids_of(remote, "ACL") if i.startswith(udn)}
+
+
+def test_an_event_enqueues_only_the_keys_it_can_affect(zone: Zone) -> None:
+    """With policies in many namespaces (named ports, namespace selectors), a pod event
+    enqueues only the sets and policies whose selectors select the pod, and a namespace
+    relabel only those whose verdict on it changed: per-event work does not grow with the
+    cluster."""
+    client = zone.client
+    for i in range(20):
+        namespace(client, f"ns{i}", **({"team": "a"} if i % 5 == 0 else {}))
+        client.create(NETWORK_POLICIES, netpol(f"ns{i}", "from-web", ingress=[
+            {"from": [{"podSelector": {"matchLabels": {"app": "web"}}}],
+             "ports": [{"port": "http"}]}]), namespace=f"ns{i}")
+    client.create(NETWORK_POLICIES, netpol("ns1", "from-team-a", ingress=[
+        {"from": [{"namespaceSelector": {"matchLabels": {"team": "a"}}}]}]), namespace="ns1")
+    namespace(client, "quiet")  # no policy, selected by none
+    controller, _ = zone.start()
+    remote = zone.remote
+    team_a = f"{CTRL}:PodSelector:LS{{ML:{{team: a,}},}}_LS{{}}_LNM:v4"
+    wait_until(lambda: team_a in ids_of(remote, "Address_Set") and
+               controller.controller.queue.idle(), timeout=60)
+    queued: list[str] = []
+    add = controller.controller.queue.add
+
+    def recording(key: str, *args: Any, **kwargs: Any) -> Any:
+        queued.append(key)
+        return add(key, *args, **kwargs)
+    controller.controller.queue.add = recording  # type: ignore[method-assign]
+
+    pod(client, "quiet", "quiet", "10.244.0.30", app="web")  # selected by nothing
+    pod(client, "ns3", "web", "10.244.0.31", app="web")  # a peer of ns3's policy
+    web3 = "addrset:default:ns3_LS{ML:{app: web,},}"
+    # ns3's policy resolves its named port on its own pods (all of ns3's); its reconcile,
+    # after the pod events (delivered in order), queues its namespace's default deny
+    wait_until(lambda: "namespace:ns3" in queued, timeout=30)
+    wait_until(controller.controller.queue.idle, timeout=30)
+    # (and the policy's reconcile its namespace's default deny)
+    assert set(queued) == {web3, "policy:ns3/from-web", "namespace:ns3"}, queued
+
+    assert ids_of(remote, "Port_Group") >= {f"{CTRL}:NetworkPolicy:ns3:from-web"}
+    queued.clear()
+    ns7 = client.get(NAMESPACES, "ns7")
+    ns7["metadata"]["labels"] = {"team": "a"}
+    client.update(NAMESPACES, ns7)
+    wait_until(lambda: queued, timeout=30)
+    wait_until(controller.controller.queue.idle, timeout=30)
+    assert set(queued) == {"addrset:default:LS{ML:{team: a,},}_LS{}_LNM", "namespace:ns7"}, \
+        queued
+
+
+def test_a_bad_acl_logging_annotation_gets_a_warning_and_keeps_what_it_can(zone: Zone) -> None:
+    """A severity that is not one gets a Warning on the namespace, in upstream's words;
+    the valid one stays in force, and the namespace's policies are rendered."""
+    client = zone.client
+    client.create(NAMESPACES, {"metadata": {"name": "ns1", "annotations": {
+        "k8s.ovn.org/acl-logging": '{"deny": "loud", "allow": "notice"}'}}})
+    client.create(NETWORK_POLICIES, netpol("ns1", "allow-all", ingress=[{}]), namespace="ns1")
+    zone.start()
+    remote = zone.remote
+    allow = f"{CTRL}:NetworkPolicy:ns1:allow-all:Ingress:0:None:-1"
+    deny = f"{CTRL}:NetpolNamespace:ns1:Ingress:defaultDeny"
+    wait_until(lambda: {allow, deny} <= ids_of(remote, "ACL"), timeout=30)
+    wait_until(lambda: list(owned(remote, "ACL")[allow].severity) == ["notice"], timeout=30)
+    assert (list(owned(remote, "ACL")[deny].severity), owned(remote, "ACL")[deny].log) == \
+        ([], False)
+
+    def warnings() -> list[Any]:  # a cluster-scoped object's events are in "default"
+        return [e for e in client.list(EVENTS, namespace="default")["items"]
+                if e["involvedObject"]["name"] == "ns1"]
+    wait_until(warnings, timeout=30)
+    event = warnings()[0]
+    assert (event["type"], event["reason"]) == ("Warning", "InvalidACLLogging")
+    assert event["message"] == (
+        "Namespace ns1: ACL logging contained malformed annotation, ACL logging is set to "
+        "deny= allow=notice, err: 'disabling deny logging due to invalid deny annotation. "
+        "\"loud\" is not a valid log severity'")
