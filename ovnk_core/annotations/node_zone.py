@@ -14,14 +14,10 @@ is rendered in no zone.
 
 from __future__ import annotations
 
-import re
-
 from ovnk_core.annotations import AnnotationError
+from ovnk_core.config.values import MAX_ZONE_NAME, parse_zone
 
 ZONE_ANNOTATION = "k8s.ovn.org/zone-name"
-MAX_ZONE_NAME = 253
-_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_ZONE_NAME = re.compile(_LABEL + r"(\." + _LABEL + ")*")
 
 
 class NodeZoneError(AnnotationError):
@@ -33,8 +29,11 @@ def check_zone_name(name: str) -> str:
 
     :raises NodeZoneError: it is not.
     """
-    if not isinstance(name, str) or not name or len(name) > MAX_ZONE_NAME \
-            or not _ZONE_NAME.fullmatch(name):
+    try:
+        valid = isinstance(name, str) and name == name.strip() and bool(parse_zone(name))
+    except ValueError:
+        valid = False
+    if not valid:
         raise NodeZoneError(f"{ZONE_ANNOTATION} {name!r} is not a zone name (a lower-case "
                             "RFC 1123 subdomain, as a node's name)")
     return name
