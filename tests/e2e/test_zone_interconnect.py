@@ -273,3 +273,57 @@ def test_two_zones_render_their_own_node_and_the_other_as_remote(
                 if e["involvedObject"]["name"] == "ovn-worker3"]
     assert any("node ovn-worker3 is not rendered in any zone: k8s.ovn.org/zone-name "
                "'Bad_Zone' is not a zone name" in m for m in messages), messages
+
+
+def remote_chassis(stack: ZoneStack) -> set[str]:
+    return {c["name"] for c in rows(stack.sb.remote, "OVN_Southbound", "Chassis")
+            if c["other_config"].get("is-remote") == "true"}
+
+
+def test_restart_writes_nothing_and_nodes_leaving_or_moving_converge(
+        client: KubeClient, plane: ControlPlane, zones: dict[str, ZoneStack]) -> None:
+    for node in NODES_:
+        set_zone(client, node, node)
+    plane.start_manager()
+    start_zones(plane, zones)
+    client.create(NAMESPACES, {"metadata": {"name": "plain"}})
+    pod(client, "plain", "b", "ovn-worker2")
+    first = zones["ovn-worker"]
+    assert first.zone is not None
+    wait_until(lambda: "tstor-ovn-worker2" in by_name(first.nb.remote, "Logical_Switch_Port")
+               and remote_chassis(first) == {"ovn-worker2"}, timeout=60)
+    before = settled(first.zone)
+
+    # A restart with nothing changed writes nothing.
+    first.zone.stop()
+    plane.zones.remove(first.zone)
+    first.zone = plane.start_zone(first.nb.remote, config=udn_config(
+        zone="ovn-worker", sb_address=first.sb.remote), identity="ovn-worker")
+    assert settled(first.zone) == before
+    assert first.zone.writer.transactions == 0
+
+    # ovn-worker2 joins ovn-worker's zone: rendered there as a local node with its pod, its
+    # remote port, routes and remote chassis gone.
+    set_zone(client, "ovn-worker2", "ovn-worker")
+    wait_until(lambda: {"ovn-worker2", "transit_switch"} <= set(
+        by_name(first.nb.remote, "Logical_Switch")) and "plain_b" in by_name(
+        first.nb.remote, "Logical_Switch_Port"), timeout=60)
+    settled(first.zone)
+    ports = by_name(first.nb.remote, "Logical_Switch_Port")
+    assert ports["tstor-ovn-worker2"]["type"] == "router"
+    assert "rtots-ovn-worker2" in by_name(first.nb.remote, "Logical_Router_Port")
+    assert not [r for r in rows(first.nb.remote, "OVN_Northbound", "Logical_Router_Static_Route")
+                if r["external_ids"].get("ic-node") == "ovn-worker2"]
+    wait_until(lambda: remote_chassis(first) == set(), timeout=30)
+
+    # In the zone named ovn-worker2, now without a node of its own, both are remote.
+    second = zones["ovn-worker2"]
+    wait_until(lambda: remote_chassis(second) == {"ovn-worker", "ovn-worker2"}, timeout=30)
+
+    # ovn-worker2 is gone: nothing of it stays in either zone.
+    client.delete(NODES, "ovn-worker2")
+    wait_until(lambda: not any("ovn-worker2" in name for name in
+                               by_name(first.nb.remote, "Logical_Switch_Port")), timeout=60)
+    wait_until(lambda: not any("ovn-worker2" in name for name in
+                               by_name(second.nb.remote, "Logical_Switch_Port")), timeout=60)
+    wait_until(lambda: remote_chassis(second) == {"ovn-worker"}, timeout=30)
