@@ -117,6 +117,24 @@ def build_local_node(network: NetworkState, node: NodeState, cluster_router: Ref
     ]
 
 
+def build_gateway_chassis(network: NetworkState, node: NodeState, router_port: Ref,
+                          router_port_name: str) -> list[DesiredRow]:
+    """The local node's chassis as the ``gateway_chassis`` of the cluster router's port to
+    its switch (``rtos-``), as upstream: that port is then a distributed gateway port on its
+    node (node owner); none in the single zone (one router port per node of every zone
+    there, no node to pin it to), nor while the node's chassis is not published."""
+    if not network.interconnect or not node.chassis_id:
+        return []
+    netinfo = network.netinfo
+    return [DesiredRow(
+        "Gateway_Chassis",
+        network_object_ids(netinfo, node_owner(netinfo, node.name), "RouterToSwitchGateway",
+                           node.name, False),
+        {"name": f"{router_port_name}-{node.chassis_id}", "chassis_name": node.chassis_id,
+         "priority": 1},
+        links=(Link(router_port, "gateway_chassis"),))]
+
+
 def remote_ready(node: NodeState) -> bool:
     """A remote node is rendered once its ID, chassis and transit addresses are written."""
     return node.node_id is not None and bool(node.chassis_id) and bool(node.transit_addresses)
@@ -157,6 +175,7 @@ def build_remote_node(network: NetworkState, node: NodeState, cluster_router: Re
     return rows
 
 
-__all__ = ["IC_NODE_KEY", "LSP_TYPE_REMOTE", "TRANSIT_SWITCH", "build_local_node",
+__all__ = ["IC_NODE_KEY", "LSP_TYPE_REMOTE", "TRANSIT_SWITCH", "build_gateway_chassis",
+           "build_local_node",
            "build_remote_node", "build_transit_switch", "network_object_ids", "remote_ready",
            "transit_switch_name"]

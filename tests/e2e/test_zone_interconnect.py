@@ -179,6 +179,12 @@ def check_transit_rows(client: KubeClient, stack: ZoneStack, prefix: str, networ
     assert (rtots["mac"], rtots["networks"], rtots["options"]) == (
         mac_of(local_ip), local_ip, {"mcast_flood": "true"})
     assert f"{prefix}rtots-{remote}" not in by_name(nb, "Logical_Router_Port")
+    # the local node's rtos- port is a distributed gateway port on its chassis (upstream)
+    rtos = by_name(nb, "Logical_Router_Port")[f"rtos-{prefix}{local}"]
+    [gateway] = [g for g in rows(nb, "OVN_Northbound", "Gateway_Chassis")
+                 if g["_uuid"] == rtos["gateway_chassis"]]
+    assert (gateway["name"], gateway["chassis_name"], gateway["priority"]) == (
+        f"rtos-{prefix}{local}-{local}", local, 1)
     routes = {(r["ip_prefix"], r["nexthop"]) for r in rows(nb, "OVN_Northbound",
                                                              "Logical_Router_Static_Route")
               if r["external_ids"].get("ic-node") == remote

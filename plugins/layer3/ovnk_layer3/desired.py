@@ -193,10 +193,10 @@ def _build_local_node(network: NetworkState, node: NodeState) -> list[DesiredRow
             other_config["exclude_ips"] = " ".join(excluded)
     gateways = [gateway_ip(s) for s in node.subnets]
     rtos = f"rtos-{switch_name}"
+    rtos_ids = _ids(netinfo, owner, "RouterToSwitchPort", node.name, False)
     rows = [
         DesiredRow("Logical_Switch", switch, {"name": switch_name, "other_config": other_config}),
-        DesiredRow("Logical_Router_Port", _ids(netinfo, owner, "RouterToSwitchPort",
-                                               node.name, False),
+        DesiredRow("Logical_Router_Port", rtos_ids,
                    {"name": rtos, "mac": mac_from_ip(_v4_first(gateways)[0]),
                     "networks": [_joined(g, s) for g, s in zip(gateways, node.subnets,
                                                                 strict=True)],
@@ -207,6 +207,8 @@ def _build_local_node(network: NetworkState, node: NodeState) -> list[DesiredRow
                    {"name": f"stor-{switch_name}", "type": LSP_TYPE_ROUTER, "addresses": ["router"],
                     "options": switch_router_port_options(netinfo, rtos)},
                    links=(Link(Ref.to("Logical_Switch", switch), "ports"),)),
+        *interconnect.build_gateway_chassis(network, node, Ref.to("Logical_Router_Port",
+                                                                  rtos_ids), rtos),
     ]
     if has_gateway(netinfo):
         mgmt_ips = [management_ip(s) for s in node.subnets]
