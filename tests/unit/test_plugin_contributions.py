@@ -228,7 +228,8 @@ def test_bundled_plugins_contributions_and_status() -> None:
         "isolation": ("enabled", (("zone", ("controllers", "pod ports")),
                                   ("node", ("controllers",)))),
         "mirror": ("enabled", ((CLUSTER_MANAGER, ("controllers",)),)),
-        "layer3": ("enabled", ((TOPOLOGY, RENDERING_TOPOLOGY),)),
+        # layer3 also renders interconnect (Topology.interconnect)
+        "layer3": ("enabled", ((TOPOLOGY, (*RENDERING_TOPOLOGY, "interconnect")),)),
         "layer2": ("enabled", ((TOPOLOGY, RENDERING_TOPOLOGY),)),
         "localnet": ("enabled", ((TOPOLOGY, ("parse", "mtu", "render", "udn section",
                                              "node check")),)),
