@@ -83,11 +83,12 @@ NOT_CONTRIBUTING = frozenset({(EVERY_PROCESS, CONFIGURATION_CHECK)})
 PARSE, ROUTES, MTU, RENDER = "parse", "routes", "mtu", "render"
 UDN_SECTION = "udn section"
 SERVICES = "services"
+INTERCONNECT = "interconnect"
 NODE_CHECK = "node check"
 TOPOLOGY_MEMBERS: dict[str, str] = {
     "parse_netconf": PARSE, "pod_routing": ROUTES, "default_mtu": MTU,
     "build_network": RENDER, "build_node": RENDER, "build_pod": RENDER,
-    "udn_section": UDN_SECTION, "service_attachment": SERVICES,
+    "udn_section": UDN_SECTION, "service_attachment": SERVICES, "interconnect": INTERCONNECT,
     "node_attachment_problem": NODE_CHECK,
 }
 """Known ``Topology`` members and what overriding one contributes; any other public member

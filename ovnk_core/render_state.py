@@ -31,6 +31,11 @@ class NodeState:
     :ivar chassis_id: ``k8s.ovn.org/node-chassis-id`` (gateway routers are pinned to it).
     :ivar gateway: the node's gateway config, or ``None`` while the node has not published
         one; gateway pieces are then left out and added when it appears.
+    :ivar transit_addresses: ``k8s.ovn.org/node-transit-switch-port-ifaddr`` (IPv4 first;
+        empty while not written): the node's addresses on the transit switches.
+    :ivar remote: the node is in another zone (interconnect, ``NetworkState.interconnect``):
+        only its transit switch port and the routes to it are rendered, never its switch,
+        gateway or pods; always ``False`` in the single zone.
     """
 
     name: str
@@ -38,6 +43,8 @@ class NodeState:
     node_id: int | None = None
     chassis_id: str = ""
     gateway: GatewayConfig | None = None
+    transit_addresses: tuple[ipaddress.IPv4Interface | ipaddress.IPv6Interface, ...] = ()
+    remote: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,10 @@ class NetworkState:
         networkID`` first, then the extra ones); empty otherwise.
     :ivar nb: what the zone's Northbound supports (``ovnk_core.ovn.capabilities``): the
         builders render upstream's rows where it can hold them.
+    :ivar interconnect: the zone is one of several (``--zone``): a topology with
+        ``Topology.interconnect`` adds the network's transit switch and its local nodes'
+        ports on it, and is given the other zones' nodes with ``NodeState.remote``
+        (docs/design/interconnect.md).  ``False`` in the single zone.
     """
 
     netinfo: NetInfo
@@ -62,6 +73,7 @@ class NetworkState:
     default_join_subnets: tuple[IPNetwork, ...]
     tunnel_keys: tuple[int, ...] = ()
     nb: NbCapabilities = CURRENT
+    interconnect: bool = False
 
     @property
     def join_subnets(self) -> tuple[IPNetwork, ...]:

@@ -157,6 +157,13 @@ class Topology(abc.ABC):
     user-defined networks only sets ``False``; startup then refuses it as the default
     network's topology, with the reason."""
 
+    interconnect: ClassVar[bool] = False
+    """Whether the topology renders interconnect (one zone per node): with
+    ``NetworkState.interconnect`` its ``build_network`` adds the network's transit switch,
+    ``build_node`` adds a local node's port on it, and ``build_node`` is also called for
+    every node of the other zones (``NodeState.remote``) to render its remote port and the
+    routes to it.  A topology without it is given only the zone's own nodes."""
+
     serves_services: ClassVar[bool] = False
     """Whether the default network and primary networks of this topology carry Kubernetes
     Services: the core then adds the network's load balancer groups to its rows and asks

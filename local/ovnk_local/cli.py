@@ -28,6 +28,7 @@ from ovnk_local.physical_networks import VLANS
 from ovnk_local.settings import IP_FAMILIES, OWNED, ComponentSettings
 from ovnk_local.supervision import BACKOFF_BASE, BACKOFF_CAP, Supervisor
 from ovnk_local.supervisor import LocalClusterError
+from ovnk_local.zones import PER_NODE, SINGLE, ZONE_MODES, nb_socket, sb_socket
 
 DEFAULT_DIR = ".ovnk"
 TAKES_A_COMMAND = (("local", "exec"),)  # ovnk local exec POD -- COMMAND ARGS (cli.main)
@@ -65,6 +66,10 @@ def register(subparsers: Any) -> None:
                     help="physical networks for Localnet networks, each a VLAN-aware segment "
                          "with a host on it that every node bridges onto (br-NAME, mapped as "
                          "NAME:br-NAME); default physnet1; '' for none (real dataplane only)")
+    up.add_argument("--zones", choices=ZONE_MODES, default=SINGLE,
+                    help="one OVN zone for every node (single, the default) or one per node "
+                         "(per-node: its own NB, SB, ovn-northd and zone controller, as "
+                         "upstream's interconnect)")
     up.add_argument("--ovn", default=None, metavar="system|26.03|ROOT",
                     help="the OVN (and OVS) every process runs: 26.03, the one upstream runs "
                          "(a Debian root made by make bootstrap, run through its own loader); "
@@ -131,7 +136,7 @@ def run_up(args: argparse.Namespace) -> int:
         [name.strip() for name in args.physical_networks.split(",") if name.strip()]
     state = cluster.up(nodes=args.nodes, timeout=args.timeout, dataplane=args.dataplane,
                        settings=ComponentSettings.from_args(args), physical_networks=physical,
-                       ovn=args.ovn)
+                       ovn=args.ovn, zone_mode=args.zones)
     print(f"local cluster up in {cluster.dir}: API server https://127.0.0.1:{state.api_port}, "
           f"nodes {', '.join(state.nodes)}")
     print(f"  {install.select(state.ovn).describe()}")
@@ -147,7 +152,12 @@ def run_up(args: argparse.Namespace) -> int:
                   + ", ".join(f"{network.host_address(v).ip} on VLAN {v}" for v in VLANS))
     else:
         print(f"  no real dataplane: {dataplane_unavailable() or 'disabled (--no-dataplane)'}")
-    print(f"  OVN NB: unix:{cluster.nb_socket}  SB: unix:{cluster.sb_socket}")
+    if state.zones == PER_NODE:
+        for node in state.nodes:
+            print(f"  zone {node}: OVN NB: unix:{nb_socket(cluster.ovn_dir, node)}  SB: "
+                  f"unix:{sb_socket(cluster.ovn_dir, node)}")
+    else:
+        print(f"  OVN NB: unix:{cluster.nb_socket}  SB: unix:{cluster.sb_socket}")
     for line in component_settings_lines(cluster):
         print(f"  {line}")
     print(f"  kubectl --kubeconfig {cluster.kubeconfig} get nodes")

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ovnk_core.annotations import node_encap_ips, node_gateway
+from ovnk_core.annotations.node_zone import ZONE_ANNOTATION
 from ovnk_core.cli.cluster_access import LOCAL_OVN_NAME
 from ovnk_core.config import Config, as_environment
 from ovnk_core.config.loader import CONFIG_FILE_ENV
@@ -60,6 +61,7 @@ from ovnk_core.ovn.install import command
 from ovnk_core.ovn.processes import ensure_database
 from ovnk_core.readiness import not_ready_reason
 from ovnk_core.udn.sections import sections_for
+from ovnk_local import zones
 from ovnk_local.apiserver.security import SecurityOptions, admin_kubeconfig
 from ovnk_local.cgroups import ensure_kubelet_cgroup, kubelet_cgroup_flags, remove_cluster_cgroups
 from ovnk_local.components import COMPONENTS as STAND_INS
@@ -264,7 +266,7 @@ class LocalCluster:
 
     # -- records ---------------------------------------------------------------------------
     def _infra_records(self, port: int, settings: ComponentSettings,
-                       config: Config) -> list[ProcessRecord]:
+                       config: Config, zone_mode: str = zones.SINGLE) -> list[ProcessRecord]:
         """The API server, the OVN databases and northd (the supervisor's to start: northd
         once both databases serve).
 
@@ -287,6 +289,8 @@ class LocalCluster:
              *(f"--service-cidr={cidr}" for cidr in config.service_cidrs)],
             str(self.log_dir / "apiserver.log"),
             env={CONFIG_FILE_ENV: str(self.config_file), **as_environment(settings.given)})]
+        if zone_mode == zones.PER_NODE:  # each node's zone has its own OVN (zone_records)
+            return records
         for name in ("nb", "sb"):
             records.append(ProcessRecord(
                 f"{name}-ovsdb", "infra",
@@ -322,7 +326,39 @@ class LocalCluster:
         settings = settings or ComponentSettings()
         self.config_file.write_text(settings.file_text(self.owned_settings()))
 
+    def ovn_names(self, state: ClusterState) -> list[str]:
+        """The records of the cluster's OVN: the one zone's, or every node's zone's."""
+        if state.zones == zones.PER_NODE:
+            return [name for node in state.nodes for name in zones.ovn_names(node)]
+        return list(OVN)
+
+    def components(self, state: ClusterState) -> list[str]:
+        """The component records: the stand-ins, the cluster manager and the zone
+        controller, or one zone controller per node (``NODE/controller``)."""
+        if state.zones == zones.PER_NODE:
+            return [*(n for n in COMPONENTS if n != "controller"),
+                    *(zones.controller_name(node) for node in state.nodes)]
+        return list(COMPONENTS)
+
+    def southbound(self, state: ClusterState, node: str) -> Path:
+        """The SB socket ``node``'s ovn-controller uses: its zone's, or the one zone's."""
+        return zones.sb_socket(self.ovn_dir, node) if state.zones == zones.PER_NODE \
+            else self.sb_socket
+
+    def _zone_records(self, state: ClusterState) -> list[ProcessRecord]:
+        """Per node, its zone's NB, SB and ovn-northd (none in the single zone)."""
+        if state.zones != zones.PER_NODE:
+            return []
+        return [record for node in state.nodes
+                for record in zones.ovn_records(self.ovn_dir, self.log_dir, self.run_dir, node)]
+
     def _component_record(self, name: str) -> ProcessRecord:
+        node, _, daemon = name.partition("/")
+        if daemon == zones.ZONE_CONTROLLER:
+            return zones.controller_record(
+                self.ovn_dir, self.log_dir, self.ready_file(f"{node}-controller"),
+                self.config_file, self.component_kubeconfig("controller"),
+                self.state().component_flags, node)
         if name in OVNK_COMPONENTS:
             args = [sys.executable, "-m", "ovnk_core.cli.main", name, "--config",
                     str(self.config_file), "--k8s-kubeconfig",
@@ -367,7 +403,8 @@ class LocalCluster:
 
     def up(self, nodes: int = 2, timeout: float = 60.0, dataplane: bool | None = None,
            settings: ComponentSettings | None = None,
-           physical_networks: list[str] | None = None, ovn: str | None = None) -> ClusterState:
+           physical_networks: list[str] | None = None, ovn: str | None = None,
+           zone_mode: str = zones.SINGLE) -> ClusterState:
         """Start everything; ``dataplane`` None means: a real one when the machine allows.
 
         ``ovn``: which OVN (and OVS) every process of the cluster runs
@@ -378,7 +415,8 @@ class LocalCluster:
         ``settings``: the ovnk components' options (``ovnk_local.settings``), checked as
         the components will load them before anything starts.  ``physical_networks``: the
         physical networks (``ovnk_local.physical_networks``) the real dataplane's nodes are
-        on, besides the underlay; ``None``: ``physnet1``.
+        on, besides the underlay; ``None``: ``physnet1``.  ``zone_mode``: one OVN zone for
+        every node (``single``) or one per node (``per-node``: ``ovnk_local.zones``).
 
         :raises ConfigError: an invalid or inconsistent component option.
         """
@@ -393,6 +431,9 @@ class LocalCluster:
         os.environ[install.OVN_ENV] = chosen.spec
         if nodes < 1:
             raise LocalClusterError("--nodes must be at least 1")
+        if zone_mode not in zones.ZONE_MODES:
+            raise LocalClusterError(f"--zones {zone_mode!r} is not one of "
+                                    f"{', '.join(zones.ZONE_MODES)}")
         try:
             physical = check_names(list(DEFAULT_PHYSICAL_NETWORKS if physical_networks is None
                                         else physical_networks), GATEWAY_PHYSICAL_NETWORK)
@@ -423,6 +464,7 @@ class LocalCluster:
             state.api_port, state.nodes, state.dataplane = port, node_names(nodes), dataplane
             state.component_flags, state.config_source = settings.flags, settings.source
             state.ovn = chosen.spec
+            state.zones = zone_mode
             state.physical_networks = physical if dataplane else []
             state.ip_families = list(dict.fromkeys(
                 subnet.cidr.version for subnet in config.cluster_subnets))
@@ -432,16 +474,17 @@ class LocalCluster:
         for stale in self.run_dir.glob("*.ready"):
             stale.unlink()
         self._remove_containers()  # a cluster that ended without 'down' leaves none running
-        self._create_databases()
-        SecurityOptions.in_directory(self.pki_dir)
         state = self.state()
+        self._create_databases(state)
+        SecurityOptions.in_directory(self.pki_dir)
         try:
             # before the API server starts: its admission hooks read it (OVNK_CONFIG)
             self.write_config(settings)
             # the read-only tools (ovnk reachability) find it next to the kubeconfig
             (self.dir / LOCAL_OVN_NAME).write_text(chosen.spec + "\n")
-            apiserver, *ovn_records = self._infra_records(port, settings, config)
-            self._record(spawn(apiserver), *ovn_records)  # the supervisor starts OVN
+            apiserver, *ovn_records = self._infra_records(port, settings, config, zone_mode)
+            # the supervisor starts OVN
+            self._record(spawn(apiserver), *ovn_records, *self._zone_records(state))
             with self.states.update() as locked:
                 self._ensure_supervisor(locked)
             state = self.state()
@@ -456,12 +499,14 @@ class LocalCluster:
                     pass
             self.credentials(port).issue_all(client, state.nodes, config)
             for index, name in enumerate(state.nodes):
-                self._register_node(client, name, index, tuple(state.ip_families))
+                self._register_node(client, name, index, tuple(state.ip_families),
+                                    zone=name if zone_mode == zones.PER_NODE else None)
             if dataplane:
                 self._start_dataplane(state, timeout)
             # the supervisor starts them (it is their parent, and restarts them when they die)
-            self._record(*(self._component_record(name) for name in COMPONENTS))
-            self._wait_ready(list(COMPONENTS), timeout)
+            components = self.components(state)
+            self._record(*(self._component_record(name) for name in components))
+            self._wait_ready(components, timeout)
             if dataplane:
                 self._wait_ready([f"{node}/{daemon}" for node in state.nodes
                                   for daemon in ("ovn-controller", NODE_AGENT)], timeout)
@@ -471,14 +516,17 @@ class LocalCluster:
         return self.state()
 
     def _register_node(self, admin: KubeClient, name: str, index: int,
-                       families: tuple[int, ...]) -> None:
+                       families: tuple[int, ...], zone: str | None = None) -> None:
         """Create the Node (as the admin), then publish what its node side knows about it
-        (gateway, chassis, addresses) as that node's own agent identity, through
-        ``nodes/status`` — the path and identity the annotation admission rules expect."""
+        (gateway, chassis, addresses; its ``k8s.ovn.org/zone-name`` with per-node zones) as
+        that node's own agent identity, through ``nodes/status`` — the path and identity the
+        annotation admission rules expect."""
         node = build_node(name, index, families)
         meta = node["metadata"]
         assert isinstance(meta, dict)
         annotations = meta.pop("annotations")
+        if zone is not None:
+            annotations[ZONE_ANNOTATION] = zone
         try:
             admin.create(NODES, node)
         except AlreadyExists:
@@ -508,19 +556,25 @@ class LocalCluster:
             ensure_kubelet_cgroup(dataplane.prefix, node.name, node.dir)
             self._record(*dataplane.ovs_records(node))
         state = self.state()
-        northd = state.processes["northd"]
-        wait_until(dataplane.southbound_ready, timeout, "SB_Global (written by ovn-northd)",
-                   northd.log)
+        for node in nodes:  # each node's SB (one for all in the single zone)
+            southbound = self.southbound(state, node.name)
+            northd = state.processes[f"{node.name}/northd" if state.zones == zones.PER_NODE
+                                     else "northd"]
+            wait_until(functools.partial(dataplane.southbound_ready, southbound), timeout,
+                       "SB_Global (written by ovn-northd)", northd.log)
         for network, segment in zip(physical, segments, strict=True):
             self._wait_ready(dataplane.ovs_names(segment), timeout)
             configure_segment(network, segment)
         for node in nodes:
             self._wait_ready(dataplane.ovs_names(node), timeout)
-            dataplane.configure_node(node)
+            dataplane.configure_node(node, zones.sb_socket(self.ovn_dir, node.name)
+                                     if state.zones == zones.PER_NODE else None)
             for network, segment in zip(physical, segments, strict=True):
                 attach_node(network, segment, node)
             # configured: the supervisor may start its ovn-controller and agent now
-            self._record(dataplane.controller_record(node), self._agent_record(node))
+            sb_record = f"{node.name}/sb-ovsdb" if state.zones == zones.PER_NODE \
+                else "sb-ovsdb"
+            self._record(dataplane.controller_record(node, sb_record), self._agent_record(node))
 
     def physical_networks(self, state: ClusterState | None = None) -> list[PhysicalNetwork]:
         """The cluster's physical networks (none without a real dataplane)."""
@@ -585,11 +639,16 @@ class LocalCluster:
             log.info("killed pod containers: %s", ", ".join(map(str, killed)))
         remove_cluster_cgroups(self.dataplane.prefix)
 
-    def _create_databases(self) -> None:
-        """NB and SB of the cluster's OVN: created, or converted when kept from a run on
-        another OVN (an upgrade or a downgrade, converted as ``ovn-ctl`` does)."""
-        for name in ("nb", "sb"):
-            ensure_database(self.ovn_dir / f"{name}.db", install.schema(f"ovn-{name}"))
+    def _create_databases(self, state: ClusterState) -> None:
+        """NB and SB of the cluster's OVN (of each node's zone with per-node zones): created,
+        or converted when kept from a run on another OVN (an upgrade or a downgrade,
+        converted as ``ovn-ctl`` does)."""
+        directories = [zones.zone_dir(self.ovn_dir, node) for node in state.nodes] \
+            if state.zones == zones.PER_NODE else [self.ovn_dir]
+        for directory in directories:
+            directory.mkdir(parents=True, exist_ok=True)
+            for name in ("nb", "sb"):
+                ensure_database(directory / f"{name}.db", install.schema(f"ovn-{name}"))
 
     def _wait_infra(self, state: ClusterState, timeout: float) -> None:
         api = state.processes["apiserver"]
@@ -597,7 +656,7 @@ class LocalCluster:
                    timeout, "API server", api.log)
         if not pid_running(api.pid, api.args):
             raise LocalClusterError(f"API server exited; see {api.log}")
-        self._wait_ready(list(OVN), timeout)
+        self._wait_ready(self.ovn_names(state), timeout)
 
     def _wait_ready(self, names: list[str], timeout: float, since: float = 0.0) -> None:
         """Wait until the supervisor has started each process and it is ready.
@@ -691,8 +750,9 @@ class LocalCluster:
         self.use_recorded_ovn()  # a new supervisor, and a node agent's new command line
         names = self._restart_targets(state, component)
         # a node agent's command line is today's (its flags may be new); the rest keep theirs
+        components = self.components(state)
         fresh = {record.name: record for record in
-                 [self._component_record(name) for name in names if name in COMPONENTS]
+                 [self._component_record(name) for name in names if name in components]
                  + [self._agent_record(node) for node in self._nodes(state)
                     if f"{node.name}/{NODE_AGENT}" in names]}
         # what is bound to a restarted process restarts after it (a node agent after its
@@ -717,13 +777,15 @@ class LocalCluster:
         """The records ``restart COMPONENT`` means (see ``restart``)."""
         node_records = [name for name, record in state.processes.items()
                         if record.role == "node"]
+        components = self.components(state)
         if component is None:
-            return [*COMPONENTS, *(n for n in node_records if n.endswith(f"/{NODE_AGENT}"))]
-        if component in COMPONENTS or component in OVN or component in node_records:
+            return [*components, *(n for n in node_records if n.endswith(f"/{NODE_AGENT}"))]
+        if component in components or component in node_records or (
+                component in OVN and state.zones != zones.PER_NODE):
             return [component]
         every = [n for n in node_records if n.endswith(f"/{component}")]
-        if component in NODE_DAEMONS and every:
-            return every
+        if (component in NODE_DAEMONS or state.zones == zones.PER_NODE) and every:
+            return every  # every node's (with per-node zones: its zone's OVN, controller)
         if component in NODE_DAEMONS:
             raise LocalClusterError(f"this local cluster runs without a real dataplane: it has "
                                     f"no {component}")

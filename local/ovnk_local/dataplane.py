@@ -265,13 +265,14 @@ class Dataplane:
                           ready_socket=str(d / "ovs-vswitchd.ctl"), requires=[server]),
         ]
 
-    def southbound_ready(self) -> bool:
-        """Whether ovn-northd has initialised the SB database (its SB_Global row exists).
+    def southbound_ready(self, sb_socket: Path | None = None) -> bool:
+        """Whether ovn-northd has initialised the SB database (its SB_Global row exists;
+        ``sb_socket``: that SB, default the cluster's).
 
         ovn-controller (23.03) crashes with SIGSEGV when it connects to a SB without that
         row, so controllers must start only after this holds.
         """
-        result = subprocess.run(command("ovn-sbctl", f"--db=unix:{self.sb_socket}",
+        result = subprocess.run(command("ovn-sbctl", f"--db=unix:{sb_socket or self.sb_socket}",
                                         "--timeout=5", "--columns=_uuid", "--bare", "list",
                                         "SB_Global"), capture_output=True, text=True)
         return result.returncode == 0 and bool(result.stdout.strip())
@@ -293,8 +294,12 @@ class Dataplane:
             ready_socket=str(node.dir / "ovn-controller.{pid}.ctl"),
             requires=[southbound, *self.ovs_names(node)])
 
-    def configure_node(self, node: NodeDataplane, timeout: float = 30.0) -> None:
-        """Bridges, the node IP on ``breth0``, and what ovn-controller reads (OVS running)."""
+    def configure_node(self, node: NodeDataplane, sb_socket: Path | None = None,
+                       timeout: float = 30.0) -> None:
+        """Bridges, the node IP on ``breth0``, and what ovn-controller reads (OVS running):
+        its SB is ``sb_socket`` (its own zone's, with per-node zones; then, as upstream's
+        node side sets it, ``ovn-is-interconn=true``: ovn-controller makes tunnels to the
+        other zones' chassis only on an interconnect chassis), by default the cluster's."""
         node.vsctl("init")
         node.vsctl("--may-exist", "add-br", INTEGRATION_BRIDGE, "--", "set", "bridge",
                    INTEGRATION_BRIDGE, "datapath_type=netdev", "fail-mode=secure",
@@ -328,9 +333,10 @@ class Dataplane:
         node.vsctl("set", "open_vswitch", ".",
                    f"external_ids:system-id={node.name}",
                    f"external_ids:hostname={node.name}",
-                   f"external_ids:ovn-remote=unix:{self.sb_socket}",
+                   f"external_ids:ovn-remote=unix:{sb_socket or self.sb_socket}",
                    "external_ids:ovn-encap-type=geneve",
-                   f"external_ids:ovn-encap-ip={node.ip}")
+                   f"external_ids:ovn-encap-ip={node.ip}",
+                   *(["external_ids:ovn-is-interconn=true"] if sb_socket else []))
 
     # -- teardown ------------------------------------------------------------------------
     def namespaces(self) -> list[str]:

@@ -78,6 +78,8 @@ class ClusterState:
     # the OVN every process runs (ovnk_core.ovn.install: "system" or a root's directory;
     # "" for a state written before it was recorded: the default)
     ovn: str = ""
+    # "single": one OVN zone for every node; "per-node": one per node (ovnk_local.zones)
+    zones: str = "single"
 
     @classmethod
     def load(cls, path: Path) -> ClusterState:
@@ -93,7 +95,7 @@ class ClusterState:
                        config_source=str(raw.get("config_source", "")),
                        physical_networks=[str(n) for n in raw.get("physical_networks", [])],
                        ip_families=[int(v) for v in raw.get("ip_families", [4])],
-                       ovn=str(raw.get("ovn", "")))
+                       ovn=str(raw.get("ovn", "")), zones=str(raw.get("zones", "single")))
         except (ValueError, TypeError, AttributeError) as exc:
             raise StateFileError(f"{path} is not a local cluster's state ({exc}); stop what "
                                  "it started by hand and remove it") from None
@@ -102,7 +104,7 @@ class ClusterState:
         return {"api_port": self.api_port, "nodes": self.nodes, "dataplane": self.dataplane,
                 "component_flags": self.component_flags, "config_source": self.config_source,
                 "physical_networks": self.physical_networks, "ip_families": self.ip_families,
-                "ovn": self.ovn,
+                "ovn": self.ovn, "zones": self.zones,
                 "processes": {name: asdict(record) for name, record in self.processes.items()}}
 
 

@@ -57,6 +57,8 @@ from ovnk_core.annotations.node_gateway import (
 )
 from ovnk_core.annotations.node_id import NODE_ID_ANNOTATION
 from ovnk_core.annotations.node_subnets import NODE_SUBNETS_ANNOTATION
+from ovnk_core.annotations.node_transit import TRANSIT_PORT_ADDRESSES_ANNOTATION
+from ovnk_core.annotations.node_zone import ZONE_ANNOTATION
 from ovnk_core.annotations.pod_networks import POD_NETWORKS_ANNOTATION
 from ovnk_core.identities import CLUSTER_MANAGER_USER, node_of_user
 
@@ -73,13 +75,13 @@ CLUSTER_MANAGER_NODE_ANNOTATIONS = frozenset({
     NODE_ID_ANNOTATION,                                          # ovnk: node_allocator
     "k8s.ovn.org/node-gateway-router-lrp-ifaddr",                # upstream, deprecated form
     "k8s.ovn.org/node-gateway-router-lrp-ifaddrs",               # join addresses (per net)
-    "k8s.ovn.org/node-transit-switch-port-ifaddr",               # transit switch addresses
+    TRANSIT_PORT_ADDRESSES_ANNOTATION,                           # ovnk: node_allocator
     "k8s.ovn.org/network-ids",                                   # network ids per node
     "k8s.ovn.org/udn-layer2-node-gateway-router-lrp-tunnel-ids",  # gateway port tunnel ids
 })
 """Node annotations the cluster manager allocates: only it may write them."""
 
-ZONE_NAME = "k8s.ovn.org/zone-name"
+ZONE_NAME = ZONE_ANNOTATION
 REMOTE_ZONE_MIGRATED = "k8s.ovn.org/remote-zone-migrated"
 DEFAULT_ZONE = "global"
 

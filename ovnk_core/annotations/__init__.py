@@ -24,6 +24,8 @@ controller, a client, or the ``networks`` package (which imports them).
 * ``tunnel_keys`` — ``k8s.ovn.org/tunnel-keys`` (NAD; cluster manager)
 * ``node_gateway`` — ``k8s.ovn.org/l3-gateway-config``, ``node-chassis-id`` and
   ``node-primary-ifaddr`` (Node; node agent)
+* ``node_transit`` — ``k8s.ovn.org/node-transit-switch-port-ifaddr`` (Node; cluster manager)
+* ``node_zone`` — ``k8s.ovn.org/zone-name`` (Node; the node's identity, ``ovnk local``)
 * ``node_encap_ips`` — ``k8s.ovn.org/node-encap-ips`` (Node; node side, upstream's format,
   written by ``ovnk local``)
 * ``pod_networks`` — ``k8s.ovn.org/pod-networks`` (Pod; cluster manager)

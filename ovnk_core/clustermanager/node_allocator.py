@@ -1,9 +1,13 @@
-"""Per-node allocations of the cluster manager: node IDs and host subnets.
+"""Per-node allocations of the cluster manager: node IDs, transit addresses, host subnets.
 
-For every node it writes ``k8s.ovn.org/node-id`` and
-``k8s.ovn.org/node-subnets`` — a JSON object keyed by network name with a
-list of CIDRs per network (the default network from ``--cluster-subnets``,
-and every registered network whose topology asks for node subnets).
+For every node it writes ``k8s.ovn.org/node-id``,
+``k8s.ovn.org/node-transit-switch-port-ifaddr`` (the node's transit switch
+addresses, derived from its ID and the transit switch subnets of the cluster's
+IP families, as upstream's node allocation controller; zones read them:
+docs/design/interconnect.md) and ``k8s.ovn.org/node-subnets`` — a JSON object
+keyed by network name with a list of CIDRs per network (the default network
+from ``--cluster-subnets``, and every registered network whose topology asks
+for node subnets).
 
 An allocation of a live network is never moved, and released only where the network
 is no longer active (a per-node network filter: ``networks.activity``).  Allocation
@@ -43,6 +47,9 @@ from ovnk_core.annotations.node_id import parse as parse_node_id
 from ovnk_core.annotations.node_id import serialize as serialize_node_id
 from ovnk_core.annotations.node_subnets import NODE_SUBNETS_ANNOTATION, parse_node_subnets
 from ovnk_core.annotations.node_subnets import serialize as serialize_node_subnets
+from ovnk_core.annotations.node_transit import TRANSIT_PORT_ADDRESSES_ANNOTATION
+from ovnk_core.annotations.node_transit import addresses_of as transit_addresses_of
+from ovnk_core.annotations.node_transit import serialize as serialize_transit
 from ovnk_core.clustermanager.network_catalog import NetworkCatalog, wait_for_networks
 from ovnk_core.config import Config
 from ovnk_core.errors import NotReady
@@ -227,8 +234,10 @@ class NodeAllocator:
         current = meta.get("annotations") or {}
         wanted: dict[str, str | None] = {
             NODE_ID_ANNOTATION: serialize_node_id(node_id),
+            TRANSIT_PORT_ADDRESSES_ANNOTATION: self.transit_addresses(node_id),
             NODE_SUBNETS_ANNOTATION: serialize_node_subnets(subnets) if subnets else None}
-        if current.get(NODE_ID_ANNOTATION) == wanted[NODE_ID_ANNOTATION] and \
+        if all(current.get(key) == wanted[key]
+               for key in (NODE_ID_ANNOTATION, TRANSIT_PORT_ADDRESSES_ANNOTATION)) and \
                 parse_node_subnets(node) == subnets:
             return
         try:
@@ -240,6 +249,18 @@ class NodeAllocator:
         except Conflict:
             raise NotReady(f"node {meta['name']} changed meanwhile", delay=0.1) from None
         log.info("node %s: node-id %d, subnets %s", meta["name"], node_id, subnets)
+
+    def transit_addresses(self, node_id: int) -> str | None:
+        """``k8s.ovn.org/node-transit-switch-port-ifaddr`` of the node with ``node_id``: the
+        transit subnet's base + the ID, per IP family of the cluster (``--cluster-subnets``);
+        ``None`` (no annotation, logged) when the ID does not fit a transit subnet."""
+        try:
+            return serialize_transit(transit_addresses_of(
+                [self.config.transit_subnet(version) for version in self.config.ip_families],
+                node_id))
+        except ValueError as exc:
+            log.error("no transit switch addresses: %s", exc)
+            return None
 
     # -- reporting on the UDN/CUDN -----------------------------------------------------------
     def _record_failure(self, network: str, node: str, message: str) -> None:

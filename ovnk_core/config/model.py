@@ -54,6 +54,8 @@ class Config:
     kubelet_cgroup_path: str
     metrics_bind_address: str
     loglevel: str
+    # the OVN zone a zone controller renders (--zone; empty: the single zone of every node)
+    zone: str = ""
     # Where each field's value came from ("default", "file", "env", "cli"), for `ovnk config`.
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 

@@ -110,6 +110,10 @@ OPTIONS: tuple[Option, ...] = (
            "How long a component waits for the first list of every resource it watches "
            "(upstream's 20s); one that cannot sync in time exits non-zero saying which "
            "resources and why, so that its supervisor restarts it."),
+    Option("zone", "zone", values.parse_zone, "",
+           "The OVN zone this zone controller renders (interconnect: nodes whose "
+           "k8s.ovn.org/zone-name is this zone are its own, every other node is remote; empty: "
+           "one zone renders every node)."),
     Option("sb-address", "sb_address", values.parse_ovsdb_remotes,
            "unix:/var/run/ovn/ovnsb_db.sock", "OVN Southbound remotes, comma-separated."),
     Option("k8s-kubeconfig", "kubeconfig", str, "", "Path of the kubeconfig to use "

@@ -89,6 +89,24 @@ def parse_name(raw: Any) -> str:
     return text
 
 
+MAX_ZONE_NAME = 253
+_DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_ZONE_NAME = re.compile(_DNS1123_LABEL + r"(\." + _DNS1123_LABEL + ")*")
+
+
+def parse_zone(raw: Any) -> str:
+    """An OVN zone name (interconnect): a lower-case RFC 1123 subdomain, as a node's name;
+    empty for the single zone.
+
+    :raises ValueError: neither.
+    """
+    text = str(raw).strip()
+    if text and (len(text) > MAX_ZONE_NAME or not _ZONE_NAME.fullmatch(text)):
+        raise ValueError(f"{raw!r} is not a zone name (a lower-case RFC 1123 subdomain, as "
+                         "a node's name)")
+    return text
+
+
 def parse_cidr(raw: Any, *, strict: bool = True) -> IPNetwork:
     """A CIDR; with ``strict=False`` host bits are masked off as Go's ``net.ParseCIDR`` does
     (``192.168.100.0/16`` is ``192.168.0.0/16``), which upstream uses for network subnets."""

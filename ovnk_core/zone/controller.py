@@ -42,6 +42,14 @@ first keeps it).  A refused entry gets no row and a Warning event
 ``ErrorAddingLogicalPort`` on the pod; the pod's other entries, and every
 other pod, still render.
 
+With ``--zone NAME`` (interconnect, docs/design/interconnect.md) the zone
+renders only its own nodes (``k8s.ovn.org/zone-name`` = NAME) and their pods
+fully; the other zones' nodes are given to topologies that render
+interconnect as remote nodes (their transit switch port and the routes to
+them), and a node whose zone annotation is missing or bad is rendered
+nowhere, with a Warning event ``InvalidNodeAnnotation`` on it.  Without
+``--zone`` every node is the zone's own, as before.
+
 A value OVSDB cannot hold (a NUL or a lone surrogate in a network name, a
 node's chassis annotation, ...: ``ovn.storable``) refuses only the owner
 whose rows hold it — never sent, so the connection and every other owner
@@ -98,6 +106,7 @@ from ovnk_core.zone.node_facts import (
 )
 from ovnk_core.zone.node_switches import node_switches
 from ovnk_core.zone.pod_port_extras import merge_pod_port
+from ovnk_core.zone.remote_chassis import RemoteChassisController
 from ovnk_core.zone.services import desired as service_rows
 from ovnk_core.zone.services import names as service_names
 from ovnk_core.zone.services.controller import ServicesController
@@ -174,6 +183,7 @@ class ZoneController:
                  nb: NbWriter, recorder: EventRecorder | None = None) -> None:
         """:raises ConfigError: the default network's topology is not enabled."""
         self.config = config
+        self.zone_name = config.zone  # empty: the single zone, every node is its own
         self.host = host
         host.default_topology()
         self.nb = nb
@@ -239,6 +249,10 @@ class ZoneController:
         self.udn_enabled_services = UdnEnabledServices(
             informers, nb, config.udn_allowed_default_services, config.ip_families) \
             if config.enable_network_segmentation else None
+        # the other zones' chassis in this zone's Southbound (interconnect only)
+        self.remote_chassis = RemoteChassisController(
+            self.nodes, self._facts.get, self.zone_name, config.sb_address) \
+            if self.zone_name else None
 
     def rendered_network(self, name: str) -> NetworkState | None:
         """The network as last rendered (``None``: not rendered, or removed)."""
@@ -286,6 +300,10 @@ class ZoneController:
             self._facts.forget(name)
         if before == facts:
             return
+        if self.zone_name and (before is None or facts is None or
+                               (before.zone, before.zone_problem) !=
+                               (facts.zone, facts.zone_problem)):
+            self.pod_controller.reconcile_all()  # its pods came into the zone or left it
         affected = networks_affected(before, facts)
         for network in self.network_names() if affected is None else sorted(affected):
             self.network_controller.queue.add(network)
@@ -416,7 +434,8 @@ class ZoneController:
             self._note(f"network/{name}", f"network {name} not rendered yet: {lookup.reason}")
             return
         self._set_accepted(name, lookup.nads)
-        state = dataclasses.replace(lookup.state, nb=self.nb.capabilities)
+        state = dataclasses.replace(lookup.state, nb=self.nb.capabilities,
+                                    interconnect=bool(self.zone_name))
         topology = self.topology_of(state)
         if topology is None:
             self._note(f"network/{name}", f"network {name}: topology "
@@ -437,12 +456,15 @@ class ZoneController:
             for node in self.nodes.peek_all():
                 if not self.activity.is_active(name, node["metadata"]["name"]):
                     continue  # its rows of the network go (below)
-                node_state = self._node_state(node, name)
+                local = self._is_local(node)
+                if local is None or (not local and not topology.interconnect):
+                    continue  # in no zone, or a remote node this topology does not render
+                node_state = self._node_state(node, name, remote=not local)
                 live_nodes.add(node_state.name)
                 desired[owners.node_owner(netinfo, node_state.name)] = \
                     topology.build_node(state, node_state)
                 attachment = topology.service_attachment(state, node_state) \
-                    if with_services else None
+                    if with_services and local else None
                 if attachment is not None:
                     attachments.append(attachment)
         except RenderingNotSupported:
@@ -508,16 +530,40 @@ class ZoneController:
         """Every node the network is active on, as it sees it (for per-node work of other
         controllers)."""
         return [self._node_state(node, network) for node in self.nodes.peek_all()
-                if self.activity.is_active(network, node["metadata"]["name"])]
+                if self.activity.is_active(network, node["metadata"]["name"])
+                and self._is_local(node)]
 
-    def _node_state(self, node: JSON, network: str) -> NodeState:
+    def _node_state(self, node: JSON, network: str, remote: bool = False) -> NodeState:
         facts = self._facts.get(node)
-        if facts.problems:
+        problems = facts.problems + (facts.interconnect_problems if self.zone_name else [])
+        if problems:
             self._warn(node, f"node/{facts.name}", "InvalidNodeAnnotation",
-                       f"node {facts.name}: " + "; ".join(facts.problems))
+                       f"node {facts.name}: " + "; ".join(problems))
         return NodeState(name=facts.name, subnets=facts.subnets.get(network, ()),
                          node_id=facts.node_id, chassis_id=facts.chassis_id,
-                         gateway=facts.gateway)
+                         gateway=facts.gateway, transit_addresses=facts.transit_addresses,
+                         remote=remote)
+
+    def _is_local(self, node: JSON) -> bool | None:
+        """Whether the node is this zone's own (``False``: another zone's); ``None`` for a
+        node in no zone (its zone annotation is missing or bad: a Warning event on it).
+        Every node is the single zone's own."""
+        if not self.zone_name:
+            return True
+        facts = self._facts.get(node)
+        if facts.zone is None:
+            self._warn(node, f"node-zone/{facts.name}", "InvalidNodeAnnotation",
+                       f"node {facts.name} is not rendered in any zone: {facts.zone_problem}")
+            return None
+        self._reported.pop(f"node-zone/{facts.name}", None)
+        return facts.zone == self.zone_name
+
+    def _pod_in_zone(self, pod: JSON) -> bool:
+        """Whether the pod's node is this zone's own (always, in the single zone)."""
+        if not self.zone_name:
+            return True
+        node = self.nodes.peek((pod.get("spec") or {}).get("nodeName") or "")
+        return node is not None and self._facts.get(node).zone == self.zone_name
 
     def delete_network(self, name: str) -> None:
         """Remove every row of the network's controller: pods, then nodes, then the network."""
@@ -557,7 +603,7 @@ class ZoneController:
         waiting: list[str] = []
         feature_errors: dict[str, tuple[str, str]] = {}  # NAD key → (reason, message)
         present = set(self.nb.owners(owner_key=f"{owners.POD_SCOPE_PREFIX}{key}"))
-        if pod is not None and self._pod_is_running(pod):
+        if pod is not None and self._pod_is_running(pod) and self._pod_in_zone(pod):
             context = self._pod_context(pod)
             for nad_key, entry in pod_entries(pod).items():
                 network = self.network_of_nad(nad_key)
@@ -711,7 +757,8 @@ class ZoneController:
         for other_nad in sorted({nad_key, *nads}):
             for other in self.pods.peek_by_index("ip", nad_ip_key(other_nad, ip)):
                 other_key = object_key(other)
-                if other_key == key or not self._pod_is_running(other):
+                if other_key == key or not self._pod_is_running(other) \
+                        or not self._pod_in_zone(other):
                     continue
                 try:
                     entry = pod_entries(other).get(other_nad)
@@ -838,8 +885,10 @@ class ZoneController:
 
     # -- lifecycle -------------------------------------------------------------------------
     def controllers(self) -> Iterable[Controller]:
-        extra = (self.udn_enabled_services.controller,) \
+        extra: tuple[Controller, ...] = (self.udn_enabled_services.controller,) \
             if self.udn_enabled_services is not None else ()
+        if self.remote_chassis is not None:
+            extra += (self.remote_chassis.controller,)
         return (self.network_controller, self.pod_controller, self.services.controller,
                 *extra)
 
@@ -849,6 +898,8 @@ class ZoneController:
         self.services.start()
         if self.udn_enabled_services is not None:
             self.udn_enabled_services.start()
+        if self.remote_chassis is not None:
+            self.remote_chassis.start()
         interval = self.config.nb_resync_interval
         if interval > 0:
             self._stop.clear()
@@ -859,6 +910,8 @@ class ZoneController:
     def stop(self) -> None:
         self.activity.stop()
         self._stop.set()
+        if self.remote_chassis is not None:
+            self.remote_chassis.stop()
         if self._resync_thread is not None:
             self._resync_thread.join(timeout=10)
             self._resync_thread = None

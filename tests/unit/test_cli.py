@@ -147,7 +147,7 @@ def test_plugins_show_what_each_contributes_and_never_enabled_for_nothing(
         "isolation": ["zone: controllers, pod ports", "node: controllers"],
         "mirror": ["cluster-manager: controllers"],
         "networkpolicy": ["zone: controllers, pod ports, API rights"],
-        "layer3": ["topology: parse, routes, render, udn section, services"],
+        "layer3": ["topology: parse, routes, render, udn section, services, interconnect"],
         "layer2": ["topology: parse, routes, render, udn section, services"],
         "localnet": ["topology: parse, mtu, render, udn section, node check"]}
     # A bare "enabled" is only ever shown for a plugin that contributes and renders.
@@ -210,7 +210,8 @@ def test_plugins_json(capsys: pytest.CaptureFixture[str]) -> None:
                               "version": version_of("plugins/layer3"), "enabled": True,
                               "status": "enabled",
                               "contributes": {"topology": ["parse", "routes", "render",
-                                                           "udn section", "services"]},
+                                                           "udn section", "services",
+                                                           "interconnect"]},
                               "contributes_nothing": False, "renders": True, "problems": []}
     assert (rows["mirror"]["status"], rows["mirror"]["contributes"]) == (
         "enabled", {"cluster-manager": ["controllers"]})

@@ -37,10 +37,11 @@ from ovnk_core.networks.addressing import (
 from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.networks.port_names import DEFAULT_NAD_KEY
 from ovnk_core.ovn.declarative import DesiredRow, Link, Ref
-from ovnk_core.ovn.ownership import ObjectIDs, Owner
+from ovnk_core.ovn.ownership import ObjectIDs
 from ovnk_core.ovn.port_types import LSP_TYPE_LOCALNET, LSP_TYPE_ROUTER
 from ovnk_core.render_state import NetworkState, NodeState, PodAttachment
 from ovnk_core.topology import ServiceAttachment
+from ovnk_core.zone import interconnect
 from ovnk_core.zone.owners import network_owner, node_owner, pod_owner
 from ovnk_core.zone.pod_logical_port import build_pod_logical_port
 
@@ -54,12 +55,7 @@ ARP_PROXY_IPV6 = "fe80::1"
 ARP_PROXY_MAC = "0a:58:a9:fe:01:01"  # generated from ARP_PROXY_IPV4 (mac_from_ip)
 
 
-def _ids(netinfo: NetInfo, owner: Owner, kind: str, name: str, switch_or_router: bool
-         ) -> ObjectIDs:
-    return owner.object_ids(kind, name, network=netinfo.name,
-                            topology="" if netinfo.is_default else netinfo.topology,
-                            role=netinfo.role if switch_or_router and not netinfo.is_default
-                            else "")
+_ids = interconnect.network_object_ids
 
 
 def has_gateway(netinfo: NetInfo) -> bool:
@@ -110,14 +106,16 @@ def gateway_router_join_ips(network: NetworkState, node_id: int) -> list[IPAddre
 
 
 def build_network(network: NetworkState) -> list[DesiredRow]:
-    """The cluster router, and for networks with gateways the join switch and its router port."""
+    """The cluster router, and for networks with gateways the join switch and its router port;
+    with interconnect the transit switch."""
     netinfo = network.netinfo
     owner = network_owner(netinfo)
     router = router_ids(netinfo)
     options = {"always_learn_from_arp_request": "false"}
     rows = [DesiredRow("Logical_Router", router,
                        {"name": netinfo.scoped_name(CLUSTER_ROUTER), "options": options},
-                       extra_external_ids={"k8s-cluster-router": "yes"})]
+                       extra_external_ids={"k8s-cluster-router": "yes"}),
+            *interconnect.build_transit_switch(network)]
     if not has_gateway(netinfo) or not network.join_subnets:
         return rows
     join = join_switch_ids(netinfo)
@@ -160,13 +158,25 @@ def switch_router_port_options(netinfo: NetInfo, rtos: str) -> dict[str, str]:
 
 
 def build_node(network: NetworkState, node: NodeState) -> list[DesiredRow]:
-    """The node's switch and router port pair; management port and gateway when primary.
+    """The node's switch and router port pair; management port and gateway when primary;
+    with interconnect its port on the transit switch.  A remote node (another zone's) has
+    only its remote port on the transit switch and the routes to it.
 
     A node without a host subnet in this network (not allocated yet, or not active in it)
     has no rows.
     """
     if not node.subnets:
         return []
+    router_ref = Ref.to("Logical_Router", router_ids(network.netinfo))
+    if node.remote:
+        gateway_ips = gateway_router_join_ips(network, node.node_id) \
+            if has_gateway(network.netinfo) and node.node_id is not None else []
+        return interconnect.build_remote_node(network, node, router_ref, gateway_ips)
+    return _build_local_node(network, node) + \
+        interconnect.build_local_node(network, node, router_ref)
+
+
+def _build_local_node(network: NetworkState, node: NodeState) -> list[DesiredRow]:
     netinfo = network.netinfo
     owner = node_owner(netinfo, node.name)
     switch_name = netinfo.scoped_name(node.name)
@@ -183,10 +193,10 @@ def build_node(network: NetworkState, node: NodeState) -> list[DesiredRow]:
             other_config["exclude_ips"] = " ".join(excluded)
     gateways = [gateway_ip(s) for s in node.subnets]
     rtos = f"rtos-{switch_name}"
+    rtos_ids = _ids(netinfo, owner, "RouterToSwitchPort", node.name, False)
     rows = [
         DesiredRow("Logical_Switch", switch, {"name": switch_name, "other_config": other_config}),
-        DesiredRow("Logical_Router_Port", _ids(netinfo, owner, "RouterToSwitchPort",
-                                               node.name, False),
+        DesiredRow("Logical_Router_Port", rtos_ids,
                    {"name": rtos, "mac": mac_from_ip(_v4_first(gateways)[0]),
                     "networks": [_joined(g, s) for g, s in zip(gateways, node.subnets,
                                                                 strict=True)],
@@ -197,6 +207,8 @@ def build_node(network: NetworkState, node: NodeState) -> list[DesiredRow]:
                    {"name": f"stor-{switch_name}", "type": LSP_TYPE_ROUTER, "addresses": ["router"],
                     "options": switch_router_port_options(netinfo, rtos)},
                    links=(Link(Ref.to("Logical_Switch", switch), "ports"),)),
+        *interconnect.build_gateway_chassis(network, node, Ref.to("Logical_Router_Port",
+                                                                  rtos_ids), rtos),
     ]
     if has_gateway(netinfo):
         mgmt_ips = [management_ip(s) for s in node.subnets]

@@ -26,6 +26,7 @@ class Layer3Topology(Topology):
     udn_section = Layer3Section()
     renders = True
     serves_services = True
+    interconnect = True
 
     def service_attachment(self, network: NetworkState, node: NodeState
                            ) -> ServiceAttachment | None:

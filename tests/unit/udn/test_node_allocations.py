@@ -141,3 +141,20 @@ def test_new_node_ids_stay_in_upstreams_range(client: KubeClient,
     assert sorted(handed) == [i for i in range(2, 5001) if i not in taken]
     with pytest.raises(IdAllocationError, match="NodeIDs: no ID left for one-too-many"):
         allocator.allocate("one-too-many")
+
+
+def transit_addresses(client: KubeClient, name: str) -> str | None:
+    value = (client.get(NODES, name)["metadata"].get("annotations") or {}).get(
+        "k8s.ovn.org/node-transit-switch-port-ifaddr")
+    return str(value) if value is not None else None
+
+
+def test_nodes_get_their_transit_switch_addresses_from_their_ids(
+        client: KubeClient, manager: ClusterManager) -> None:
+    """Upstream's node allocation controller: the transit subnet's base + the node ID, in
+    upstream's JSON, for each IP family of the cluster (IPv4 here)."""
+    wait_until(lambda: transit_addresses(client, "ovn-worker") and
+               transit_addresses(client, "ovn-worker2"))
+    for name in ("ovn-worker", "ovn-worker2"):
+        assert transit_addresses(client, name) == \
+            f'{{"ipv4":"100.88.0.{node_id(client, name)}/16"}}'
