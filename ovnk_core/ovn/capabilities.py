@@ -15,7 +15,7 @@ reads an ``NbCapabilities``, made here from the schema the server sent (the writ
   version: the first one this was verified on (``ROUTER_PEERING_SCHEMA``, OVN 26.03's),
   below it a primary network's transit router meets the gateway routers on a ``<P>join``
   switch, which every OVN forwards.  (Across chassis the peered port must be a distributed
-  gateway port on the gateway router's chassis: ``ovnk_layer2.primary``.)
+  gateway port on the gateway router's chassis: the topology plugin that peers pins it.)
 """
 
 from __future__ import annotations
