@@ -27,7 +27,7 @@ from ovnk_core.errors import OvnkError
 from ovnk_core.kube.client import JSON
 from ovnk_core.networks.port_names import DEFAULT_NAD_KEY, pod_port_name
 from ovnk_core.node import netlink
-from ovnk_core.node.netns import NETNS_DIR, run_in_netns
+from ovnk_core.node.netns import netns_path, run_in_netns
 from ovnk_core.pods.network_selections import (
     DEFAULT_INTERFACE,
     PRIMARY_UDN_INTERFACE,
@@ -128,13 +128,20 @@ def _allow_unprivileged_ping() -> None:
 
 
 def _netns_exists(name: str) -> bool:
-    return (NETNS_DIR / name).exists()
+    return netns_path(name).exists()
 
 
 def ensure_pod_network(pod_netns: str, node_netns: str | None, interfaces: list[PodInterface],
-                       pod_key: str, pod_uid: str, vsctl: Vsctl) -> None:
-    """Create (or complete) the pod's namespace, interfaces and OVS ports."""
+                       pod_key: str, pod_uid: str, vsctl: Vsctl, create: bool = True) -> None:
+    """Create (or complete) the pod's namespace, interfaces and OVS ports.
+
+    :param pod_netns: a name under ``/var/run/netns`` or, from a CNI runtime, a path.
+    :param create: make the namespace when it is missing (False: the runtime made it, and
+        a missing one is an error).
+    """
     if not _netns_exists(pod_netns):
+        if not create:
+            raise PodNetworkError(f"network namespace {pod_netns} does not exist")
         result = subprocess.run(["ip", "netns", "add", pod_netns], capture_output=True,
                                 text=True)
         if result.returncode != 0 and not _netns_exists(pod_netns):
@@ -208,3 +215,34 @@ def delete_pod_network(pod_netns: str, host_ifnames: list[str], vsctl: Vsctl) ->
                                 text=True)
         if result.returncode != 0 and _netns_exists(pod_netns):
             raise PodNetworkError(f"ip netns del {pod_netns}: {result.stderr.strip()}")
+
+
+def remove_pod_interfaces(host_ifnames: list[str], node_netns: str | None,
+                          vsctl: Vsctl) -> None:
+    """Unplug the pod's OVS ports and delete the node ends of its veths (the pod ends go
+    with them); the namespace stays, it is the runtime's (CNI DEL).  Idempotent."""
+    for name in host_ifnames:
+        vsctl("--if-exists", "del-port", INTEGRATION_BRIDGE, name)
+        netlink.delete_link(name, netns=node_netns)
+
+
+def pod_network_differences(pod_netns: str, interfaces: list[PodInterface]) -> list[str]:
+    """How the pod's namespace differs from ``interfaces`` (CNI CHECK): a missing interface,
+    another MAC, a missing address or default route; empty when it is as ADD left it."""
+    if not _netns_exists(pod_netns):
+        return [f"network namespace {pod_netns} does not exist"]
+    problems = []
+    for interface in interfaces:
+        info = netlink.link_info(interface.ifname, netns=pod_netns)
+        if info is None:
+            problems.append(f"interface {interface.ifname} is missing")
+            continue
+        mac = str(info.get("mac") or "")
+        if interface.mac and mac.lower() != interface.mac.lower():
+            problems.append(f"interface {interface.ifname} has MAC {mac}, not {interface.mac}")
+        present = {ipaddress.ip_interface(a)
+                   for a in netlink.list_addresses(interface.ifname, netns=pod_netns)}
+        for cidr in interface.addresses:
+            if ipaddress.ip_interface(cidr) not in present:
+                problems.append(f"interface {interface.ifname} lacks address {cidr}")
+    return problems
