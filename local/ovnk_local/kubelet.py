@@ -15,11 +15,13 @@ Host-network pods get their node's address at once.
 namespaces: a pod is Running and Ready once it is annotated, its containers are
 reported running, no process runs and no probe is run (images are not checked).
 
-**With a real dataplane** each node's agent serves CNI on ``CNI_DIR/<node>.sock``;
-the kubelet calls ADD before it starts the pod's containers (and keeps retrying
-while the agent answers "not ready": the ports are not bound yet), and DEL after
-they stopped, before it removes a deleted pod, as a kubelet does through its CNI
-plugin.  Then containers run and probes are probed:
+**With a real dataplane** the kubelet is a CNI runtime (``ovnk_local.cni_runtime``):
+before it starts the pod's containers it creates the pod's network namespace and runs
+the node's conflist (``DIR/nodes/<node>/cni/net.d``: ovnk's ``ovn-k8s-cni-overlay``,
+which forwards to the node agent's socket ``CNI_DIR/<node>.sock``, then ``tuning``),
+retrying while a plugin answers "try again later" (the ports are not bound yet); after
+the containers stopped it runs DEL in reverse order with the cached result and deletes
+the namespace.  Then containers run and probes are probed:
 
 * **Containers** (``ovnk_local.workloads``, ``ovnk_local.runtime``): each supported
   container (``agnhost netexec``, ``agnhost pause``, ``pause``) is a process in the

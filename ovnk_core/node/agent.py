@@ -1,10 +1,13 @@
 """The node agent (``ovnk node``): the CNI side of the pods bound to one node, and its gateway.
 
-It answers the kubelet's CNI ADD and DEL (``cni_server``): ADD builds the
-pod's namespace and interfaces from its ``k8s.ovn.org/pod-networks``
-annotation, plugs them into ``br-int`` and answers only once ovn-controller
-has bound every port (``ovn-installed``), as upstream's CNI does before the
-kubelet may call the pod ready.  A pod controller removes the network of
+It answers the CNI plugin ``ovn-k8s-cni-overlay`` (``ovnk_cni``; ``POST /cni`` of
+``cni_server``): ADD builds the pod's interfaces from its ``k8s.ovn.org/pod-networks``
+annotation in the namespace the runtime made (``CNI_NETNS``), plugs them into ``br-int``
+and answers the spec result only once ovn-controller has bound every port
+(``ovn-installed``), as upstream's CNI does before the kubelet may call the pod ready;
+DEL unplugs them and leaves the namespace to the runtime; CHECK compares.  The private
+``POST /add`` and ``/del`` (the agent makes the namespace ``pod_netns(key)`` itself)
+serve the kubelet stand-in without a runtime.  A pod controller removes the network of
 pods that are deleted, finished or moved away even when no DEL comes (the
 kubelet was down), and at startup every pod port or namespace on this node
 whose pod no longer exists is removed.  Only the entries the zone renders are
