@@ -6,15 +6,18 @@ CNI config dir (the first ``*.conflist`` by name, as libcni picks it), executes 
 plugins it names from ``CNI_PATH`` in order, each with the previous one's result as
 ``prevResult``, caches the last result (``DIR/run/cni/results/<container id>.json``, with
 the conflist it came from) and at teardown runs DEL in reverse order with the cached
-result, then deletes the namespace.  ``install_cni_config`` writes the conflist ``ovnk
-local`` installs on every node: ovnk's ``ovn-k8s-cni-overlay`` chained with Debian's
-reference ``tuning`` plugin (``containernetworking-plugins``), which sets a sysctl in
-the pod's namespace.
+result, then deletes the namespace.  A failed ADD is undone at once (DEL, namespace), as
+containerd tears a failed sandbox down, except "try again later" (error 11: the ports are
+not bound yet), whose namespace is kept for the retry.  ``install_cni_config`` writes
+the conflist ``ovnk local`` installs on every node: ovnk's ``ovn-k8s-cni-overlay``
+chained with Debian's reference ``tuning`` plugin (``containernetworking-plugins``),
+which sets a sysctl in the pod's namespace.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -23,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ovnk_core.node.netns import NETNS_DIR
+
+log = logging.getLogger(__name__)
 
 CONFLIST_NAME = "10-ovn-kubernetes.conflist"
 NETWORK_NAME = "ovn-kubernetes"
@@ -214,9 +219,14 @@ class CniRuntime:
         conflist = load_conflist(self.conf_dir)
         self.create_netns(sandbox)
         result: dict[str, Any] | None = None
-        for plugin in conflist["plugins"]:
-            result = self._exec("ADD", sandbox, self._plugin_conf(conflist, plugin, result)) \
-                or result
+        try:
+            for plugin in conflist["plugins"]:
+                result = self._exec("ADD", sandbox,
+                                    self._plugin_conf(conflist, plugin, result)) or result
+        except CniPluginError as exc:
+            if not exc.try_again:  # as containerd: the failed sandbox is torn down
+                self._undo(sandbox, conflist)
+            raise
         final = result or {}
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         temporary = self._cache_file(sandbox).with_suffix(".tmp")
@@ -246,6 +256,19 @@ class CniRuntime:
                        netns=present)
         self.delete_netns(sandbox)
         self.forget(sandbox)
+
+    def _undo(self, sandbox: Sandbox, conflist: dict[str, Any]) -> None:
+        """DEL of a failed ADD, then the namespace; what fails here is only logged (the
+        ADD's error is the one to report)."""
+        for plugin in reversed(conflist["plugins"]):
+            try:
+                self._exec("DEL", sandbox, self._plugin_conf(conflist, plugin, None))
+            except CniPluginError as exc:
+                log.warning("CNI DEL after a failed ADD of %s: %s", sandbox.container_id, exc)
+        try:
+            self.delete_netns(sandbox)
+        except CniPluginError as exc:
+            log.warning("%s", exc)
 
     def forget(self, sandbox: Sandbox) -> None:
         self._cache_file(sandbox).unlink(missing_ok=True)

@@ -1,7 +1,8 @@
 """The local kubelet's CNI runtime with plugins that record what they were given: it makes
 the namespace, runs the conflist in order with each result as the next ``prevResult``,
 caches the last result, runs DEL in reverse order with it and removes the namespace; a
-plugin's spec error and a plugin missing from ``CNI_PATH`` are reported as such."""
+plugin's spec error and a plugin missing from ``CNI_PATH`` are reported as such, and a
+failed ADD is torn down unless it is "try again later"."""
 
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def test_the_chain_runs_in_order_and_deletes_in_reverse(tmp_path: Path,
 
 def test_a_plugins_error_and_a_missing_plugin_are_reported(tmp_path: Path,
                                                            sandbox: Sandbox) -> None:
-    bin_dir, _ = plugins(tmp_path, "first")
+    bin_dir, log = plugins(tmp_path, "first")
     conflist(tmp_path / "net.d", {"type": "first", "fail": 11})
     runtime = CniRuntime(tmp_path / "net.d", tmp_path / "cache", path=[bin_dir])
     try:
@@ -109,6 +110,16 @@ def test_a_plugins_error_and_a_missing_plugin_are_reported(tmp_path: Path,
         assert (again.value.plugin, again.value.code, again.value.reason) == (
             "first", 11, "it said no")
         assert again.value.try_again and runtime.cached(sandbox) is None
+        assert (NETNS_DIR / sandbox.netns).exists()  # kept for the retry
+
+        conflist(tmp_path / "net.d", {"type": "first", "fail": 100})
+        with pytest.raises(CniPluginError) as refused:
+            runtime.add(sandbox)
+        assert refused.value.code == 100
+        # as containerd, a failed sandbox is torn down: DEL, then the namespace
+        assert [(c["plugin"], c["command"]) for c in calls(log)[-2:]] == [("first", "ADD"),
+                                                                           ("first", "DEL")]
+        assert not (NETNS_DIR / sandbox.netns).exists()
 
         conflist(tmp_path / "net.d", {"type": "first"}, {"type": "tuning"})
         with pytest.raises(CniPluginError) as missing:
