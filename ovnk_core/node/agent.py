@@ -175,20 +175,23 @@ class NodeAgent:
         """One call of ``ovn-k8s-cni-overlay``: ADD plumbs the namespace the runtime made
         (``CNI_NETNS``) and answers the spec result once ovn-controller bound the ports; DEL
         removes what ADD made and succeeds when it is gone already; CHECK compares; STATUS
-        answers that the agent serves; GC removes the network of pods that are gone."""
+        answers that the agent serves; GC removes the ports of sandboxes not in
+        ``cni.dev/valid-attachments`` and the network of pods that are gone.  Ports carry the
+        sandbox's container ID (``external_ids:sandbox``, as upstream's), so a DEL of an
+        old sandbox never unplugs a re-created namesake's."""
         if call.command == "STATUS":
             return None
         if call.command == "GC":
-            self.sync()
+            self._cni_gc(call)
             return None
         request = CniRequest(call.pod_namespace, call.pod_name, call.pod_uid)
         if call.command == "DEL":
-            if call.pod_namespace and call.pod_name:
-                with self._locks[request.key]:
-                    ports = pod_network.pod_ports(self.vsctl).get(request.key, [])
-                    if ports:
-                        pod_network.remove_pod_interfaces(ports, self.node_netns, self.vsctl)
-                        log.info("pod %s: network removed (CNI DEL)", request.key)
+            with self._locks[request.key]:
+                ports = pod_network.sandbox_ports(self.vsctl).get(call.container_id, [])
+                if ports:
+                    pod_network.remove_pod_interfaces(ports, self.node_netns, self.vsctl)
+                    log.info("pod %s: network of sandbox %s removed (CNI DEL)", request.key,
+                             call.container_id)
             return None
         if not netns_path(call.netns).exists():
             raise spec.CniError(spec.INVALID_ENVIRONMENT,
@@ -202,7 +205,8 @@ class NodeAgent:
         with self._locks[request.key]:
             pod_network.ensure_pod_network(call.netns, self.node_netns, interfaces,
                                            request.key, str(pod["metadata"]["uid"]),
-                                           self.vsctl, create=False)
+                                           self.vsctl, create=False,
+                                           sandbox=call.container_id)
         deadline = time.monotonic() + self.bind_wait
         while True:
             bound = pod_network.bound_ports(self.vsctl, interfaces)
@@ -218,6 +222,18 @@ class NodeAgent:
         return spec.build_result(call.cni_version, call.netns, [
             spec.ResultInterface(i.ifname, i.mac, i.addresses, i.gateways, i.routes)
             for i in interfaces])
+
+    def _cni_gc(self, call: spec.CniCall) -> None:
+        """Remove the ports of every sandbox the runtime no longer lists in
+        ``cni.dev/valid-attachments``, and the network of pods that are gone."""
+        valid = call.netconf.get("cni.dev/valid-attachments")
+        if isinstance(valid, list):
+            keep = {str(a.get("containerID")) for a in valid if isinstance(a, dict)}
+            for sandbox, ports in pod_network.sandbox_ports(self.vsctl).items():
+                if sandbox not in keep:
+                    pod_network.remove_pod_interfaces(ports, self.node_netns, self.vsctl)
+                    log.info("sandbox %s: network removed (CNI GC)", sandbox)
+        self.sync()
 
     def _cni_check(self, call: spec.CniCall,
                    interfaces: list[pod_network.PodInterface]) -> None:

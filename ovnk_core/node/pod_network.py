@@ -37,6 +37,7 @@ from ovnk_core.pods.network_selections import (
 )
 
 POD_KEY_ID = "k8s.ovn.org/pod"
+SANDBOX_ID = "sandbox"  # the CNI runtime's container ID, as upstream records it
 INTEGRATION_BRIDGE = "br-int"
 
 Vsctl = Callable[..., str]  # vsctl(*args) -> stdout; raises on failure
@@ -132,12 +133,14 @@ def _netns_exists(name: str) -> bool:
 
 
 def ensure_pod_network(pod_netns: str, node_netns: str | None, interfaces: list[PodInterface],
-                       pod_key: str, pod_uid: str, vsctl: Vsctl, create: bool = True) -> None:
+                       pod_key: str, pod_uid: str, vsctl: Vsctl, create: bool = True,
+                       sandbox: str = "") -> None:
     """Create (or complete) the pod's namespace, interfaces and OVS ports.
 
     :param pod_netns: a name under ``/var/run/netns`` or, from a CNI runtime, a path.
     :param create: make the namespace when it is missing (False: the runtime made it, and
         a missing one is an error).
+    :param sandbox: the runtime's container ID (``CNI_CONTAINERID``), kept on the ports.
     """
     if not _netns_exists(pod_netns):
         if not create:
@@ -163,7 +166,8 @@ def ensure_pod_network(pod_netns: str, node_netns: str | None, interfaces: list[
               "set", "interface", interface.host_ifname,
               f"external_ids:iface-id={interface.port_name}",
               f"external_ids:iface-id-ver={pod_uid}",
-              f'external_ids:"{POD_KEY_ID}"="{pod_key}"')
+              f'external_ids:"{POD_KEY_ID}"="{pod_key}"',
+              *([f"external_ids:{SANDBOX_ID}={sandbox}"] if sandbox else []))
 
 
 def _ensure_interface(pod_netns: str, node_netns: str | None, interface: PodInterface) -> None:
@@ -194,15 +198,33 @@ def bound_ports(vsctl: Vsctl, interfaces: list[PodInterface]) -> Mapping[str, bo
     return result
 
 
-def pod_ports(vsctl: Vsctl) -> dict[str, list[str]]:
-    """OVS ports of pods on this node, by pod key (for cleanup of pods that are gone)."""
+def pod_port_ids(vsctl: Vsctl) -> list[tuple[str, dict[str, str]]]:
+    """``(name, external_ids)`` of every OVS port of a pod on this node."""
     output = vsctl("--format=json", "--columns=name,external_ids", "find", "interface",
                    f'external_ids:"{POD_KEY_ID}"!=""')
-    ports: dict[str, list[str]] = {}
+    found = []
     for name, external_ids in json.loads(output or '{"data": []}')["data"]:
         ids = dict(external_ids[1]) if external_ids and external_ids[0] == "map" else {}
         if ids.get(POD_KEY_ID):
-            ports.setdefault(str(ids[POD_KEY_ID]), []).append(str(name))
+            found.append((str(name), {str(k): str(v) for k, v in ids.items()}))
+    return found
+
+
+def pod_ports(vsctl: Vsctl) -> dict[str, list[str]]:
+    """OVS ports of pods on this node, by pod key (for cleanup of pods that are gone)."""
+    ports: dict[str, list[str]] = {}
+    for name, ids in pod_port_ids(vsctl):
+        ports.setdefault(ids[POD_KEY_ID], []).append(name)
+    return ports
+
+
+def sandbox_ports(vsctl: Vsctl) -> dict[str, list[str]]:
+    """OVS ports plumbed by a CNI runtime's ADD, by its container ID (upstream's
+    ``external_ids:sandbox``)."""
+    ports: dict[str, list[str]] = {}
+    for name, ids in pod_port_ids(vsctl):
+        if ids.get(SANDBOX_ID):
+            ports.setdefault(ids[SANDBOX_ID], []).append(name)
     return ports
 
 

@@ -64,14 +64,16 @@ def create_pod(client: KubeClient) -> dict[str, Any]:
 
 
 def call(agent: NodeAgent, command: str, netns: str, uid: str,
-         prev: dict[str, Any] | None = None) -> tuple[int, dict[str, Any] | None]:
+         prev: dict[str, Any] | None = None, container: str = "",
+         extra: dict[str, Any] | None = None) -> tuple[int, dict[str, Any] | None]:
     assert PLUGIN is not None
     conf: dict[str, Any] = {"cniVersion": "1.1.0", "name": "ovn-kubernetes",
                             "type": "ovn-k8s-cni-overlay",
-                            "server-socket": str(agent.cni.socket_path)}
+                            "server-socket": str(agent.cni.socket_path), **(extra or {})}
     if prev is not None:
         conf["prevResult"] = prev
-    env = {"PATH": os.environ["PATH"], "CNI_COMMAND": command, "CNI_CONTAINERID": uid,
+    env = {"PATH": os.environ["PATH"], "CNI_COMMAND": command,
+           "CNI_CONTAINERID": container or uid,
            "CNI_NETNS": str(NETNS_DIR / netns), "CNI_IFNAME": "eth0", "CNI_PATH": "/x",
            "CNI_ARGS": f"K8S_POD_NAMESPACE=blue;K8S_POD_NAME=web;K8S_POD_UID={uid}"}
     result = subprocess.run([PLUGIN], input=json.dumps(conf).encode(), env=env,
@@ -123,4 +125,21 @@ def test_add_into_a_namespace_that_is_gone_changes_nothing(agent: NodeAgent, ovs
     assert code == 1 and out is not None
     assert (out["code"], out["msg"]) == (spec.INVALID_ENVIRONMENT,
                                          "the network namespace in CNI_NETNS does not exist")
+    assert pod_network.pod_ports(ovs) == {}
+
+
+def test_del_of_another_sandbox_leaves_the_ports_and_gc_removes_unlisted_ones(
+        agent: NodeAgent, ovs: Vsctl, runtime_netns: str) -> None:
+    uid = create_pod(agent.client)["metadata"]["uid"]
+    call(agent, "ADD", runtime_netns, uid)  # try again later: the port is there, unbound
+    [port] = pod_network.pod_ports(ovs)["blue/web"]
+    assert ovs("get", "interface", port, "external_ids:sandbox").strip('"') == uid
+    # an old sandbox of a namesake pod: its DEL does not unplug this one
+    assert call(agent, "DEL", runtime_netns, uid, container="old-sandbox") == (0, None)
+    assert pod_network.pod_ports(ovs)["blue/web"] == [port]
+    valid = {"cni.dev/valid-attachments": [{"containerID": uid, "ifname": "eth0"}]}
+    assert call(agent, "GC", runtime_netns, uid, extra=valid) == (0, None)
+    assert pod_network.pod_ports(ovs)["blue/web"] == [port]
+    assert call(agent, "GC", runtime_netns, uid,
+                extra={"cni.dev/valid-attachments": []}) == (0, None)
     assert pod_network.pod_ports(ovs) == {}
