@@ -224,3 +224,14 @@ def test_the_result_has_the_requested_versions_shape() -> None:
         "dns": {}}
     legacy = spec.build_result("0.3.1", "/p", interfaces)
     assert [ip["version"] for ip in legacy["ips"]] == ["4", "6"]
+
+
+def test_the_plugin_imports_only_the_standard_library() -> None:
+    """The runtime executes it for every pod: it must not pay for ``ovnk_core``'s imports."""
+    probe = ("import sys; import ovnk_cni.shim; "
+             "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names)"
+             " - {'ovnk_cni', '__main__'} - {m for m in sys.modules if m.startswith('_')}))")
+    result = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True,
+                            text=True, timeout=30, check=True,
+                            env={"PYTHONPATH": str(Path(__file__).resolve().parents[3])})
+    assert result.stdout.strip() == "[]", result.stdout
