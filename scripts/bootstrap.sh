@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install what ovnk needs, idempotently: Debian packages (OVN, OVS, nftables,
+# Install what ovnk needs, idempotently: Debian packages (OVN, OVS, nftables, the CNI
+# reference plugins the local kubelet chains after ovnk's,
 # iproute2), the OVN that upstream runs (26.03, a cached Debian root made by
 # scripts/ovn-root.sh; skipped with OVNK_OVN=system) and a virtualenv with ovnk-core, every bundled plugin (with its `test`
 # extra when it has one: the plugins its tests need) and ovnk-local (the development
@@ -11,7 +12,7 @@ cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 APT_PACKAGES=(ovn-central ovn-host openvswitch-switch python3-openvswitch nftables libnftables1 python3-nftables
-              iproute2 iputils-ping procps debootstrap)
+              iproute2 iputils-ping procps debootstrap containernetworking-plugins)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -64,6 +64,7 @@ from ovnk_core.udn.sections import sections_for
 from ovnk_local import zones
 from ovnk_local.apiserver.security import SecurityOptions, admin_kubeconfig
 from ovnk_local.cgroups import ensure_kubelet_cgroup, kubelet_cgroup_flags, remove_cluster_cgroups
+from ovnk_local.cni_runtime import install_cni_config
 from ovnk_local.components import COMPONENTS as STAND_INS
 from ovnk_local.credentials import Credentials
 from ovnk_local.dataplane import (
@@ -554,6 +555,8 @@ class LocalCluster:
             dataplane.create_node(node)
             # before the node agent starts: it finds the kubelet's cgroup in the node's dir
             ensure_kubelet_cgroup(dataplane.prefix, node.name, node.dir)
+            # the node's CNI config, as ovnk's node side installs it
+            install_cni_config(node.dir, dataplane.cni_socket(node.name))
             self._record(*dataplane.ovs_records(node))
         state = self.state()
         for node in nodes:  # each node's SB (one for all in the single zone)

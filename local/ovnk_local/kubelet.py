@@ -15,11 +15,13 @@ Host-network pods get their node's address at once.
 namespaces: a pod is Running and Ready once it is annotated, its containers are
 reported running, no process runs and no probe is run (images are not checked).
 
-**With a real dataplane** each node's agent serves CNI on ``CNI_DIR/<node>.sock``;
-the kubelet calls ADD before it starts the pod's containers (and keeps retrying
-while the agent answers "not ready": the ports are not bound yet), and DEL after
-they stopped, before it removes a deleted pod, as a kubelet does through its CNI
-plugin.  Then containers run and probes are probed:
+**With a real dataplane** the kubelet is a CNI runtime (``ovnk_local.cni_runtime``):
+before it starts the pod's containers it creates the pod's network namespace and runs
+the node's conflist (``DIR/nodes/<node>/cni/net.d``: ovnk's ``ovn-k8s-cni-overlay``,
+which forwards to the node agent's socket ``CNI_DIR/<node>.sock``, then ``tuning``),
+retrying while a plugin answers "try again later" (the ports are not bound yet); after
+the containers stopped it runs DEL in reverse order with the cached result and deletes
+the namespace.  Then containers run and probes are probed:
 
 * **Containers** (``ovnk_local.workloads``, ``ovnk_local.runtime``): each supported
   container (``agnhost netexec``, ``agnhost pause``, ``pause``) is a process in the
@@ -70,6 +72,7 @@ from ovnk_core.node.cni_server import CniRequest, cni_call
 from ovnk_local import probes, workloads
 from ovnk_local.apiserver.exec_session import UNPRIVILEGED
 from ovnk_local.cgroups import pod_cgroup, remove_pod_cgroup
+from ovnk_local.cni_runtime import CniPluginError, CniRuntime, Sandbox, node_cni_conf_dir
 from ovnk_local.prober import ProberClient
 from ovnk_local.runtime import Container, Runtime, Sandboxes, disable_tx_checksum_offload
 
@@ -400,8 +403,7 @@ class Kubelet:
         if not self.serves(node_name):
             return
         if pod["metadata"].get("deletionTimestamp"):
-            self._stop_pod(uid, pod)
-            self._cni(node_name, "del", pod)
+            self._stop_pod(uid, pod)  # and DEL through the CNI chain
             self._delete(pod)
             return
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
@@ -414,7 +416,7 @@ class Kubelet:
         state = self._pod_state(pod, node_name)
         if not state.wired:
             if not (pod.get("spec") or {}).get("hostNetwork"):
-                self._cni(node_name, "add", pod)
+                self._cni_add(node_name, pod)
                 meta = pod["metadata"]
                 try:
                     disable_tx_checksum_offload(self.sandboxes.pod_netns(
@@ -575,6 +577,8 @@ class Kubelet:
             raise NotReady(f"pod {running[0].key}: stopping container(s) {names}", delay=0.2)
         for container in self.runtime.of_pod(uid):
             self._forget_container(container)
+        if known is not None:
+            self._cni_del(known.node, known.key, uid)
         self.runtime.forget_pod(uid)
         with self._lock:
             state = self._states.pop(uid, None)
@@ -689,8 +693,62 @@ class Kubelet:
         self._unusable.pop(uid, None)
         return ips
 
+    # -- CNI, as a container runtime runs it (real dataplane) ------------------------------
+    def _cni_runtime(self, node: str) -> CniRuntime:
+        assert self.sandboxes is not None and self.cni_dir is not None
+        return CniRuntime(node_cni_conf_dir(self.sandboxes.nodes_dir / node),
+                          self.cni_dir / "results")
+
+    def _sandbox(self, node: str, key: str, uid: str) -> Sandbox:
+        assert self.sandboxes is not None
+        namespace, _, name = key.partition("/")
+        return Sandbox(uid, self.sandboxes.pod_netns(node, namespace, name), namespace, name,
+                       uid)
+
+    def _cni_add(self, node: str, pod: JSON) -> None:
+        """The pod's sandbox network: its namespace and the node's CNI chain's ADD."""
+        if self.sandboxes is None or self.cni_dir is None:
+            self._cni(node, "add", pod)
+            return
+        meta = pod["metadata"]
+        sandbox = self._sandbox(node, object_key(pod), str(meta["uid"]))
+        try:
+            result = self._cni_runtime(node).add(sandbox)
+        except CniPluginError as exc:
+            if exc.try_again:
+                if self._cni_waits.get(sandbox.uid) != str(exc):  # each new reason once
+                    self._cni_waits[sandbox.uid] = str(exc)
+                    log.info("kubelet: pod %s not ready on %s: %s", object_key(pod), node, exc)
+                raise NotReady(f"CNI ADD {object_key(pod)}: {exc}", delay=0.2) from None
+            self.recorder.event(pod, WARNING, "FailedCreatePodSandBox",
+                                f"Failed to create pod sandbox: failed to set up the pod "
+                                f"network: {exc.reason}")
+            raise TemporaryError(f"CNI ADD {object_key(pod)} on {node}: {exc}") from None
+        self._cni_waits.pop(sandbox.uid, None)
+        log.info("kubelet: pod %s: CNI ADD on %s: %s", object_key(pod), node,
+                 ", ".join(ip.get("address", "") for ip in result.get("ips") or []))
+
+    def _cni_del(self, node: str, key: str, uid: str) -> None:
+        """DEL through the chain, then the namespace; a failure is logged and the namespace
+        removed all the same (the agent removes the ports of pods that are gone)."""
+        if self.cni_dir is None:
+            return
+        runtime, sandbox = self._cni_runtime(node), self._sandbox(node, key, uid)
+        if runtime.cached(sandbox) is None and not sandbox.netns_path.exists():
+            return
+        try:
+            runtime.delete(sandbox)
+        except CniPluginError as exc:
+            log.warning("kubelet: pod %s: CNI DEL on %s failed: %s", key, node, exc)
+            try:
+                runtime.delete_netns(sandbox)
+            except CniPluginError as again:
+                log.warning("kubelet: pod %s: %s", key, again)
+            runtime.forget(sandbox)
+
     def _cni(self, node: str, command: str, pod: JSON) -> None:
-        """CNI ``command`` for ``pod`` through its node's agent, when the node has one."""
+        """CNI ``command`` for ``pod`` through its node's agent's private endpoint, when the
+        node has one (the kubelet without a real dataplane's sandboxes)."""
         if self.cni_dir is None:
             return
         socket_path = self.cni_dir / f"{node}.sock"

@@ -8,10 +8,18 @@ with the pod's interfaces once they exist and ovn-controller has bound them,
 503 with the reason while that is not so yet (the kubelet retries), 400
 for a request it cannot act on, and 500 when the kernel or OVS refused
 something (logged in one line: a traceback only for what nobody expected).
+
+``POST /cni`` is upstream's endpoint for its CNI plugin (``ovnk_cni.shim``,
+``ovn-k8s-cni-overlay``): ``{"env": {CNI_* variables}, "config": <netconf, base64>}``,
+checked again here as the spec says (``ovnk_cni.spec``); the answer is 200 with the
+command's result, or the spec error ``{"code", "msg", "details"}`` the plugin prints
+(400 for a bad call, 503 for "try again later", 500 when plumbing failed).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import http.client
 import json
 import logging
@@ -25,6 +33,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
+from ovnk_cni import spec
 from ovnk_core.errors import OvnkError
 
 log = logging.getLogger(__name__)
@@ -35,7 +44,17 @@ class CniNotReady(Exception):
 
 
 class CniRequestError(Exception):
-    """The request cannot be served (answered 400)."""
+    """The request cannot be served (answered 400; spec error ``code``, 100 unless said)."""
+
+    code = spec.REFUSED
+    msg = "the pod's networks cannot be attached"
+
+
+class CniPodUnknown(CniRequestError):
+    """The pod is not in the API, or is another pod now (spec error 3)."""
+
+    code = spec.UNKNOWN_CONTAINER
+    msg = "the pod does not exist"
 
 
 @dataclass(frozen=True)
@@ -52,6 +71,49 @@ class CniRequest:
 
 
 CniHandler = Callable[[CniRequest], dict[str, Any]]
+SpecHandler = Callable[[spec.CniCall], dict[str, Any] | None]
+
+
+def parse_cni_body(body: bytes) -> spec.CniCall:
+    """The call a ``POST /cni`` body carries.
+
+    :raises spec.CniError: the body, its environment or its netconf is bad.
+    """
+    try:
+        request = json.loads(body or b"{}")
+        env = request.get("env") or {}
+        config = base64.b64decode(request.get("config") or "", validate=True)
+    except (ValueError, AttributeError, binascii.Error) as exc:
+        raise spec.CniError(spec.DECODING_FAILURE, f"malformed CNI request: {exc}") from None
+    if not isinstance(env, dict):
+        raise spec.CniError(spec.DECODING_FAILURE, "malformed CNI request: env is not an object")
+    return spec.parse_call({str(k): str(v) for k, v in env.items()}, config)
+
+
+def answer_cni(handler: SpecHandler, body: bytes) -> tuple[int, dict[str, Any]]:
+    """``(HTTP status, body)`` of one ``POST /cni``: the handler's result or a spec error."""
+    call: spec.CniCall | None = None
+    try:
+        call = parse_cni_body(body)
+        return 200, handler(call) or {}
+    except spec.CniError as exc:
+        error = exc
+    except CniNotReady as exc:
+        error = spec.CniError(spec.TRY_AGAIN_LATER, "the pod's network is not ready yet",
+                              str(exc))
+    except CniRequestError as exc:
+        error = spec.CniError(exc.code, exc.msg, str(exc))
+    except OvnkError as exc:  # the kernel or OVS refused: its message says why
+        log.warning("CNI %s failed: %s", call.command if call else "", exc)
+        error = spec.CniError(spec.PLUMBING_FAILED, "plumbing the pod's network failed",
+                              str(exc))
+    except Exception as exc:
+        log.exception("CNI %s failed", call.command if call else "")
+        error = spec.CniError(spec.PLUMBING_FAILED, "plumbing the pod's network failed",
+                              f"{type(exc).__name__}: {exc}")
+    status = 503 if error.code == spec.TRY_AGAIN_LATER else \
+        500 if error.code == spec.PLUMBING_FAILED else 400
+    return status, error.to_json(call.cni_version if call else spec.CURRENT_VERSION)
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -61,7 +123,9 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 class CniServer:
     """Serves ``add`` and ``delete`` on ``socket_path`` until stopped."""
 
-    def __init__(self, socket_path: Path, add: CniHandler, delete: CniHandler) -> None:
+    def __init__(self, socket_path: Path, add: CniHandler, delete: CniHandler,
+                 cni: SpecHandler | None = None) -> None:
+        """:param cni: serves ``POST /cni``, the CNI plugin's calls."""
         self.socket_path = socket_path
         handlers = {"/add": add, "/del": delete}
 
@@ -69,6 +133,10 @@ class CniServer:
             """POST /add and /del: JSON in, JSON out, status codes as the module says."""
 
             def do_POST(self) -> None:
+                if self.path == "/cni" and cni is not None:
+                    length = int(self.headers.get("Content-Length") or 0)
+                    self._reply(*answer_cni(cni, self.rfile.read(length)))
+                    return
                 handler = handlers.get(self.path)
                 if handler is None:
                     self._reply(404, {"error": f"no such endpoint {self.path}"})

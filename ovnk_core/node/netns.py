@@ -33,7 +33,9 @@ class NetnsError(OvnkError):
 
 
 def netns_path(name: str) -> Path:
-    return NETNS_DIR / name
+    """``name``'s file: a name lives in ``NETNS_DIR`` (``ip netns``); a path (a runtime's
+    ``CNI_NETNS``, with a ``/``) is itself."""
+    return Path(name) if "/" in name else NETNS_DIR / name
 
 
 def enter_netns(name: str) -> None:

@@ -27,7 +27,7 @@ from ovnk_core.errors import OvnkError
 from ovnk_core.kube.client import JSON
 from ovnk_core.networks.port_names import DEFAULT_NAD_KEY, pod_port_name
 from ovnk_core.node import netlink
-from ovnk_core.node.netns import NETNS_DIR, run_in_netns
+from ovnk_core.node.netns import netns_path, run_in_netns
 from ovnk_core.pods.network_selections import (
     DEFAULT_INTERFACE,
     PRIMARY_UDN_INTERFACE,
@@ -37,6 +37,7 @@ from ovnk_core.pods.network_selections import (
 )
 
 POD_KEY_ID = "k8s.ovn.org/pod"
+SANDBOX_ID = "sandbox"  # the CNI runtime's container ID, as upstream records it
 INTEGRATION_BRIDGE = "br-int"
 
 Vsctl = Callable[..., str]  # vsctl(*args) -> stdout; raises on failure
@@ -128,13 +129,22 @@ def _allow_unprivileged_ping() -> None:
 
 
 def _netns_exists(name: str) -> bool:
-    return (NETNS_DIR / name).exists()
+    return netns_path(name).exists()
 
 
 def ensure_pod_network(pod_netns: str, node_netns: str | None, interfaces: list[PodInterface],
-                       pod_key: str, pod_uid: str, vsctl: Vsctl) -> None:
-    """Create (or complete) the pod's namespace, interfaces and OVS ports."""
+                       pod_key: str, pod_uid: str, vsctl: Vsctl, create: bool = True,
+                       sandbox: str = "") -> None:
+    """Create (or complete) the pod's namespace, interfaces and OVS ports.
+
+    :param pod_netns: a name under ``/var/run/netns`` or, from a CNI runtime, a path.
+    :param create: make the namespace when it is missing (False: the runtime made it, and
+        a missing one is an error).
+    :param sandbox: the runtime's container ID (``CNI_CONTAINERID``), kept on the ports.
+    """
     if not _netns_exists(pod_netns):
+        if not create:
+            raise PodNetworkError(f"network namespace {pod_netns} does not exist")
         result = subprocess.run(["ip", "netns", "add", pod_netns], capture_output=True,
                                 text=True)
         if result.returncode != 0 and not _netns_exists(pod_netns):
@@ -156,7 +166,8 @@ def ensure_pod_network(pod_netns: str, node_netns: str | None, interfaces: list[
               "set", "interface", interface.host_ifname,
               f"external_ids:iface-id={interface.port_name}",
               f"external_ids:iface-id-ver={pod_uid}",
-              f'external_ids:"{POD_KEY_ID}"="{pod_key}"')
+              f'external_ids:"{POD_KEY_ID}"="{pod_key}"',
+              *([f"external_ids:{SANDBOX_ID}={sandbox}"] if sandbox else []))
 
 
 def _ensure_interface(pod_netns: str, node_netns: str | None, interface: PodInterface) -> None:
@@ -187,15 +198,33 @@ def bound_ports(vsctl: Vsctl, interfaces: list[PodInterface]) -> Mapping[str, bo
     return result
 
 
-def pod_ports(vsctl: Vsctl) -> dict[str, list[str]]:
-    """OVS ports of pods on this node, by pod key (for cleanup of pods that are gone)."""
+def pod_port_ids(vsctl: Vsctl) -> list[tuple[str, dict[str, str]]]:
+    """``(name, external_ids)`` of every OVS port of a pod on this node."""
     output = vsctl("--format=json", "--columns=name,external_ids", "find", "interface",
                    f'external_ids:"{POD_KEY_ID}"!=""')
-    ports: dict[str, list[str]] = {}
+    found = []
     for name, external_ids in json.loads(output or '{"data": []}')["data"]:
         ids = dict(external_ids[1]) if external_ids and external_ids[0] == "map" else {}
         if ids.get(POD_KEY_ID):
-            ports.setdefault(str(ids[POD_KEY_ID]), []).append(str(name))
+            found.append((str(name), {str(k): str(v) for k, v in ids.items()}))
+    return found
+
+
+def pod_ports(vsctl: Vsctl) -> dict[str, list[str]]:
+    """OVS ports of pods on this node, by pod key (for cleanup of pods that are gone)."""
+    ports: dict[str, list[str]] = {}
+    for name, ids in pod_port_ids(vsctl):
+        ports.setdefault(ids[POD_KEY_ID], []).append(name)
+    return ports
+
+
+def sandbox_ports(vsctl: Vsctl) -> dict[str, list[str]]:
+    """OVS ports plumbed by a CNI runtime's ADD, by its container ID (upstream's
+    ``external_ids:sandbox``)."""
+    ports: dict[str, list[str]] = {}
+    for name, ids in pod_port_ids(vsctl):
+        if ids.get(SANDBOX_ID):
+            ports.setdefault(ids[SANDBOX_ID], []).append(name)
     return ports
 
 
@@ -208,3 +237,34 @@ def delete_pod_network(pod_netns: str, host_ifnames: list[str], vsctl: Vsctl) ->
                                 text=True)
         if result.returncode != 0 and _netns_exists(pod_netns):
             raise PodNetworkError(f"ip netns del {pod_netns}: {result.stderr.strip()}")
+
+
+def remove_pod_interfaces(host_ifnames: list[str], node_netns: str | None,
+                          vsctl: Vsctl) -> None:
+    """Unplug the pod's OVS ports and delete the node ends of its veths (the pod ends go
+    with them); the namespace stays, it is the runtime's (CNI DEL).  Idempotent."""
+    for name in host_ifnames:
+        vsctl("--if-exists", "del-port", INTEGRATION_BRIDGE, name)
+        netlink.delete_link(name, netns=node_netns)
+
+
+def pod_network_differences(pod_netns: str, interfaces: list[PodInterface]) -> list[str]:
+    """How the pod's namespace differs from ``interfaces`` (CNI CHECK): a missing interface,
+    another MAC, a missing address or default route; empty when it is as ADD left it."""
+    if not _netns_exists(pod_netns):
+        return [f"network namespace {pod_netns} does not exist"]
+    problems = []
+    for interface in interfaces:
+        info = netlink.link_info(interface.ifname, netns=pod_netns)
+        if info is None:
+            problems.append(f"interface {interface.ifname} is missing")
+            continue
+        mac = str(info.get("mac") or "")
+        if interface.mac and mac.lower() != interface.mac.lower():
+            problems.append(f"interface {interface.ifname} has MAC {mac}, not {interface.mac}")
+        present = {ipaddress.ip_interface(a)
+                   for a in netlink.list_addresses(interface.ifname, netns=pod_netns)}
+        for cidr in interface.addresses:
+            if ipaddress.ip_interface(cidr) not in present:
+                problems.append(f"interface {interface.ifname} lacks address {cidr}")
+    return problems

@@ -103,13 +103,14 @@ def test_every_core_module_imports_without_ovnk_local() -> None:
 
 
 def test_the_core_distribution_declares_no_local_package() -> None:
-    """ovnk-core's pyproject ships only ``ovnk_core`` (the development distribution is
-    ``local/pyproject.toml``, ``ovnk-local``)."""
+    """ovnk-core's pyproject ships only ``ovnk_core`` and the CNI plugin ``ovnk_cni`` (the
+    development distribution is ``local/pyproject.toml``, ``ovnk-local``)."""
     import tomllib
 
     core = tomllib.loads((ROOT / "pyproject.toml").read_text())
     local = tomllib.loads((ROOT / "local" / "pyproject.toml").read_text())
-    assert core["tool"]["setuptools"]["packages"]["find"]["include"] == ["ovnk_core*"]
+    assert core["tool"]["setuptools"]["packages"]["find"]["include"] == ["ovnk_core*",
+                                                                         "ovnk_cni*"]
     assert "ovnk.cli" not in core["project"].get("entry-points", {})
     assert local["project"]["name"] == "ovnk-local"
     assert "ovnk-core" in local["project"]["dependencies"]
