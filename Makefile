@@ -31,7 +31,8 @@ docs:
 ## (most of their time is waiting, so more workers than CPUs pay; the tests that install
 ## demo distributions stay together, see xdist_group), then the netns and e2e tiers in
 ## E2E_WORKERS workers, each module (or class) with its clusters in one worker (their clusters
-## are apart: own directory, netns prefix, ports; E2E_WORKERS=0: in this process).  Both parts
+## are apart: own directory, netns prefix, ports), and the modules that share one cluster
+## (xdist_group "shared-dataplane") in one worker (E2E_WORKERS=0: in this process).  Both parts
 ## run even when the first fails.  With PYTEST_ARGS: one plain pytest run of those.
 FAST_WORKERS ?= 4
 E2E_WORKERS ?= 2
@@ -41,7 +42,7 @@ pytest:
 ifeq ($(strip $(PYTEST_ARGS)),)
 	@status=0; \
 	$(BIN)/pytest $(XDIST) -m "$(FAST_TIERS)" || status=$$?; \
-	$(BIN)/pytest -n $(E2E_WORKERS) --dist loadscope -m "not ($(FAST_TIERS))" || status=$$?; \
+	$(BIN)/pytest -n $(E2E_WORKERS) --dist loadgroup -m "not ($(FAST_TIERS))" || status=$$?; \
 	exit $$status
 else
 	$(BIN)/pytest $(PYTEST_ARGS)
