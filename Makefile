@@ -31,11 +31,12 @@ docs:
 
 ## make pytest: every tier; the unit and ovsdb tiers in FAST_WORKERS pytest-xdist workers
 ## (most of their time is waiting, so more workers than CPUs pay; the tests that install
-## demo distributions stay together, see xdist_group), then the netns and e2e tiers in
+## demo distributions are marked xdist_group, which pytest-xdist 3.8 ignores under pytest 9.2),
+## then the netns and e2e tiers in
 ## E2E_WORKERS workers, each module (or class) with its clusters in one worker (their clusters
 ## are apart: own directory, netns prefix, ports), and the modules that share one cluster
-## (xdist_group "shared-dataplane") in one worker (E2E_WORKERS=0: in this process).  Both parts
-## run even when the first fails.  With PYTEST_ARGS: one plain pytest run of those.
+## (ovnk_local/testing/shared_cluster.py) in one worker (E2E_WORKERS=0: in this process).
+## Both parts run even when the first fails.  With PYTEST_ARGS: one plain pytest run of those.
 FAST_WORKERS ?= 4
 E2E_WORKERS ?= 2
 FAST_TIERS := (unit or ovsdb) and not netns and not e2e
@@ -44,7 +45,7 @@ pytest:
 ifeq ($(strip $(PYTEST_ARGS)),)
 	@status=0; \
 	$(BIN)/pytest $(XDIST) -m "$(FAST_TIERS)" || status=$$?; \
-	$(BIN)/pytest -n $(E2E_WORKERS) --dist loadgroup -m "not ($(FAST_TIERS))" || status=$$?; \
+	$(BIN)/pytest -n $(E2E_WORKERS) --dist loadscope -m "not ($(FAST_TIERS))" || status=$$?; \
 	exit $$status
 else
 	$(BIN)/pytest $(PYTEST_ARGS)
@@ -64,8 +65,10 @@ test-profile:
 COMPAT_TESTS ?= tests/ovsdb plugins/layer2/tests plugins/layer3/tests \
 	tests/e2e/test_isolation_ovn.py tests/e2e/test_dataplane.py tests/e2e/test_layer2_dataplane.py \
 	tests/e2e/test_dual_stack_dataplane.py
+## In E2E_WORKERS workers, as make pytest runs the netns and e2e tiers (a module's clusters in
+## one worker; the NB tier's tests spread over both).
 test-compat: bootstrap
-	OVNK_OVN=system $(BIN)/pytest $(PYTEST_ARGS) $(COMPAT_TESTS)
+	OVNK_OVN=system $(BIN)/pytest -n $(E2E_WORKERS) --dist loadscope $(PYTEST_ARGS) $(COMPAT_TESTS)
 
 ## make run: the main job (see README).
 run: bootstrap

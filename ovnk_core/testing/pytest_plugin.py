@@ -56,11 +56,6 @@ def pytest_report_header(config: pytest.Config) -> str:
         return f"ovn: {exc}"
 
 
-# Tiers whose modules (or classes) hold their clusters in module- or class-scoped fixtures.
-SCOPE_GROUPED_TIERS = ("netns", "e2e")
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         parts = Path(str(item.fspath)).parts
@@ -69,21 +64,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(getattr(pytest.mark, tier))
         if not any(item.get_closest_marker(tier) for tier in capabilities.TIERS):
             item.add_marker(pytest.mark.unit)
-        group_by_scope(item)
-
-
-def group_by_scope(item: pytest.Item) -> None:
-    """A netns or e2e test without an ``xdist_group`` mark joins its module's (or class's)
-    group: under ``--dist loadgroup`` each module's clusters stay in one worker, as with
-    ``--dist loadscope``, while the modules marked with one group (the modules that share a
-    cluster) all go to one worker."""
-    if item.get_closest_marker("xdist_group") is not None:
-        return
-    if not any(item.get_closest_marker(tier) for tier in SCOPE_GROUPED_TIERS):
-        return
-    scope = item.nodeid.split("::")[0]
-    cls = getattr(item, "cls", None)
-    item.add_marker(pytest.mark.xdist_group(f"{scope}::{cls.__name__}" if cls else scope))
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -1,7 +1,7 @@
 """The control plane the e2e tests share: a local API server with the CRDs and two nodes
 (``client``, the admin's), and ``plane``, which starts cluster managers and zone controllers as
 their own identities and stops them at teardown (``ovnk_local.testing.control_plane``); and
-the ``ovnk local`` cluster the dataplane modules of ``SHARED_GROUP`` share, reset between
+the ``ovnk local`` cluster the dataplane modules of ``SHARED_MODULES`` share, reset between
 them (``ovnk_local.testing.shared_cluster``)."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def plane(client: KubeClient, kube_apiserver: ServerHandle) -> Iterator[ControlP
 @pytest.fixture(scope="session")
 def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """One 2-node ``ovnk local`` cluster with a real dataplane for this pytest process (one
-    xdist worker runs the modules of ``SHARED_GROUP``); at the end, ``down`` with a pod
+    xdist worker runs the modules of ``SHARED_MODULES``); at the end, ``down`` with a pod
     running must leave nothing behind."""
     require_dataplane()
     local = LocalCluster(tmp_path_factory.mktemp("shared-dataplane") / ".ovnk")
@@ -47,7 +47,7 @@ def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCl
 
 @pytest.fixture(scope="module")
 def shared_dataplane(shared_cluster: LocalCluster) -> Iterator[LocalCluster]:
-    """The shared cluster for one module (marked ``xdist_group(SHARED_GROUP)``): afterwards
+    """The shared cluster for one module (listed in ``SHARED_MODULES``): afterwards
     what it made is deleted and nothing of it may be left (``shared_cluster.reset``)."""
     before = snapshot(shared_cluster)
     yield shared_cluster

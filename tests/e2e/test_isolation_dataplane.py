@@ -14,12 +14,11 @@ from typing import Any
 import pytest
 from ovnk_local.cluster import LocalCluster
 from ovnk_local.testing.dataplane import kubectl
-from ovnk_local.testing.shared_cluster import SHARED_GROUP
 
 from ovnk_core.node.netns import NETNS_DIR
 from ovnk_core.testing.waiting import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.netns, pytest.mark.xdist_group(SHARED_GROUP)]
+pytestmark = [pytest.mark.e2e, pytest.mark.netns]
 AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
 OPEN_PORTS = "k8s.ovn.org/open-default-ports"
 # curl's exit codes: 7 = connection refused (something answered), 28 = timed out (dropped)

@@ -18,12 +18,11 @@ from typing import Any
 import pytest
 from ovnk_local.cluster import LocalCluster
 from ovnk_local.testing.dataplane import kubectl, wait_pods_ready
-from ovnk_local.testing.shared_cluster import SHARED_GROUP
 
 from ovnk_core.ovn.install import command
 from ovnk_core.testing.waiting import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.netns, pytest.mark.xdist_group(SHARED_GROUP)]
+pytestmark = [pytest.mark.e2e, pytest.mark.netns]
 AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
 HOST_VLAN10, HOST_UNTAGGED = "10.100.10.254", "10.100.0.254"
 WORKSHOP = Path(__file__).resolve().parents[2] / "examples" / "workshop"

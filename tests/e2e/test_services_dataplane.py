@@ -23,11 +23,10 @@ import pytest
 from ovnk_local.cluster import LocalCluster
 from ovnk_local.dataplane import EXTERNAL_HOST_IP
 from ovnk_local.testing.dataplane import kubectl, wait_pods_ready
-from ovnk_local.testing.shared_cluster import SHARED_GROUP
 
 from ovnk_core.testing.waiting import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.netns, pytest.mark.xdist_group(SHARED_GROUP)]
+pytestmark = [pytest.mark.e2e, pytest.mark.netns]
 AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
 NAMESPACES = ("blue", "green", "teal", "plain")
 

@@ -8,9 +8,9 @@ import json
 import pytest
 from ovnk_local.cluster import LocalCluster
 from ovnk_local.testing.dataplane import kubectl, wait_pods_ready
-from ovnk_local.testing.shared_cluster import SHARED_GROUP, leftovers, reset, snapshot
+from ovnk_local.testing.shared_cluster import leftovers, reset, snapshot
 
-pytestmark = [pytest.mark.e2e, pytest.mark.netns, pytest.mark.xdist_group(SHARED_GROUP)]
+pytestmark = [pytest.mark.e2e, pytest.mark.netns]
 
 
 def pod(namespace: str, name: str, node: str) -> dict[str, object]:

@@ -18,12 +18,12 @@ import pytest
 from ovnk_local.cgroups import KUBELET_CGROUP_FILE, KubeletCgroup
 from ovnk_local.cluster import LocalCluster
 from ovnk_local.testing.dataplane import kubectl
-from ovnk_local.testing.shared_cluster import SHARED_GROUP, alive
+from ovnk_local.testing.shared_cluster import alive
 
 from ovnk_core.node.netns import NETNS_DIR
 from ovnk_core.testing.waiting import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.netns, pytest.mark.xdist_group(SHARED_GROUP)]
+pytestmark = [pytest.mark.e2e, pytest.mark.netns]
 NAMESPACE = "work"
 AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
 NETEXEC = {"name": "netexec", "image": AGNHOST, "args": ["netexec", "--http-port=8080"],

@@ -2,17 +2,18 @@
 namespaces and cluster-scoped networks of their own to it, and the reset that hands it from
 one module to the next.
 
-Starting a cluster costs ~25 s and stopping it ~8 s (2 CPUs, load 5); most dataplane modules
-started an identical one.  A module that shares it marks itself
-``pytest.mark.xdist_group(SHARED_GROUP)`` and uses the ``shared_dataplane`` fixture
-(``tests/e2e/conftest.py``), so pytest-xdist's ``--dist loadgroup`` runs all of them in one
-worker, the cluster's owner.  Before a module, :func:`snapshot` records what the cluster
-holds; after it, :func:`reset` deletes what the module made (namespaces, with their pods,
-services and networks; ClusterUserDefinedNetworks; pods and services it added to namespaces
-that were there) and waits until nothing of it is left (:func:`leftovers`): no such API
-object, no NB row naming its networks or objects, no pod network namespace or container of
-its pods, and every process of the cluster running and ready.  A module that kills or
-restarts a component must bring it back (the reset fails otherwise).
+Starting a cluster costs ~15-25 s and stopping it ~5-8 s (2 CPUs, load 5-10); most dataplane
+modules started an identical one.  A module that shares it uses the ``shared_dataplane``
+fixture (``tests/e2e/conftest.py``) and is listed in ``SHARED_MODULES``, so that
+``pytest -n N --dist loadscope`` runs all of them in one worker, the cluster's owner
+(``xdist_scopes``; a module not listed still works, in a cluster of its worker's own).
+Before a module, :func:`snapshot` records what the cluster holds; after it, :func:`reset`
+deletes what the module made (namespaces, with their pods, services and networks;
+ClusterUserDefinedNetworks; pods and services it added to namespaces that were there) and
+waits until nothing of it is left (:func:`leftovers`): no such API object, no NB row naming
+its networks or objects, no pod network namespace or container of its pods, and every
+process of the cluster running and ready.  A module that kills or restarts a component must
+bring it back (the reset fails otherwise).
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ from ovnk_local.cgroups import cgroup2_mount
 from ovnk_local.cluster import LocalCluster
 
 SHARED_GROUP = "shared-dataplane"
+# the modules that use ``shared_dataplane`` (test ids are relative to the repository's root)
+SHARED_MODULES = frozenset(f"tests/e2e/{name}.py" for name in (
+    "test_isolation_dataplane", "test_localnet_dataplane", "test_services_dataplane",
+    "test_shared_cluster", "test_workloads"))
 # what a module may add to a namespace that was there before it (kube-system's services)
 NAMESPACED = (PODS, SERVICES)
 # the NB tables whose rows ovnk stamps with its owner and network (external_ids)
@@ -214,5 +219,5 @@ def reset(cluster: LocalCluster, before: Snapshot, timeout: float = RESET_TIMEOU
                              f"module's objects were deleted: {'; '.join(left)}") from None
 
 
-__all__ = ["NB_TABLES", "SHARED_GROUP", "Snapshot", "alive", "container_pids",
+__all__ = ["NB_TABLES", "SHARED_GROUP", "SHARED_MODULES", "Snapshot", "alive", "container_pids",
            "down_leaves_nothing", "leftovers", "nb_owned_rows", "reset", "snapshot"]
