@@ -65,10 +65,8 @@ test-profile:
 COMPAT_TESTS ?= tests/ovsdb plugins/layer2/tests plugins/layer3/tests \
 	tests/e2e/test_isolation_ovn.py tests/e2e/test_dataplane.py tests/e2e/test_layer2_dataplane.py \
 	tests/e2e/test_dual_stack_dataplane.py
-## In E2E_WORKERS workers, as make pytest runs the netns and e2e tiers (a module's clusters in
-## one worker; the NB tier's tests spread over both).
 test-compat: bootstrap
-	OVNK_OVN=system $(BIN)/pytest -n $(E2E_WORKERS) --dist loadscope $(PYTEST_ARGS) $(COMPAT_TESTS)
+	OVNK_OVN=system $(BIN)/pytest $(PYTEST_ARGS) $(COMPAT_TESTS)
 
 ## make run: the main job (see README).
 run: bootstrap
