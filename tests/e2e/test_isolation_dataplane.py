@@ -1,20 +1,19 @@
 """UDN isolation with real packets in ``ovnk local``: a primary-UDN pod's default-network
 interface answers its kubelet's probes and its open ports, nothing else.
 
-One cluster for the module (2 nodes, real dataplane): a UDN pod serving HTTP on 8080 with
-an HTTP readiness probe, and a default-network client pod on the same node.
+On the shared cluster (``shared_cluster``: 2 nodes, real dataplane): a UDN pod serving
+HTTP on 8080 with an HTTP readiness probe, and a default-network client pod on the same node.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from ovnk_local.cluster import LocalCluster
-from ovnk_local.testing.dataplane import kubectl, require_dataplane
+from ovnk_local.testing.dataplane import kubectl
 
 from ovnk_core.node.netns import NETNS_DIR
 from ovnk_core.testing.waiting import wait_until
@@ -44,15 +43,9 @@ def netexec_pod(namespace: str, name: str, probe: bool = False) -> dict[str, Any
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    require_dataplane()
-    local = LocalCluster(tmp_path_factory.mktemp("isolation") / ".ovnk")
-    local.up(nodes=2, timeout=90, dataplane=True)
-    try:
-        populate(local)
-        yield local
-    finally:
-        local.down()
+def cluster(shared_dataplane: LocalCluster) -> LocalCluster:
+    populate(shared_dataplane)
+    return shared_dataplane
 
 
 def populate(local: LocalCluster) -> None:

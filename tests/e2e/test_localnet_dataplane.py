@@ -1,6 +1,6 @@
 """Localnet with real packets in ``ovnk local``: pods on the physical network ``physnet1``.
 
-One cluster for the module (2 nodes, real dataplane, the default physical network
+On the shared cluster (2 nodes, real dataplane, ``shared_cluster``, the default physical network
 ``physnet1``: a VLAN-aware segment with a host at 10.100.0.254 untagged, 10.100.10.254 on
 VLAN 10 and 10.100.20.254 on VLAN 20).  In namespace ``phys`` (a primary Layer3 UDN of
 its own) three ClusterUserDefinedNetworks put pods on it: ``vlan10`` (VLAN 10, IPAM from
@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ovnk_local.cluster import LocalCluster
-from ovnk_local.testing.dataplane import kubectl, require_dataplane, wait_pods_ready
+from ovnk_local.testing.dataplane import kubectl, wait_pods_ready
 
 from ovnk_core.ovn.install import command
 from ovnk_core.testing.waiting import wait_until
@@ -56,33 +55,28 @@ def pod(name: str, node: str, network: str, interface: str = "") -> dict[str, An
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    require_dataplane()
-    local = LocalCluster(tmp_path_factory.mktemp("localnet") / ".ovnk")
-    local.up(nodes=2, timeout=90, dataplane=True)
-    try:
-        apply(local, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
-            "name": "phys", "labels": {"k8s.ovn.org/primary-user-defined-network": ""}}},
-              {"apiVersion": "k8s.ovn.org/v1", "kind": "UserDefinedNetwork",
-               "metadata": {"name": "net", "namespace": "phys"},
-               "spec": {"topology": "Layer3", "layer3": {"role": "Primary", "subnets": [
-                   {"cidr": "107.107.0.0/16", "hostSubnet": 24}]}}},
-              cudn("vlan10", {"vlan": {"mode": "Access", "access": {"id": 10}},
-                              "subnets": ["10.100.10.0/24"],
-                              "excludeSubnets": [f"{HOST_VLAN10}/32"]}),
-              cudn("vlan20", {"vlan": {"mode": "Access", "access": {"id": 20}},
-                              "subnets": ["10.100.10.0/24"],  # other addresses than vlan10's
-                              "excludeSubnets": ["10.100.10.0/28", f"{HOST_VLAN10}/32"]}),
-              cudn("raw", {"ipam": {"mode": "Disabled"}}))
-        apply(local, pod("a", "ovn-worker", "vlan10", interface="tenant0"),
-              pod("b", "ovn-worker2", "vlan10"),
-              pod("c", "ovn-worker", "vlan20"),
-              pod("e", "ovn-worker2", "vlan20"),
-              pod("d", "ovn-worker2", "raw"))
-        wait_pods_ready(local, "phys")
-        yield local
-    finally:
-        local.down()
+def cluster(shared_dataplane: LocalCluster) -> LocalCluster:
+    local = shared_dataplane
+    apply(local, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": "phys", "labels": {"k8s.ovn.org/primary-user-defined-network": ""}}},
+          {"apiVersion": "k8s.ovn.org/v1", "kind": "UserDefinedNetwork",
+           "metadata": {"name": "net", "namespace": "phys"},
+           "spec": {"topology": "Layer3", "layer3": {"role": "Primary", "subnets": [
+               {"cidr": "107.107.0.0/16", "hostSubnet": 24}]}}},
+          cudn("vlan10", {"vlan": {"mode": "Access", "access": {"id": 10}},
+                          "subnets": ["10.100.10.0/24"],
+                          "excludeSubnets": [f"{HOST_VLAN10}/32"]}),
+          cudn("vlan20", {"vlan": {"mode": "Access", "access": {"id": 20}},
+                          "subnets": ["10.100.10.0/24"],  # other addresses than vlan10's
+                          "excludeSubnets": ["10.100.10.0/28", f"{HOST_VLAN10}/32"]}),
+          cudn("raw", {"ipam": {"mode": "Disabled"}}))
+    apply(local, pod("a", "ovn-worker", "vlan10", interface="tenant0"),
+          pod("b", "ovn-worker2", "vlan10"),
+          pod("c", "ovn-worker", "vlan20"),
+          pod("e", "ovn-worker2", "vlan20"),
+          pod("d", "ovn-worker2", "raw"))
+    wait_pods_ready(local, "phys")
+    return local
 
 
 def pod_json(cluster: LocalCluster, name: str) -> dict[str, Any]:

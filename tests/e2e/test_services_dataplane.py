@@ -1,12 +1,13 @@
 """Services with real packets in ``ovnk local``: a ClusterIP answers inside its network only,
 and the nodes themselves (their host namespace, hostNetwork pods) reach every default one.
 
-One cluster for the module (2 nodes, real dataplane): ``blue`` and ``green`` are primary
-Layer3 UDNs with the same pod CIDR, ``teal`` a primary Layer2 UDN, each with a ``web``
-service (HTTP 80 and UDP 81) of two netexec backends (one per node) and a client; ``plain``
-is on the default network with its own service, a hostNetwork client and a service whose
-endpoint is a hostNetwork pod.  ``kube-system/kube-dns`` is a default-network service that
-``--udn-allowed-default-services`` (upstream's default value) lets UDN pods use.
+On the shared cluster (``shared_cluster``: 2 nodes, real dataplane): ``blue`` and
+``green`` are primary Layer3 UDNs with the same pod CIDR, ``teal`` a primary Layer2 UDN,
+each with a ``web`` service (HTTP 80 and UDP 81) of two netexec backends (one per node) and
+a client; ``plain`` is on the default network with its own service, a hostNetwork client
+and a service whose endpoint is a hostNetwork pod.  ``kube-system/kube-dns`` is a
+default-network service that ``--udn-allowed-default-services`` (upstream's default value)
+lets UDN pods use.
 Health-check node ports: LoadBalancer services with ``externalTrafficPolicy: Local`` on
 the default network and in ``blue``.
 """
@@ -15,13 +16,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from ovnk_local.cluster import LocalCluster
 from ovnk_local.dataplane import EXTERNAL_HOST_IP
-from ovnk_local.testing.dataplane import kubectl, require_dataplane, wait_pods_ready
+from ovnk_local.testing.dataplane import kubectl, wait_pods_ready
 
 from ovnk_core.testing.waiting import wait_until
 
@@ -123,17 +124,11 @@ def populate(local: LocalCluster) -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    require_dataplane()
-    local = LocalCluster(tmp_path_factory.mktemp("services") / ".ovnk")
-    local.up(nodes=2, timeout=90, dataplane=True)
-    try:
-        populate(local)
-        for ns in (*NAMESPACES, "kube-system"):
-            wait_pods_ready(local, ns)
-        yield local
-    finally:
-        local.down()
+def cluster(shared_dataplane: LocalCluster) -> LocalCluster:
+    populate(shared_dataplane)
+    for ns in (*NAMESPACES, "kube-system"):
+        wait_pods_ready(shared_dataplane, ns)
+    return shared_dataplane
 
 
 def cluster_ip(cluster: LocalCluster, namespace: str, name: str = "web") -> str:

@@ -1,10 +1,10 @@
 """Containers that listen and a kubelet that probes, in ``ovnk local`` with a real dataplane.
 
-One cluster for the module: agnhost netexec answers other pods, HTTP readiness
+On the shared cluster (``shared_cluster``, whose teardown checks that ``down`` leaves no
+process and no cgroup behind): agnhost netexec answers other pods, HTTP readiness
 probes make pods Ready (dialled from the node's namespace and its kubelet cgroup),
 a failing liveness probe restarts the container, unsupported images say so, deleting
-a pod kills its process, a restarted kubelet adopts running containers, and ``down``
-leaves no process and no cgroup behind.
+a pod kills its process, a restarted kubelet adopts running containers.
 """
 
 from __future__ import annotations
@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from ovnk_local.cgroups import KUBELET_CGROUP_FILE, KubeletCgroup, cgroup2_mount
+from ovnk_local.cgroups import KUBELET_CGROUP_FILE, KubeletCgroup
 from ovnk_local.cluster import LocalCluster
-from ovnk_local.testing.dataplane import kubectl, require_dataplane
+from ovnk_local.testing.dataplane import kubectl
+from ovnk_local.testing.shared_cluster import alive
 
 from ovnk_core.node.netns import NETNS_DIR
 from ovnk_core.testing.waiting import wait_until
@@ -31,41 +30,10 @@ NETEXEC = {"name": "netexec", "image": AGNHOST, "args": ["netexec", "--http-port
            "ports": [{"name": "http", "containerPort": 8080}]}
 
 
-def container_pids(cluster: LocalCluster) -> list[int]:
-    """The pids of the containers the kubelet stand-in runs; a pod's directory removed while
-    it is read (its pod just deleted) counts as no container."""
-    pids: list[int] = []
-    containers = cluster.run_dir / "containers"
-    for pod_dir in containers.iterdir() if containers.exists() else ():
-        try:
-            records = list(pod_dir.glob("*.json"))
-            pids += [int(json.loads(record.read_text())["pid"]) for record in records]
-        except FileNotFoundError:
-            continue
-    return pids
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    require_dataplane()
-    local = LocalCluster(tmp_path_factory.mktemp("workloads") / ".ovnk")
-    local.up(nodes=2, timeout=90, dataplane=True)
-    kubectl(local, "create", "namespace", NAMESPACE)
-    yield local
-    pids = container_pids(local)
-    local.down()
-    assert pids and not [pid for pid in pids if alive(pid)], "down left containers running"
-    mount = cgroup2_mount()
-    if mount is not None:
-        assert not (mount / "ovnk-local" / local.dataplane.prefix).exists()
+def cluster(shared_dataplane: LocalCluster) -> LocalCluster:
+    kubectl(shared_dataplane, "create", "namespace", NAMESPACE)
+    return shared_dataplane
 
 
 def apply_pod(cluster: LocalCluster, name: str, *containers: dict[str, Any],
