@@ -75,10 +75,14 @@ def test_reconnect_after_restart_resyncs_indexes(tmp_path: Path) -> None:
             ["OVN_Northbound", {"op": "delete", "table": "Logical_Switch",
                                 "where": [["name", "==", "b"]]}])), check=True)
         server.start()
+        a_id = OWNER.object_ids("LogicalSwitch", "a").primary_id
         b_id = OWNER.object_ids("LogicalSwitch", "b").primary_id
-        wait_until(lambda: client.connected and client.find_by_id("Logical_Switch", b_id) is None)
-        assert client.find_by_id("Logical_Switch", OWNER.object_ids("LogicalSwitch",
-                                                                     "a").primary_id)
+        # Until the client notices the restart it still holds both switches, and between its
+        # reconnection and the monitor's reply it holds neither: resynced is "a" without "b"
+        wait_until(lambda: client.connected
+                   and client.find_by_id("Logical_Switch", a_id) is not None
+                   and client.find_by_id("Logical_Switch", b_id) is None,
+                   what="the reconnected client's index holds switch a and not b")
         client.stop()
     finally:
         server.stop()
