@@ -81,7 +81,12 @@ def test_a_zone_converges_to_upstreams_rows_when_its_ovn_is_upgraded(
         ports = {row.name: row for row in zone.nb.row_list("Logical_Router_Port")}
         assert ports["rtotr-GR_l2p_net_ovn-worker"].peer == ["trtor-GR_l2p_net_ovn-worker"]
         # (a fresh reader: the test's own IDL keeps the schema it started with)
-        assert {acl.tier for acl in read_rows(server.remote, "ACL")} == {0}
+        # upstream's tiers: isolation 0, NetworkPolicy's always-present ACLs 2
+        tiers = {(acl.external_ids["k8s.ovn.org/owner-type"], acl.tier)
+                 for acl in read_rows(server.remote, "ACL")}
+        assert ("UDNIsolation", 0) in tiers and ("NetpolDefault", 2) in tiers
+        assert all(tier == (2 if owner_type.startswith("Netpol") else 0)
+                   for owner_type, tier in tiers)
         kept = row_uuids(zone.nb)
         assert all(kept[key] == uuids[key] for key in kept if key in uuids), \
             "a kept row was made again"

@@ -11,9 +11,10 @@ from __future__ import annotations
 import threading
 
 from ovnk_core.contexts import ZoneContext
+from ovnk_core.kube.client import JSON
 from ovnk_core.kube.resources import NADS, NAMESPACES
 from ovnk_core.networks.addressing import OVN_SERVICE_HAIRPIN_OFFSET
-from ovnk_core.networks.nad_config import nad_network_name
+from ovnk_core.networks.nad_config import nad_network_name, ovn_config_of
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME
 from ovnk_core.udn.namespace_label import PRIMARY_NAMESPACE_LABEL
 from ovnk_networkpolicy.rows import NetworkScope
@@ -23,6 +24,11 @@ def hairpin_ips(context: ZoneContext) -> list[str]:
     return [str(context.config.masquerade_subnet(version).network_address
                 + OVN_SERVICE_HAIRPIN_OFFSET)
             for version in sorted(context.config.ip_families)]
+
+
+def _declares_primary(nad: JSON | None) -> bool:
+    config = ovn_config_of(nad)
+    return config is not None and config.get("role") == "primary"
 
 
 class ZoneNetworks:
@@ -41,8 +47,13 @@ class ZoneNetworks:
         self.namespaces = context.informers.get(NAMESPACES)
 
     def gone(self, network: str) -> bool:
-        return network != DEFAULT_NETWORK_NAME and \
-            not self.nads.keys_by_index("network", network)
+        """Whether NetworkPolicy will never be on ``network``: no NAD names it any more, or
+        each NAD that does declares it secondary (MultiNetworkPolicy's, if anything's).
+        Otherwise a network without a scope is one the zone has not rendered yet."""
+        if network == DEFAULT_NETWORK_NAME:
+            return False
+        return not any(_declares_primary(self.nads.peek(key))
+                       for key in self.nads.keys_by_index("network", network))
 
     def saw(self, network: str) -> None:
         with self._lock:
