@@ -418,6 +418,11 @@ def test_entries_the_zone_refuses_are_refused_at_cni_add_with_its_reason(
     assert "Traceback" not in agent_log.read_text(errors="replace")[logged_before:]
     for name in forged:
         kubectl(cluster, "delete", "pod", name, "-n", "blue", "--wait=false")
+    # gone with their sandboxes (the runtime makes one at each retry), so that no later test
+    # sees a refused pod's namespace come and go
+    wait_until(lambda: not any(f"blue.{name}" in netns for name in forged
+                               for netns in cluster.dataplane.namespaces()),
+               timeout=60, what="the refused pods' sandboxes removed")
 
 
 def plumbed(netns: str) -> bool:
