@@ -17,7 +17,9 @@ zone never reports them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from ovnk_core.annotations import (
     node_encap_ips,
@@ -30,6 +32,8 @@ from ovnk_core.annotations import (
 from ovnk_core.annotations.node_transit import TransitAddress
 from ovnk_core.config.values import IPNetwork
 from ovnk_core.kube.client import JSON
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -69,18 +73,11 @@ def read_node(node: JSON) -> NodeFacts:
     annotations = _annotations(node)
     facts = NodeFacts(name=node["metadata"]["name"],
                       chassis_id=annotations.get(node_gateway.CHASSIS_ID_ANNOTATION, ""))
-    raw_id = annotations.get(node_id.NODE_ID_ANNOTATION)
-    if raw_id is not None:
-        try:
-            facts.node_id = node_id.parse(raw_id)
-        except node_id.NodeIdError as exc:
-            facts.problems.append(str(exc))
-    raw_gateway = annotations.get(node_gateway.GATEWAY_CONFIG_ANNOTATION)
-    if raw_gateway:
-        try:
-            facts.gateway = node_gateway.parse(raw_gateway)
-        except node_gateway.GatewayConfigError as exc:
-            facts.problems.append(str(exc))
+    facts.node_id = _parsed(annotations.get(node_id.NODE_ID_ANNOTATION), node_id.parse,
+                            node_id.NodeIdError, facts.problems)
+    facts.gateway = _parsed(annotations.get(node_gateway.GATEWAY_CONFIG_ANNOTATION) or None,
+                            node_gateway.parse, node_gateway.GatewayConfigError,
+                            facts.problems)
     facts.subnets, problems = node_subnets.read(
         annotations.get(node_subnets.NODE_SUBNETS_ANNOTATION))
     facts.problems += problems
@@ -93,18 +90,29 @@ def _read_interconnect(annotations: dict[str, str], facts: NodeFacts) -> None:
         facts.zone = node_zone.parse(annotations.get(node_zone.ZONE_ANNOTATION))
     except node_zone.NodeZoneError as exc:
         facts.zone_problem = str(exc)
-    raw_transit = annotations.get(node_transit.TRANSIT_PORT_ADDRESSES_ANNOTATION)
-    if raw_transit is not None:
-        try:
-            facts.transit_addresses = node_transit.parse(raw_transit)
-        except node_transit.TransitAddressesError as exc:
-            facts.interconnect_problems.append(str(exc))
-    raw_encap = annotations.get(node_encap_ips.NODE_ENCAP_IPS_ANNOTATION)
-    if raw_encap is not None:
-        try:
-            facts.encap_ips = tuple(node_encap_ips.parse(raw_encap))
-        except node_encap_ips.NodeEncapIpsError as exc:
-            facts.interconnect_problems.append(str(exc))
+    transit = _parsed(annotations.get(node_transit.TRANSIT_PORT_ADDRESSES_ANNOTATION),
+                      node_transit.parse, node_transit.TransitAddressesError,
+                      facts.interconnect_problems)
+    if transit is not None:
+        facts.transit_addresses = transit
+    encap = _parsed(annotations.get(node_encap_ips.NODE_ENCAP_IPS_ANNOTATION),
+                    node_encap_ips.parse, node_encap_ips.NodeEncapIpsError,
+                    facts.interconnect_problems)
+    if encap is not None:
+        facts.encap_ips = tuple(encap)
+
+
+def _parsed(raw: str | None, parse: Callable[[str], T], error: type[Exception],
+            problems: list[str]) -> T | None:
+    """``parse(raw)``; ``None`` when the annotation is absent or, its message added to
+    ``problems``, when it is malformed."""
+    if raw is None:
+        return None
+    try:
+        return parse(raw)
+    except error as exc:
+        problems.append(str(exc))
+        return None
 
 
 def networks_affected(old: NodeFacts | None, new: NodeFacts | None) -> set[str] | None:
