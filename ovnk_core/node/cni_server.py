@@ -70,6 +70,9 @@ class CniRequest:
         return f"{self.namespace}/{self.name}"
 
 
+MAX_BODY = 1 << 20
+"""The largest request body read (a netconf is a few KiB; more is refused with 413)."""
+
 CniHandler = Callable[[CniRequest], dict[str, Any]]
 SpecHandler = Callable[[spec.CniCall], dict[str, Any] | None]
 
@@ -133,17 +136,27 @@ class CniServer:
             """POST /add and /del: JSON in, JSON out, status codes as the module says."""
 
             def do_POST(self) -> None:
-                if self.path == "/cni" and cni is not None:
+                # the body is read before any answer: a reply sent while the caller
+                # still writes would reset its connection (a broken pipe, not a 404)
+                try:
                     length = int(self.headers.get("Content-Length") or 0)
-                    self._reply(*answer_cni(cni, self.rfile.read(length)))
+                except ValueError:
+                    length = -1
+                if not 0 <= length <= MAX_BODY:
+                    self.close_connection = True
+                    self._reply(413 if length > MAX_BODY else 400,
+                                {"error": f"Content-Length must be 0..{MAX_BODY}"})
+                    return
+                raw = self.rfile.read(length)
+                if self.path == "/cni" and cni is not None:
+                    self._reply(*answer_cni(cni, raw))
                     return
                 handler = handlers.get(self.path)
                 if handler is None:
                     self._reply(404, {"error": f"no such endpoint {self.path}"})
                     return
                 try:
-                    length = int(self.headers.get("Content-Length") or 0)
-                    body = json.loads(self.rfile.read(length) or b"{}")
+                    body = json.loads(raw or b"{}")
                     request = CniRequest(str(body["namespace"]), str(body["name"]),
                                          str(body.get("uid", "")))
                 except (ValueError, KeyError, TypeError) as exc:

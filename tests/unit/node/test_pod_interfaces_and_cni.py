@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import socket
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -108,6 +110,25 @@ def test_cni_server_answers_ready_not_ready_and_bad_requests(tmp_path: Path) -> 
         assert response.status == 400
         assert "malformed CNI request" in json.loads(response.read())["error"]
         connection.close()
+        # a caller whose body arrives late still gets the answer, not a reset connection
+        body_late = b'{"namespace": "blue", "name": "web"}'
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as raw:
+            raw.settimeout(5.0)
+            raw.connect(str(socket_path))
+            raw.sendall(b"POST /nonsense HTTP/1.1\r\nHost: x\r\n"
+                        b"Content-Length: %d\r\n\r\n" % len(body_late))
+            time.sleep(0.3)
+            raw.sendall(body_late)
+            assert raw.recv(4096).startswith(b"HTTP/1.0 404")
+        for length, status in (("abc", 400), ("-1", 400), (str(2 << 20), 413)):
+            connection = _UnixConnection(socket_path, 5.0)
+            connection.putrequest("POST", "/add")
+            connection.putheader("Content-Length", length)
+            connection.endheaders()
+            response = connection.getresponse()
+            assert response.status == status, length
+            assert "Content-Length must be" in json.loads(response.read())["error"]
+            connection.close()
     finally:
         server.stop()
     assert calls == ["add blue/web u-1", "add blue/waiting u-2", "add blue/stranger u-3",
