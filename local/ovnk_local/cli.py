@@ -33,6 +33,8 @@ from ovnk_local.zones import PER_NODE, SINGLE, ZONE_MODES, nb_socket, sb_socket
 DEFAULT_DIR = ".ovnk"
 TAKES_A_COMMAND = (("local", "exec"),)  # ovnk local exec POD -- COMMAND ARGS (cli.main)
 
+log = logging.getLogger(__name__)
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -232,8 +234,13 @@ def run_supervise(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     cluster = LocalCluster(args.dir)
     cluster.use_recorded_ovn()  # what it restarts runs the cluster's OVN
-    Supervisor(cluster.states, base=args.backoff_base, cap=args.backoff_max).run(stop)
-    return 0
+    if Supervisor(cluster.states, base=args.backoff_base, cap=args.backoff_max).run(stop):
+        return 0
+    removed = cluster.dataplane.destroy()  # its daemons are stopped: nothing else will
+    if removed:
+        log.error("removed the network namespaces of the vanished cluster: %s",
+                  ", ".join(removed))
+    return 1
 
 
 def run_exec(args: argparse.Namespace) -> int:

@@ -90,6 +90,9 @@ from ovnk_local.state import ClusterState, ProcessRecord, StateFile
 from ovnk_local.supervision import waiting_for
 from ovnk_local.supervisor import (
     LocalClusterError,
+    cluster_marker,
+    kill_pids,
+    marked_processes,
     pid_running,
     record_ready,
     spawn,
@@ -289,7 +292,8 @@ class LocalCluster:
              "--node-netns-template", self.dataplane.node_netns("{node}"),
              *(f"--service-cidr={cidr}" for cidr in config.service_cidrs)],
             str(self.log_dir / "apiserver.log"),
-            env={CONFIG_FILE_ENV: str(self.config_file), **as_environment(settings.given)})]
+            env={CONFIG_FILE_ENV: str(self.config_file), **as_environment(settings.given),
+                 **cluster_marker(self.dir)})]
         if zone_mode == zones.PER_NODE:  # each node's zone has its own OVN (zone_records)
             return records
         for name in ("nb", "sb"):
@@ -379,7 +383,7 @@ class LocalCluster:
             SUPERVISOR, SUPERVISOR,
             [sys.executable, "-m", "ovnk_core.cli.main", "local", "supervise",
              "--dir", str(self.dir)],
-            str(self.log_dir / f"{SUPERVISOR}.log"))
+            str(self.log_dir / f"{SUPERVISOR}.log"), env=cluster_marker(self.dir))
 
     def _ensure_supervisor(self, state: ClusterState) -> None:
         """Start a supervisor when the state has none running (call under the lock)."""
@@ -823,6 +827,13 @@ class LocalCluster:
                   *([n] for n in reversed(INFRA) if n in state.processes)]
         for stage in stages:
             stopped += [r.name for r in terminate_all([state.processes[n] for n in stage])]
+        # what the state lost track of (a cluster.json replaced or removed under a running
+        # cluster) is still marked as this cluster's
+        strays = marked_processes(self.dir)
+        if strays:
+            log.warning("stopping processes of %s that its state did not list: %s", self.dir,
+                        ", ".join(map(str, strays)))
+            stopped += [f"pid {pid}" for pid in kill_pids(strays)]
         for ready in self.run_dir.glob("*.ready") if self.run_dir.exists() else ():
             ready.unlink()
         self._remove_containers()

@@ -50,6 +50,7 @@ from ovnk_local.supervisor import (
     record_ready,
     spawn_process,
     terminate,
+    terminate_all,
 )
 
 log = logging.getLogger(__name__)
@@ -111,22 +112,43 @@ class Supervisor:
         self._children: dict[int, subprocess.Popen[bytes]] = {}
         self._exits: dict[int, int] = {}  # reaped child pid -> wait status
         self._waiting: set[str] = set()  # records said to wait for their requirements
+        self._last = ClusterState()  # the state as the last pass read it
 
-    def run(self, stop: threading.Event, interval: float = POLL_INTERVAL) -> None:
+    def run(self, stop: threading.Event, interval: float = POLL_INTERVAL) -> bool:
+        """Supervise until ``stop`` is set (True) or the cluster's state file, once seen, is
+        gone (False)."""
         log.info("supervising the local cluster of %s", self.states.path.parent)
+        seen = False
         while not stop.is_set():
+            if self.states.path.exists():
+                seen = True
+            elif seen:  # it was there: removed under a running cluster
+                self.orphaned()
+                return False
             try:
                 self.step()
             except Exception:  # a bad pass must not end supervision
                 log.exception("supervisor pass failed")
             stop.wait(interval)
         log.info("supervisor stopping (the processes keep running)")
+        return True
+
+    def orphaned(self) -> None:
+        """The cluster's directory or state file was removed under it: nobody can reach or
+        stop its processes through ``ovnk local`` any more, so stop what it last knew of
+        (its children and the cluster's other records) instead of running them forever."""
+        records = [record for record in self._last.processes.values()
+                   if record.name != "supervisor"]
+        log.error("%s is gone: stopping the %d processes of this local cluster",
+                  self.states.path, len(records))
+        terminate_all(records)
+        self._reap()
 
     # -- one pass ----------------------------------------------------------------------------
     def step(self) -> None:
         self._reap()
         now = self.clock()
-        state = self.states.read()
+        state = self._last = self.states.read()
         if not any(self._due(record, state, now) for record in state.processes.values()):
             return
         with self.states.update() as state:

@@ -23,6 +23,12 @@ from ovnk_core.ovn.processes import unix_socket_accepts
 from ovnk_local.state import ProcessRecord
 
 
+CLUSTER_ENV = "OVNK_LOCAL_CLUSTER"
+"""Set to the cluster's directory in the environment of the processes ``up`` starts (the API
+server, the supervisor), hence inherited by everything the supervisor starts: ``down`` finds
+a cluster's processes by it even when ``cluster.json`` lost their records."""
+
+
 class LocalClusterError(OvnkError):
     """The local cluster could not be started, inspected or stopped as asked."""
 
@@ -52,6 +58,59 @@ def record_ready(record: ProcessRecord) -> bool:
         return False
     return not record.ready_socket or unix_socket_accepts(
         record.ready_socket.replace("{pid}", str(record.pid)))
+
+
+def cluster_marker(cluster_dir: Path) -> dict[str, str]:
+    """The environment entry that marks a process as one of the cluster in ``cluster_dir``."""
+    return {CLUSTER_ENV: str(cluster_dir.resolve())}
+
+
+def marked_processes(cluster_dir: Path) -> list[int]:
+    """Pids of the running processes marked as the cluster's (``CLUSTER_ENV``), except this
+    process: what is left of a cluster whose state file lost them."""
+    marker = b"\0" + b"=".join(part.encode() for part in
+                               next(iter(cluster_marker(cluster_dir).items()))) + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = b"\0" + (entry / "environ").read_bytes()
+        except OSError:
+            continue  # gone meanwhile, or a kernel thread
+        if marker in environ:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def kill_pids(pids: list[int], grace: float = 10.0) -> list[int]:
+    """SIGTERM each, then SIGKILL those still there after ``grace``; the ones signalled."""
+    signalled = []
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+            signalled.append(pid)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    alive = list(signalled)
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = [pid for pid in alive if _alive(pid)]
+    for pid in alive:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return signalled
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
 
 
 def spawn(record: ProcessRecord) -> ProcessRecord:

@@ -290,3 +290,62 @@ def test_a_ready_socket_may_name_the_process_pid(
     assert not record_ready(started)  # listening only after 0.3 s
     ready = record_when(states, "ctl", lambda r: record_ready(r))
     assert Path(sock.replace("{pid}", str(ready.pid))).exists()
+
+
+def test_a_supervisor_whose_state_file_vanished_stops_the_cluster(
+        tmp_path: Path, states: StateFile) -> None:
+    running = Supervisor(states, base=0.2, cap=0.8)
+    stop = threading.Event()
+    ended: list[bool] = []
+    thread = threading.Thread(target=lambda: ended.append(running.run(stop, 0.05)),
+                              daemon=True)
+    thread.start()
+    try:
+        child = supervised(tmp_path, "web", SERVES)
+        infra = ProcessRecord("apiserver", "infra", SERVES, str(tmp_path / "apiserver.log"))
+        add(states, child, infra)
+        started = record_when(states, "web", lambda r: pid_running(r.pid, r.args))
+        with states.update() as state:  # the API server is started by 'up', not supervised
+            state.processes["apiserver"].pid = subprocess.Popen(
+                infra.args, start_new_session=True).pid
+        apiserver = record_of(states, "apiserver")
+        wait_until(lambda: running._last.processes["apiserver"].pid == apiserver.pid)
+        states.path.unlink()  # e.g. the cluster's directory removed under it
+        thread.join(timeout=30)
+        assert ended == [False]
+        assert not pid_running(started.pid, started.args)
+        assert not pid_running(apiserver.pid, apiserver.args)
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+        for record in (child, infra):
+            terminate(record, grace=2)
+
+
+def test_a_supervisor_started_before_its_state_file_waits_for_it(
+        tmp_path: Path, states: StateFile, supervisor: Supervisor) -> None:
+    time.sleep(0.2)  # several passes with no state file: not taken for a vanished one
+    add(states, supervised(tmp_path, "web", SERVES))
+    record_when(states, "web", lambda r: pid_running(r.pid, r.args))
+
+
+def test_down_stops_the_clusters_processes_its_state_lost(tmp_path: Path) -> None:
+    from ovnk_local.cluster import LocalCluster
+    from ovnk_local.supervisor import cluster_marker
+
+    cluster = LocalCluster(tmp_path / "cluster")
+    other = LocalCluster(tmp_path / "other")
+    ours = subprocess.Popen(SERVES, env={**os.environ, **cluster_marker(cluster.dir)},
+                            start_new_session=True)
+    theirs = subprocess.Popen(SERVES, env={**os.environ, **cluster_marker(other.dir)},
+                              start_new_session=True)
+    try:
+        cluster.dir.mkdir()
+        cluster.states.write(cluster.states.read())  # a state listing no process
+        assert cluster.down() == [f"pid {ours.pid}"]
+        assert ours.wait(timeout=10) == -signal.SIGTERM
+        assert theirs.poll() is None  # another cluster's process is not touched
+    finally:
+        for process in (ours, theirs):
+            process.kill()
+            process.wait()
