@@ -22,7 +22,6 @@ from ovnk_core.ovn.install import program_name
 from ovnk_core.ovn.processes import unix_socket_accepts
 from ovnk_local.state import ProcessRecord
 
-
 CLUSTER_ENV = "OVNK_LOCAL_CLUSTER"
 """Set to the cluster's directory in the environment of the processes ``up`` starts (the API
 server, the supervisor), hence inherited by everything the supervisor starts: ``down`` finds
