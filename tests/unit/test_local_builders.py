@@ -13,7 +13,7 @@ from ovnk_local.endpointslices import (
     SERVICE_NAME_LABEL,
     build_slices,
 )
-from ovnk_local.kubelet import (
+from ovnk_local.pod_status import (
     UnusablePodNetworks,
     build_running_status,
     pod_ips_from_annotation,

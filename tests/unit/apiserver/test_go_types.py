@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from ovnk_local import kubelet
+from ovnk_local import pod_status
 from ovnk_local.apiserver.server import ServerHandle
 from ovnk_local.cluster import build_node
 from ovnk_local.testing.apiserver_fixtures import ServerFactory, client_for
@@ -25,7 +25,7 @@ POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "labels": 
 def _pod_with_kubelet_status(raw: RawCall, namespace: str) -> dict[str, Any]:
     raw("POST", f"/api/v1/namespaces/{namespace}/pods", POD)
     pod = raw("GET", f"/api/v1/namespaces/{namespace}/pods/web").json()
-    status = kubelet.build_running_status(pod, ["10.244.0.5"], "172.18.0.2",
+    status = pod_status.build_running_status(pod, ["10.244.0.5"], "172.18.0.2",
                                           "2026-01-02T03:04:05Z")
     answer = raw("PATCH", f"/api/v1/namespaces/{namespace}/pods/web/status",
                  {"status": status}, headers={"Content-Type": "application/merge-patch+json"})

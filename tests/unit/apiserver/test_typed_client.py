@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from ovnk_local import kubelet
+from ovnk_local import pod_status
 from ovnk_local.apiserver.server import ServerHandle
 from ovnk_local.cluster import build_node, node_gateway_annotations
 from ovnk_local.endpointslices import build_slices
@@ -45,11 +45,11 @@ def _create_pods(api: KubeClient) -> list[dict[str, Any]]:
         api.bind(PODS, name, NS, "ovn-worker")
         pod = api.get(PODS, name, NS)
         if name == "web-0":
-            status = kubelet.build_running_status(pod, ["10.244.0.5"], "172.18.0.2", NOW)
+            status = pod_status.build_running_status(pod, ["10.244.0.5"], "172.18.0.2", NOW)
         else:
             waiting = {"waiting": {"reason": "UnsupportedImage", "message": "nginx"}}
-            status = kubelet.build_pod_status(pod, ["10.244.0.6"], "172.18.0.2", NOW, [
-                kubelet.container_status(pod["spec"]["containers"][0], waiting)])
+            status = pod_status.build_pod_status(pod, ["10.244.0.6"], "172.18.0.2", NOW, [
+                pod_status.container_status(pod["spec"]["containers"][0], waiting)])
         api.patch_status(PODS, name, {"status": status}, namespace=NS)
         pods.append(api.get(PODS, name, NS))
     return pods

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from ovnk_local import probes, workloads
 from ovnk_local.cgroups import KubeletCgroup, cgroup2_mount, kubelet_cgroup_flags
-from ovnk_local.kubelet import (
+from ovnk_local.pod_status import (
     build_pod_status,
     container_status,
     grace_period,
