@@ -34,15 +34,11 @@ class LocalClusterError(OvnkError):
 
 def pid_running(pid: int, args: list[str]) -> bool:
     """Alive, not a zombie, and still running the command we started."""
-    if pid <= 0:
+    if pid <= 0 or not process_alive(pid):
         return False
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
-        return False
-    state = stat.rsplit(")", 1)[1].split()[0]
-    if state in ("Z", "X"):
         return False
     return bool(cmdline) and program_name([part.decode() for part in cmdline]) == \
         program_name(args)
@@ -95,7 +91,7 @@ def kill_pids(pids: list[int], grace: float = 10.0) -> list[int]:
     alive = list(signalled)
     while alive and time.monotonic() < deadline:
         time.sleep(0.05)
-        alive = [pid for pid in alive if _alive(pid)]
+        alive = [pid for pid in alive if process_alive(pid)]
     for pid in alive:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -104,7 +100,8 @@ def kill_pids(pids: list[int], grace: float = 10.0) -> list[int]:
     return signalled
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """The pid is a process that has not ended (not a zombie waiting to be reaped)."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from ovnk_local.cgroups import KUBELET_CGROUP_FILE, KubeletCgroup
 from ovnk_local.cluster import LocalCluster
+from ovnk_local.supervisor import process_alive as alive
 from ovnk_local.testing.dataplane import kubectl
-from ovnk_local.testing.shared_cluster import alive
 
 from ovnk_core.node.netns import NETNS_DIR
 from ovnk_core.testing.waiting import wait_until

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
@@ -33,6 +32,7 @@ from ovnk_core.ovn.ownership import NETWORK_KEY, OWNER_KEY
 from ovnk_core.testing.waiting import wait_until
 from ovnk_local.cgroups import cgroup2_mount
 from ovnk_local.cluster import LocalCluster
+from ovnk_local.supervisor import process_alive
 
 SHARED_GROUP = "shared-dataplane"
 # the modules that use ``shared_dataplane`` (test ids are relative to the repository's root)
@@ -161,14 +161,6 @@ def container_pids(cluster: LocalCluster) -> list[int]:
     return pids
 
 
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
 def down_leaves_nothing(cluster: LocalCluster) -> None:
     """``down`` with a pod running: no container process, no cgroup, no namespace is left.
 
@@ -185,7 +177,8 @@ def down_leaves_nothing(cluster: LocalCluster) -> None:
         pids = container_pids(cluster)
     finally:
         cluster.down()
-    assert pids and not [pid for pid in pids if alive(pid)], "down left containers running"
+    assert pids and not [pid for pid in pids if process_alive(pid)], \
+        "down left containers running"
     mount = cgroup2_mount()
     if mount is not None:
         assert not (mount / "ovnk-local" / cluster.dataplane.prefix).exists()
@@ -219,5 +212,5 @@ def reset(cluster: LocalCluster, before: Snapshot, timeout: float = RESET_TIMEOU
                              f"module's objects were deleted: {'; '.join(left)}") from None
 
 
-__all__ = ["NB_TABLES", "SHARED_GROUP", "SHARED_MODULES", "Snapshot", "alive", "container_pids",
+__all__ = ["NB_TABLES", "SHARED_GROUP", "SHARED_MODULES", "Snapshot", "container_pids",
            "down_leaves_nothing", "leftovers", "nb_owned_rows", "reset", "snapshot"]
