@@ -16,8 +16,13 @@ from ovnk_core.kube.errors import NotFound
 T = TypeVar("T")
 
 
-def wait_until(predicate: Callable[[], T], timeout: float = 15.0, interval: float = 0.05,
-               what: str = "condition") -> T:
+DEFAULT_TIMEOUT = 30.0
+"""Long enough for a condition that takes a second on an idle machine to be reached on a
+2-CPU machine running tests in parallel (load 20 and more); only a failing wait takes it."""
+
+
+def wait_until(predicate: Callable[[], T], timeout: float = DEFAULT_TIMEOUT,
+               interval: float = 0.05, what: str = "condition") -> T:
     """Return the first truthy value of ``predicate()``; fail the test after ``timeout``."""
     deadline = time.monotonic() + timeout
     while True:

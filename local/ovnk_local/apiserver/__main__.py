@@ -69,6 +69,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="the network namespace of a hostNetwork pod's node for pods/exec, "
                              "e.g. 'x-{node}' (default: exec into hostNetwork pods is refused)")
     args = parser.parse_args(argv)
+    # before anything starts: a stop asked for during start-up is a clean stop after it
+    done = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal %d: shutting down", signum)
+        done.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -89,14 +98,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.kubeconfig:
         handle.write_kubeconfig(args.kubeconfig)
-    done = threading.Event()
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info("signal %d: shutting down", signum)
-        done.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
     done.wait()
     handle.stop()
     return 0

@@ -23,6 +23,8 @@ from ovnk_local.apiserver.persistence import journal_path, read_snapshot
 from ovnk_local.apiserver.server import ServerHandle
 from ovnk_local.testing.apiserver_fixtures import client_for
 
+from ovnk_core.testing.waiting import wait_until
+
 CRD = {"metadata": {"name": "gizmos.example.org"},
        "spec": {"group": "example.org", "scope": "Cluster",
                 "names": {"kind": "Gizmo", "plural": "gizmos"},
@@ -142,17 +144,16 @@ def test_module_runs_as_a_process(tmp_path: Path) -> None:
         [sys.executable, "-m", "ovnk_local.apiserver", "--port", str(port), "--data", str(data),
          "--cert-dir", str(certs), "--kubeconfig", str(kubeconfig), "--log-level", "WARNING"])
     try:
-        deadline = time.monotonic() + 20
-        context = None
-        while time.monotonic() < deadline:
+        def healthy() -> bool:
             try:
-                context = context or ssl.create_default_context(cafile=str(certs / "ca.crt"))
+                context = ssl.create_default_context(cafile=str(certs / "ca.crt"))
                 with urllib.request.urlopen(f"https://127.0.0.1:{port}/healthz", timeout=1,
                                             context=context) as r:
-                    assert r.read() == b"ok"
-                    break
+                    return bool(r.read() == b"ok")
             except (OSError, ssl.SSLError):
-                time.sleep(0.1)
+                return False
+
+        wait_until(healthy, 60, what="the API server's /healthz")
         config = yaml.safe_load(kubeconfig.read_text())
         assert config["clusters"][0]["cluster"]["server"] == f"https://127.0.0.1:{port}"
         assert config["users"][0]["name"] == "kubernetes-admin"
