@@ -303,10 +303,20 @@ def test_a_manager_that_cannot_start_exits_instead_of_hanging(
     manager.nodes.catalog = NeverSynced()
     monkeypatch.setattr(network_catalog, "NETWORKS_SYNC_TIMEOUT", 0.05)
     stop = threading.Event()
-    runner = threading.Thread(target=manager.run, args=(stop, None), daemon=True)
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            manager.run(stop, None)
+        except BaseException as exc:  # what makes the process exit non-zero
+            raised.append(exc)
+
+    runner = threading.Thread(target=run, daemon=True)
     runner.start()
     runner.join(timeout=30)
     stop.set()
     assert not runner.is_alive()  # run() returned by itself: the process exits
+    assert [type(exc) for exc in raised] == [network_catalog.NetworksNotSynced]
+    assert "not allocating on a partial view of the networks" in str(raised[0])
     assert not any("k8s.ovn.org/node-id" in notes_of(n)
                    for n in client.list(NODES)["items"])  # and allocated nothing
