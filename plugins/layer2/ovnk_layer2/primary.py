@@ -14,9 +14,13 @@ diagram's gateway router directly on the switch is the older one):
   port; routes back to the pods and out, and the SNAT of the network's egress to its
   own masquerade address (subnet base + 10 + 2·networkID - 1).
 
-Where ovnk differs, and why — ovnk's zone renders every node into one Northbound (it
-has no zone interconnect), so the pieces upstream keeps once per zone (one node) would
-be shared by every node on the one switch:
+With interconnect (one zone per node, ``NetworkState.interconnect``) the rows are
+upstream's: the transit router sends the whole subnet (``src-ip`` route) to the zone's
+one gateway router, and each other zone's node has a remote ``trtor-GR_<P><node>``
+(``requested-chassis``, the same tunnel key in every zone) and the route to its gateway
+router's join address (``build_remote_gateway``).  In the single zone ovnk renders every
+node into one Northbound, so the pieces upstream keeps once per zone (one node) would be
+shared by every node on the one switch; there it differs, and why:
 
 * **egress**: upstream's transit router sends the whole subnet (``src-ip`` route) to
   its zone's one gateway router.  Here each pod gets that route for its own address
