@@ -7,12 +7,15 @@ tunnelled between the zones; a primary Layer2 pod still leaves the cluster throu
 node (its zone's subnet ``src-ip`` route to its node's gateway router).  A Localnet network
 has its own switch and localnet port in each zone, with only the zone's own pods (as
 upstream: a remote pod has no port on a Localnet switch), and its pods on two nodes reach
-each other over the physical network.
+each other over the physical network.  A Layer3 UDN's pods reach their own node through
+its management port, SNATed by the zone to the network's management-port masquerade IP
+(upstream's row); the host answers that address through the port.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -60,6 +63,12 @@ def manifests() -> list[dict[str, Any]]:
          "metadata": {"name": "net", "namespace": "l2pri"},
          "spec": {"topology": "Layer2", "layer2": {"role": "Primary",
                                                    "subnets": ["10.140.0.0/16"]}}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": "l3pri", "labels": {"k8s.ovn.org/primary-user-defined-network": ""}}},
+        {"apiVersion": "k8s.ovn.org/v1", "kind": "UserDefinedNetwork",
+         "metadata": {"name": "net", "namespace": "l3pri"},
+         "spec": {"topology": "Layer3", "layer3": {"role": "Primary", "subnets": [
+             {"cidr": "103.103.0.0/16", "hostSubnet": 24}]}}},
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "phys"}},
         {"apiVersion": "k8s.ovn.org/v1", "kind": "ClusterUserDefinedNetwork",
          "metadata": {"name": "vlan10"},
@@ -72,7 +81,7 @@ def manifests() -> list[dict[str, Any]]:
                       "excludeSubnets": [f"{LOCALNET_HOST}/32"]}}}}]
     for name, node in NODES.items():
         docs += [pod_spec(name, "l2sec", node, "side"), pod_spec(name, "l2pri", node),
-                 pod_spec(name, "phys", node, "vlan10")]
+                 pod_spec(name, "phys", node, "vlan10"), pod_spec(name, "l3pri", node)]
     return docs
 
 
@@ -84,7 +93,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     try:
         for doc in manifests():
             kubectl(local, "apply", "-f", "-", stdin=json.dumps(doc))
-        for ns in ("l2sec", "l2pri", "phys"):
+        for ns in ("l2sec", "l2pri", "phys", "l3pri"):
             wait_pods_ready(local, ns)
         yield local
     finally:
@@ -163,3 +172,48 @@ def test_a_zone_renders_nothing_of_a_remote_pod_that_is_gone(cluster: LocalClust
     wait_until(lambda: "l2sec.side_l2sec_right" not in zone_rows(
         cluster, left_zone, "Logical_Switch_Port"), timeout=30,
         what="the remote port of a deleted pod leaving the other zone")
+
+
+def test_a_layer3_udn_pod_reaches_its_node_as_the_networks_management_masquerade_ip(
+        cluster: LocalCluster) -> None:
+    """Upstream's management-port SNAT in the zone: the node sees the network's
+    management-port masquerade IP, never the pod's address (which other networks may
+    reuse), and answers it through the port."""
+    state = cluster.state()
+    for name, pod in pods(cluster, "l3pri").items():
+        node = NODES[name]
+        netns = cluster.dataplane.node(node, state.nodes.index(node)).netns
+        node_ip = next(a["address"] for a in json.loads(kubectl(
+            cluster, "get", "node", node, "-o", "json").stdout)["status"]["addresses"]
+            if a["type"] == "InternalIP")
+        subprocess.run(["ip", "netns", "exec", netns, "nft", "-f", "-"], check=True, text=True,
+                       input="""table ip mgmt-seen {
+  chain input {
+    type filter hook input priority 0;
+    icmp type echo-request iifname "ovn-k8s-mp*" ip saddr 169.254.0.0/17 counter
+    icmp type echo-request iifname "ovn-k8s-mp*" counter
+  }
+}
+""")
+        try:
+            wait_until(lambda p=pod, ip=node_ip: ping(pod_netns(cluster, p), ip),  # type: ignore[misc]
+                       timeout=30, what=f"l3pri/{name} reaching its node {node_ip}")
+            listed = subprocess.run(["ip", "netns", "exec", netns, "nft", "-j", "list", "table",
+                                     "ip", "mgmt-seen"], capture_output=True, text=True,
+                                    check=True).stdout
+            masqueraded, total = [item["rule"]["expr"][-1]["counter"]["packets"]
+                                  for item in json.loads(listed)["nftables"] if "rule" in item]
+            assert masqueraded == total > 0, listed
+        finally:
+            subprocess.run(["ip", "netns", "exec", netns, "nft", "delete", "table", "ip",
+                            "mgmt-seen"], check=False)
+        switch = f"l3pri_net_{node}"
+        [nat] = [n for n in _snats(cluster, node) if n.match]
+        assert (list(nat.logical_port), nat.match.split(" == ")[0],
+                nat.external_ip.startswith("169.254.0.")) == ([f"rtos-{switch}"], "eth.dst",
+                                                               True)
+
+
+def _snats(cluster: LocalCluster, node: str) -> list[Any]:
+    with NbClient([f"unix:{nb_socket(cluster.ovn_dir, node)}"]).start() as nb:
+        return [row for row in nb.row_list("NAT") if row.type == "snat"]
