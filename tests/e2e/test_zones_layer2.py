@@ -81,8 +81,32 @@ def manifests() -> list[dict[str, Any]]:
                       "excludeSubnets": [f"{LOCALNET_HOST}/32"]}}}}]
     for name, node in NODES.items():
         docs += [pod_spec(name, "l2sec", node, "side"), pod_spec(name, "l2pri", node),
-                 pod_spec(name, "phys", node, "vlan10"), pod_spec(name, "l3pri", node)]
+                 pod_spec(name, "phys", node, "vlan10"), pod_spec(name, "l3pri", node),
+                 web_pod(f"web-{name}", node)]
+    docs += [web_pod("client", NODES["left"], app="client"), web_service("web", local=False),
+             web_service("web-local", local=True)]
     return docs
+
+
+def web_pod(name: str, node: str, app: str = "web") -> dict[str, Any]:
+    """A netexec pod (HTTP 8080) on the primary Layer2 network."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "l2pri", "labels": {"app": app}},
+            "spec": {"nodeName": node, "containers": [{
+                "name": "netexec", "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+                "args": ["netexec", "--http-port=8080"],
+                "ports": [{"name": "http", "containerPort": 8080}],
+                "readinessProbe": {"httpGet": {"path": "/healthz", "port": "http"},
+                                   "periodSeconds": 1}}]}}
+
+
+def web_service(name: str, local: bool) -> dict[str, Any]:
+    spec: dict[str, Any] = {"selector": {"app": "web"},
+                            "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}
+    if local:
+        spec["internalTrafficPolicy"] = "Local"
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": "l2pri"}, "spec": spec}
 
 
 @pytest.fixture(scope="module")
@@ -217,3 +241,29 @@ def test_a_layer3_udn_pod_reaches_its_node_as_the_networks_management_masquerade
 def _snats(cluster: LocalCluster, node: str) -> list[Any]:
     with NbClient([f"unix:{nb_socket(cluster.ovn_dir, node)}"]).start() as nb:
         return [row for row in nb.row_list("NAT") if row.type == "snat"]
+
+
+def answers(cluster: LocalCluster, service: str, tries: int = 12) -> set[str]:
+    """The backends (hostnames) that answered the client's ``tries`` requests."""
+    ip = json.loads(kubectl(cluster, "get", "service", "-n", "l2pri", service, "-o",
+                            "json").stdout)["spec"]["clusterIP"]
+    found = set()
+    for _ in range(tries):
+        result = kubectl(cluster, "exec", "-n", "l2pri", "client", "--", "curl", "-sS",
+                         "--max-time", "3", f"http://{ip}:80/hostname", check=False)
+        if result.returncode == 0:
+            found.add(result.stdout)
+    return found
+
+
+def test_a_layer2_cluster_ip_spans_zones_and_internal_traffic_policy_local_holds(
+        cluster: LocalCluster) -> None:
+    """Each zone's Layer2 switch carries only its own node's per-node load balancers, so
+    ``internalTrafficPolicy: Local`` is applied there (the single zone cannot: one switch
+    spans its nodes), while a Cluster service reaches the backends of both zones."""
+    wait_until(lambda: answers(cluster, "web") == {"web-left", "web-right"}, timeout=60,
+               what="the Layer2 ClusterIP answered from both zones' backends")
+    assert answers(cluster, "web-local", tries=20) == {"web-left"}
+    events = json.loads(kubectl(cluster, "get", "events", "-n", "l2pri", "-o",
+                                "json").stdout)["items"]
+    assert not [e for e in events if e["reason"] == "InternalTrafficPolicyNotApplied"]
