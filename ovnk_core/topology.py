@@ -164,6 +164,12 @@ class Topology(abc.ABC):
     every node of the other zones (``NodeState.remote``) to render its remote port and the
     routes to it.  A topology without it is given only the zone's own nodes."""
 
+    renders_remote_pods: ClassVar[bool] = False
+    """Whether, with ``NetworkState.interconnect``, the pods on the other zones' nodes get
+    rows in this zone too (``build_remote_pod``): a topology whose one switch spans the
+    zones (Layer2: the switch is the zones' transit switch) needs a ``remote`` port per
+    such pod.  A topology without it is given only the zone's own pods."""
+
     serves_services: ClassVar[bool] = False
     """Whether the default network and primary networks of this topology carry Kubernetes
     Services: the core then adds the network's load balancer groups to its rows and asks
@@ -216,6 +222,19 @@ class Topology(abc.ABC):
         Rows may link into rows of the network owner.  Must be pure.
         """
         raise RenderingNotSupported(self.name)
+
+    def build_remote_pod(self, network: NetworkState, pod: PodAttachment
+                         ) -> list[DesiredRow]:
+        """Rows of the attachment of a pod on another zone's node (interconnect, topologies
+        with ``renders_remote_pods`` only).
+
+        Owned by the pod's owner, as ``build_pod``'s rows (a node moving between zones
+        turns one into the other).  The zone does not check the addresses (the pod's zone
+        does) nor asks features for the pod's rows.  Must be pure.
+
+        :returns: nothing by default.
+        """
+        return []
 
     def build_pod(self, network: NetworkState, pod: PodAttachment) -> list[DesiredRow]:
         """Rows of one pod's attachment to the network (its logical switch port).

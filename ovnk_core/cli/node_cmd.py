@@ -102,7 +102,9 @@ def run(args: argparse.Namespace) -> int:
                               mtu=config.mtu, recorder=recorder)
     ports = ManagementPorts(informers, node, vsctl, args.node_netns,
                             [str(s.cidr) for s in config.cluster_subnets],
-                            recorder, topologies)
+                            recorder, topologies, masquerade_subnets=[
+                                str(config.v4_masquerade_subnet),
+                                str(config.v6_masquerade_subnet)])
     agent = NodeAgent(client, node, vsctl, args.pod_netns_prefix, args.cni_socket,
                       node_netns=args.node_netns, gateway=gateway, management_ports=ports,
                       informers=informers, topologies=topologies, recorder=recorder,

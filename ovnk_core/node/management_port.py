@@ -24,7 +24,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ovnk_core.annotations.node_subnets import parse_node_subnets
@@ -34,7 +34,7 @@ from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.events import WARNING, EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import NADS, NODES
-from ovnk_core.networks.addressing import gateway_ip, mac_from_ip, management_ip
+from ovnk_core.networks.addressing import gateway_ip, mac_from_ip, management_ip, masquerade_ips
 from ovnk_core.networks.nad_config import nad_network_name
 from ovnk_core.networks.netinfo import DEFAULT_NETWORK_NAME, network_prefix
 from ovnk_core.node import netlink
@@ -65,6 +65,10 @@ class ManagementPort:
     addresses: tuple[str, ...]
     routes: tuple[tuple[str, str], ...]  # (cluster subnet, via .1)
     table: int | None  # None: the main table (default network)
+    # a UDN's management-port masquerade IPs (upstream's ``ManagementPort`` IP of the
+    # network ID): the zone SNATs its pods' traffic to the port to them, the host answers
+    # them through the port
+    masquerade_ips: tuple[str, ...] = ()
 
     @property
     def vrf(self) -> str:
@@ -89,9 +93,12 @@ def table_of(ifname: str) -> int | None:
 
 
 def build_management_port(node: str, network: str, network_id: int,
-                          node_subnets: list[str], cluster_subnets: list[str]
-                          ) -> ManagementPort | None:
-    """The management port of ``network`` on ``node``; None when the node has no subnet."""
+                          node_subnets: list[str], cluster_subnets: list[str],
+                          masquerade_subnets: Sequence[str] = ()) -> ManagementPort | None:
+    """The management port of ``network`` on ``node``; None when the node has no subnet.
+
+    :param masquerade_subnets: the cluster's masquerade subnets: a user-defined network's
+        port answers its management-port masquerade IP of each family it has."""
     subnets = [ipaddress.ip_network(cidr) for cidr in node_subnets]
     if not subnets:
         return None
@@ -102,10 +109,15 @@ def build_management_port(node: str, network: str, network_id: int,
                    for cluster in cluster_subnets for subnet in subnets
                    if ipaddress.ip_network(cluster).version == subnet.version)
     default = network == DEFAULT_NETWORK_NAME
+    families = {s.version for s in subnets}
+    masquerade = () if default else tuple(
+        str(masquerade_ips(ipaddress.ip_network(m), network_id)[1])
+        for m in masquerade_subnets if ipaddress.ip_network(m).version in families)
     return ManagementPort(
         network=network, ifname=port_ifname(network, network_id),
         port_name=management_port_name(network, node), mac=mac, addresses=addresses,
-        routes=routes, table=None if default else TABLE_BASE + network_id)
+        routes=routes, table=None if default else TABLE_BASE + network_id,
+        masquerade_ips=masquerade)
 
 
 def ensure_management_port(port: ManagementPort, vsctl: Vsctl, netns: str | None,
@@ -148,6 +160,11 @@ def ensure_management_port(port: ManagementPort, vsctl: Vsctl, netns: str | None
         for cidr in port.addresses:
             netlink.ensure_rule(RULE_PRIORITY, port.table,
                                 src=str(ipaddress.ip_interface(cidr).ip), netns=netns)
+    for ip in port.masquerade_ips:  # the host's answers to it leave through the port
+        host = f"{ip}/{ipaddress.ip_address(ip).max_prefixlen}"
+        netlink.ensure_route(host, oif=port.ifname, table=table, netns=netns)
+        if port.table is not None and not use_vrf:
+            netlink.ensure_rule(RULE_PRIORITY, port.table, dst=host, netns=netns)
 
 
 def delete_management_port(ifname: str, table: int | None, vsctl: Vsctl,
@@ -160,7 +177,7 @@ def delete_management_port(ifname: str, table: int | None, vsctl: Vsctl,
             if rule.get("table") == table and rule.get("priority") == RULE_PRIORITY:
                 netlink.delete_rule(RULE_PRIORITY, table, src=rule.get("src"),
                                     iifname=rule.get("iifname"), oifname=rule.get("oifname"),
-                                    netns=netns, version=rule["version"])
+                                    netns=netns, version=rule["version"], dst=rule.get("dst"))
 
 
 class ManagementPorts:
@@ -181,9 +198,12 @@ class ManagementPorts:
                  node_netns: str | None, default_cluster_subnets: list[str],
                  recorder: EventRecorder,
                  topologies: Mapping[str, Topology] | None = None,
-                 failures: NetworkFailures | None = None) -> None:
+                 failures: NetworkFailures | None = None,
+                 masquerade_subnets: Sequence[str] = ()) -> None:
         """:param topologies: the enabled topology plugins (they say which networks need a
             management port); none: only the default network's port.
+        :param masquerade_subnets: the cluster's masquerade subnets (a user-defined
+            network's port answers its management-port masquerade IPs).
         :param failures: how a network's failure is said (default: a Warning event
             ``FAILED_REASON`` on the Node, ``network_failures.REPEAT`` apart at most)."""
         self.topologies: Mapping[str, Topology] = topologies or {}
@@ -191,6 +211,7 @@ class ManagementPorts:
         self.vsctl = vsctl
         self.node_netns = node_netns
         self.default_cluster_subnets = default_cluster_subnets
+        self.masquerade_subnets = tuple(masquerade_subnets)
         self.recorder = recorder
         self.controller = Controller(f"node-management-ports-{node}", self.reconcile)
         self.nodes = informers.get(NODES, field_selector=f"metadata.name={node}")
@@ -225,7 +246,8 @@ class ManagementPorts:
                                       self.topologies):
             if found.name == network and found.needs.management_port:
                 return build_management_port(self.node, network, found.network_id, subnets,
-                                             list(found.cluster_subnets))
+                                             list(found.cluster_subnets),
+                                             self.masquerade_subnets)
         return None
 
     def wanted_ifnames(self, node: JSON) -> set[str]:

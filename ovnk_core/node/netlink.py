@@ -344,12 +344,13 @@ def _rule_matches(rule: Any, priority: int, table: int, selector: dict[str, Any]
     if rule.get_attr("FRA_PRIORITY") != priority or rule.get_attr("FRA_TABLE", rule["table"]) \
             != table:
         return False
-    src = selector.get("src")
-    if src is not None:
-        network = ipaddress.ip_network(src)
-        if rule.get_attr("FRA_SRC") != str(network.network_address) or \
-                rule["src_len"] != network.prefixlen:
-            return False
+    for end in ("src", "dst"):
+        wanted = selector.get(end)
+        if wanted is not None:
+            network = ipaddress.ip_network(wanted)
+            if rule.get_attr(f"FRA_{end.upper()}") != str(network.network_address) or \
+                    rule[f"{end}_len"] != network.prefixlen:
+                return False
     if selector.get("iifname") is not None and rule.get_attr("FRA_IIFNAME") != \
             selector["iifname"]:
         return False
@@ -362,12 +363,15 @@ def _rule_matches(rule: Any, priority: int, table: int, selector: dict[str, Any]
 
 def ensure_rule(priority: int, table: int, src: str | None = None, iifname: str | None = None,
                 fwmark: int | None = None, netns: str | None = None,
-                oifname: str | None = None, version: int = 4) -> bool:
-    """An ip rule ``priority: from src iif X oif Y fwmark M lookup table``; False if present.
+                oifname: str | None = None, version: int = 4, dst: str | None = None) -> bool:
+    """An ip rule ``priority: from src to dst iif X oif Y fwmark M lookup table``; False if
+    present.
 
-    :param version: the rule's IP version when ``src`` does not say it."""
-    family = ipaddress.ip_network(src).version if src else version
-    selector = {"src": src, "iifname": iifname, "fwmark": fwmark, "oifname": oifname}
+    :param version: the rule's IP version when neither ``src`` nor ``dst`` says it."""
+    given = src or dst
+    family = ipaddress.ip_network(given).version if given else version
+    selector = {"src": src, "dst": dst, "iifname": iifname, "fwmark": fwmark,
+                "oifname": oifname}
 
     def add(ipr: IPRoute) -> bool:
         for rule in ipr.get_rules(family=2 if family == 4 else 10):
@@ -378,6 +382,9 @@ def ensure_rule(priority: int, table: int, src: str | None = None, iifname: str 
         if src:
             network = ipaddress.ip_network(src)
             args.update(src=str(network.network_address), src_len=network.prefixlen)
+        if dst:
+            network = ipaddress.ip_network(dst)
+            args.update(dst=str(network.network_address), dst_len=network.prefixlen)
         if iifname:
             args["iifname"] = iifname
         if oifname:
@@ -394,9 +401,11 @@ def ensure_rule(priority: int, table: int, src: str | None = None, iifname: str 
 
 def delete_rule(priority: int, table: int, src: str | None = None, iifname: str | None = None,
                 fwmark: int | None = None, netns: str | None = None, version: int = 4,
-                oifname: str | None = None) -> bool:
-    family = ipaddress.ip_network(src).version if src else version
-    selector = {"src": src, "iifname": iifname, "fwmark": fwmark, "oifname": oifname}
+                oifname: str | None = None, dst: str | None = None) -> bool:
+    given = src or dst
+    family = ipaddress.ip_network(given).version if given else version
+    selector = {"src": src, "dst": dst, "iifname": iifname, "fwmark": fwmark,
+                "oifname": oifname}
 
     def delete(ipr: IPRoute) -> bool:
         for rule in ipr.get_rules(family=2 if family == 4 else 10):
@@ -413,11 +422,12 @@ def list_rules(netns: str | None = None) -> list[dict[str, Any]]:
     def read(ipr: IPRoute) -> list[dict[str, Any]]:
         result = []
         for rule in ipr.get_rules():
-            src = rule.get_attr("FRA_SRC")
+            src, dst = rule.get_attr("FRA_SRC"), rule.get_attr("FRA_DST")
             result.append({"version": 4 if rule["family"] == 2 else 6,
                            "priority": rule.get_attr("FRA_PRIORITY"),
                            "table": rule.get_attr("FRA_TABLE", rule["table"]),
                            "src": f"{src}/{rule['src_len']}" if src else None,
+                           "dst": f"{dst}/{rule['dst_len']}" if dst else None,
                            "iifname": rule.get_attr("FRA_IIFNAME"),
                            "oifname": rule.get_attr("FRA_OIFNAME"),
                            "fwmark": rule.get_attr("FRA_FWMARK")})

@@ -46,7 +46,8 @@ With ``--zone NAME`` (interconnect, docs/design/interconnect.md) the zone
 renders only its own nodes (``k8s.ovn.org/zone-name`` = NAME) and their pods
 fully; the other zones' nodes are given to topologies that render
 interconnect as remote nodes (their transit switch port and the routes to
-them), and a node whose zone annotation is missing or bad is rendered
+them), their pods to topologies that render remote pods (a Layer2 switch spans
+the zones: ``remote`` ports), and a node whose zone annotation is missing or bad is rendered
 nowhere, with a Warning event ``InvalidNodeAnnotation`` on it.  Without
 ``--zone`` every node is the zone's own, as before.
 
@@ -655,6 +656,8 @@ class ZoneController:
                     feature_errors[nad_key] = (ERROR_UPDATING, "; ".join(merged.errors))
                 claimed.add(network)
                 wanted[owner] = merged.rows
+        elif pod is not None and self.zone_name and self._pod_is_running(pod):
+            wanted.update(self._remote_pod_rows(pod, keep))
         self._release(key, keep=claimed | {owners.network_of_controller(c) or ""
                                            for c in keep})
         self._report_refused(pod, key, refused)
@@ -685,6 +688,36 @@ class ZoneController:
         if feature_errors:
             raise TemporaryError(f"pod {namespace}/{name}: " + "; ".join(
                 message for _reason, message in feature_errors.values()))
+
+    def _remote_pod_rows(self, pod: JSON, keep: set[str]) -> dict[Owner, list[DesiredRow]]:
+        """A pod on another zone's node (interconnect): the rows of its attachments to
+        networks whose topology renders remote pods (``Topology.renders_remote_pods``);
+        ``keep`` gets the controllers of networks not rendered yet.  Nothing for a pod whose
+        node is in no zone, or whose annotation is malformed (its own zone says why)."""
+        node = self.nodes.peek((pod.get("spec") or {}).get("nodeName") or "")
+        if node is None or self._facts.get(node).zone is None:
+            return {}
+        try:
+            entries = pod_entries(pod)
+        except PermanentError:
+            return {}
+        wanted: dict[Owner, list[DesiredRow]] = {}
+        for nad_key, entry in entries.items():
+            network = self.network_of_nad(nad_key)
+            if network is None:
+                continue
+            with self._lock:
+                state = self.rendered.get(network)
+            if state is None:
+                keep.add(owners.controller_name(network))  # not rendered (yet)
+                continue
+            topology = self.topology_of(state)
+            if topology is None or not topology.renders_remote_pods:
+                continue
+            attachment = attachment_of(pod, nad_key, entry, self._facts.get(node).node_id)
+            owner = owners.pod_owner(state.netinfo, attachment.namespace, attachment.name)
+            wanted[owner] = topology.build_remote_pod(state, attachment)
+        return wanted
 
     def _pod_context(self, pod: JSON) -> PodContext:
         meta, spec = pod["metadata"], pod.get("spec") or {}

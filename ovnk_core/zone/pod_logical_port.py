@@ -27,13 +27,17 @@ def pod_port_address(pod: PodAttachment) -> str:
 
 
 def build_pod_logical_port(ids: ObjectIDs, name: str, pod: PodAttachment, switch: Ref,
-                           nad_key: str = "", tunnel_key: int | None = None) -> DesiredRow:
+                           nad_key: str = "", tunnel_key: int | None = None,
+                           port_type: str | None = None) -> DesiredRow:
     """The pod's port on ``switch``.
 
     :param nad_key: the NAD the attachment comes from (``k8s.ovn.org/nad``); empty on the
         default network, which upstream's ports do not mark.
     :param tunnel_key: the port's requested tunnel key (``requested-tnl-key``), for
         topologies whose ports keep theirs across zones.
+    :param port_type: the port's ``type``, declared when given: ``remote`` for a pod of
+        another zone on a switch the zones share, ``""`` (a VIF) for a local pod there (a
+        pod whose node moved into the zone is one again); not declared otherwise.
     """
     address = pod_port_address(pod)
     options = {"requested-chassis": pod.node, "iface-id-ver": pod.uid}
@@ -42,14 +46,17 @@ def build_pod_logical_port(ids: ObjectIDs, name: str, pod: PodAttachment, switch
     extra = {"pod": "true", "namespace": pod.namespace}
     if nad_key:
         extra[NAD_KEY] = nad_key
-    return DesiredRow("Logical_Switch_Port", ids,
-                      {"name": name, "addresses": [address], "port_security": [address],
-                       "options": options},
+    columns: dict[str, object] = {"name": name, "addresses": [address],
+                                  "port_security": [address], "options": options}
+    if port_type is not None:
+        columns["type"] = port_type
+    return DesiredRow("Logical_Switch_Port", ids, columns,
                       links=(Link(switch, "ports"),), extra_external_ids=extra)
 
 
 def build_network_pod_port(netinfo: NetInfo, pod: PodAttachment, switch: Ref,
-                           tunnel_key: int | None = None) -> DesiredRow:
+                           tunnel_key: int | None = None, port_type: str | None = None
+                           ) -> DesiredRow:
     """The pod's port on a user-defined network's switch ``switch``: named after its NAD
     (``<nad prefix>_<ns>_<pod>``), owned by the pod, with upstream's network and topology
     ids."""
@@ -57,4 +64,5 @@ def build_network_pod_port(netinfo: NetInfo, pod: PodAttachment, switch: Ref,
     ids = owner.object_ids("Pod", f"{pod.namespace}/{pod.name}", network=netinfo.name,
                            topology=netinfo.topology)
     return build_pod_logical_port(ids, pod_port_name(pod.nad_key, pod.namespace, pod.name),
-                                  pod, switch, nad_key=pod.nad_key, tunnel_key=tunnel_key)
+                                  pod, switch, nad_key=pod.nad_key, tunnel_key=tunnel_key,
+                                  port_type=port_type)

@@ -333,3 +333,56 @@ def test_restart_writes_nothing_and_nodes_leaving_or_moving_converge(
     wait_until(lambda: not any("ovn-worker2" in name for name in
                                by_name(second.nb.remote, "Logical_Switch_Port")), timeout=60)
     wait_until(lambda: remote_chassis(second) == {"ovn-worker"}, timeout=30)
+
+
+def test_layer2_pods_of_other_zones_are_remote_ports_and_converge_when_nodes_move(
+        client: KubeClient, plane: ControlPlane, zones: dict[str, ZoneStack]) -> None:
+    """A Layer2 switch is the zones' transit switch: each zone holds its own pods and the
+    other zone's as ``remote`` ports with their tunnel IDs (upstream's
+    ``AddTransitPortConfig``); a zone restarted with nothing changed writes nothing; a node
+    that joins the zone turns its pods' ports local, a deleted pod's port goes."""
+    for node in NODES_:
+        set_zone(client, node, node)
+    plane.start_manager()
+    start_zones(plane, zones)
+    client.create(NAMESPACES, {"metadata": {"name": "side"}})
+    client.create(UDNS, {"metadata": {"name": "net", "namespace": "side"},
+                         "spec": {"topology": "Layer2", "layer2": {
+                             "role": "Secondary", "subnets": ["10.129.0.0/24"]}}})
+    for name, node in (("a", "ovn-worker"), ("b", "ovn-worker2")):
+        client.create(PODS, {"metadata": {"name": name, "namespace": "side", "annotations": {
+            "k8s.v1.cni.cncf.io/networks": "net"}}, "spec": {
+                "nodeName": node, "containers": [{"name": "c", "image": "x"}]}})
+    tunnel_ids = {name: entries(client, "side", name, 2)["side/net"]["tunnel_id"]
+                  for name in ("a", "b")}
+    switch = "side_net_ovn_layer2_switch"
+    for stack in zones.values():
+        assert stack.zone is not None
+        wait_until(lambda s=stack: {"side.net_side_a", "side.net_side_b"} <= set(
+            by_name(s.nb.remote, "Logical_Switch_Port")), timeout=60)
+        settled(stack.zone)
+        assert by_name(stack.nb.remote, "Logical_Switch")[switch]["other_config"][
+            "interconn-ts"] == switch
+        ports = by_name(stack.nb.remote, "Logical_Switch_Port")
+        for name, node in (("a", "ovn-worker"), ("b", "ovn-worker2")):
+            port = ports[f"side.net_side_{name}"]
+            assert port["type"] == ("" if node == stack.name else "remote")
+            assert (port["options"]["requested-tnl-key"], port["options"]["requested-chassis"]
+                    ) == (str(tunnel_ids[name]), node)
+
+    first = zones["ovn-worker"]
+    assert first.zone is not None
+    before = settled(first.zone)
+    first.zone.stop()
+    plane.zones.remove(first.zone)
+    first.zone = plane.start_zone(first.nb.remote, config=udn_config(
+        zone="ovn-worker", sb_address=first.sb.remote), identity="ovn-worker")
+    assert settled(first.zone) == before
+    assert first.zone.writer.transactions == 0
+
+    set_zone(client, "ovn-worker2", "ovn-worker")  # b's node joins the first zone
+    wait_until(lambda: by_name(first.nb.remote, "Logical_Switch_Port")[
+        "side.net_side_b"]["type"] == "", timeout=60)
+    client.delete(PODS, "a", "side")
+    wait_until(lambda: "side.net_side_a" not in by_name(
+        zones["ovn-worker2"].nb.remote, "Logical_Switch_Port"), timeout=60)

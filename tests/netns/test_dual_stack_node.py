@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from ovnk_local.runtime import disable_tx_checksum_offload
@@ -53,8 +54,10 @@ def ip_json(netns: str, *args: str) -> list[dict[str, object]]:
     return result
 
 
-def table_rules(netns: str, table: int) -> set[tuple[int, str | None, str | None, str | None]]:
+def table_rules(netns: str, table: int) -> set[tuple[Any, ...]]:
+    """(version, from, iif, oif), and to where a rule names a destination."""
     return {(rule["version"], rule.get("src"), rule.get("iifname"), rule.get("oifname"))
+            + ((rule["dst"],) if rule.get("dst") else ())
             for rule in netlink.list_rules(netns=netns)
             if rule.get("table") == table and rule.get("priority") == RULE_PRIORITY}
 
@@ -63,7 +66,7 @@ def test_a_dual_stack_management_port_has_both_families_routes_and_rules(
         ovs: Vsctl, netns: str) -> None:
     port = build_management_port("ovn-worker", "blue_net", 3,
                                  ["10.80.1.0/24", "fd00:80:1::/64"],
-                                 ["10.80.0.0/16", "fd00:80::/48"])
+                                 ["10.80.0.0/16", "fd00:80::/48"], [MASQ, MASQ6])
     assert port is not None
     for _ in range(2):  # idempotent
         ensure_management_port(port, ovs, netns, use_vrf=False)
@@ -73,14 +76,18 @@ def test_a_dual_stack_management_port_has_both_families_routes_and_rules(
     assert [(a["local"], a.get("tentative")) for a in link["addr_info"]  # type: ignore[index]
             if "local" in a] == [("fd00:80:1::2", None)]
     routes = {(r["dst"], r["gateway"]) for r in netlink.list_routes(table=1003, netns=netns)}
+    # the network's management-port masquerade IPs (network ID 3: .16, ::10) are answered
+    # through the port: the zone SNATs its pods' traffic to the port to them
     assert routes == {("10.80.0.0/16", "10.80.1.1"), ("10.80.1.0/24", None),
-                      ("fd00:80::/48", "fd00:80:1::1"), ("fd00:80:1::/64", None)}
-    # in from the port, out through it and from its address use the network's table, in
-    # both families
+                      ("fd00:80::/48", "fd00:80:1::1"), ("fd00:80:1::/64", None),
+                      ("169.254.0.16/32", None), ("fd69::10/128", None)}
+    # in from the port, out through it, from its address and to its masquerade IP use the
+    # network's table, in both families
     assert table_rules(netns, 1003) == {
         (4, None, "ovn-k8s-mp3", None), (4, None, None, "ovn-k8s-mp3"),
         (4, "10.80.1.2/32", None, None), (6, None, "ovn-k8s-mp3", None),
-        (6, None, None, "ovn-k8s-mp3"), (6, "fd00:80:1::2/128", None, None)}
+        (6, None, None, "ovn-k8s-mp3"), (6, "fd00:80:1::2/128", None, None),
+        (4, None, None, None, "169.254.0.16/32"), (6, None, None, None, "fd69::10/128")}
     delete_management_port(port.ifname, port.table, ovs, netns)
     assert table_rules(netns, 1003) == set()
 

@@ -20,6 +20,7 @@ from ovnk_core.networks.netinfo import NetInfo
 from ovnk_core.ovn.declarative import DesiredRow, Ref
 from ovnk_core.ovn.ownership import ObjectIDs, Owner
 from ovnk_core.render_state import NetworkState, PodAttachment
+from ovnk_core.zone.interconnect import LSP_TYPE_REMOTE
 from ovnk_core.zone.owners import network_owner
 from ovnk_core.zone.pod_logical_port import build_network_pod_port
 
@@ -62,6 +63,8 @@ def build_switch(network: NetworkState) -> DesiredRow:
         else:
             other_config["ipv6_prefix"] = str(subnet.cidr.network_address)
     other_config["requested-tnl-key"] = str(network_tunnel_key(network.network_id))
+    if network.interconnect:  # the switch spans the zones: it is their transit switch
+        other_config["interconn-ts"] = switch_name(netinfo)
     return DesiredRow("Logical_Switch", switch_ids(netinfo),
                       {"name": switch_name(netinfo), "other_config": other_config})
 
@@ -70,4 +73,16 @@ def build_pod(network: NetworkState, pod: PodAttachment) -> list[DesiredRow]:
     """The pod's port on the network's switch, bound on the pod's node (with its tunnel
     ID as the port's tunnel key)."""
     return [build_network_pod_port(network.netinfo, pod, switch_ref(network.netinfo),
-                                   tunnel_key=pod.tunnel_id)]
+                                   tunnel_key=pod.tunnel_id,
+                                   port_type="" if network.interconnect else None)]
+
+
+def build_remote_pod(network: NetworkState, pod: PodAttachment) -> list[DesiredRow]:
+    """A pod of another zone (interconnect): the same port, of type ``remote``, as
+    upstream's ``AddTransitPortConfig`` makes it — the switch is the zones' transit
+    switch, and its tunnel key (the pod's tunnel ID) is the same in every zone, so a packet
+    for it is tunnelled to its node's chassis.  None while the pod has no tunnel ID."""
+    if not network.interconnect or not pod.tunnel_id:
+        return []
+    return [build_network_pod_port(network.netinfo, pod, switch_ref(network.netinfo),
+                                   tunnel_key=pod.tunnel_id, port_type=LSP_TYPE_REMOTE)]

@@ -14,9 +14,13 @@ diagram's gateway router directly on the switch is the older one):
   port; routes back to the pods and out, and the SNAT of the network's egress to its
   own masquerade address (subnet base + 10 + 2·networkID - 1).
 
-Where ovnk differs, and why — ovnk's zone renders every node into one Northbound (it
-has no zone interconnect), so the pieces upstream keeps once per zone (one node) would
-be shared by every node on the one switch:
+With interconnect (one zone per node, ``NetworkState.interconnect``) the rows are
+upstream's: the transit router sends the whole subnet (``src-ip`` route) to the zone's
+one gateway router, and each other zone's node has a remote ``trtor-GR_<P><node>``
+(``requested-chassis``, the same tunnel key in every zone) and the route to its gateway
+router's join address (``build_remote_gateway``).  In the single zone ovnk renders every
+node into one Northbound, so the pieces upstream keeps once per zone (one node) would be
+shared by every node on the one switch; there it differs, and why:
 
 * **egress**: upstream's transit router sends the whole subnet (``src-ip`` route) to
   its zone's one gateway router.  Here each pod gets that route for its own address
@@ -317,6 +321,16 @@ def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
         if pair is not None:
             rows.append(route("TransitRouterJoinRoute", f"{node.name}:{ip}", tr_ref, str(ip),
                               pair[0][1]))
+    if network.interconnect:  # the zone's pods leave through its node's gateway router
+        for subnet in netinfo.subnets:
+            pair = pairs.get(subnet.cidr.version)
+            if pair is not None:
+                rows.append(DesiredRow(
+                    "Logical_Router_Static_Route",
+                    ids("TransitRouterEgressRoute", f"{node.name}:{subnet.cidr}"),
+                    {"ip_prefix": str(subnet.cidr), "nexthop": str(pair[0][1]),
+                     "policy": "src-ip"},
+                    links=(Link(tr_ref, "static_routes"),)))
 
     def snat(name: str, external_ip: IPAddress, logical_ip: str) -> DesiredRow:
         return DesiredRow("NAT", ids("GatewayRouterSNAT", f"{node.name}:{logical_ip}"),
@@ -335,6 +349,42 @@ def build_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
     return rows
 
 
+def build_remote_gateway(network: NetworkState, node: NodeState) -> list[DesiredRow]:
+    """Another zone's node (interconnect): the transit router's port to that node's
+    gateway router as a remote port bound to its chassis (``requested-chassis``, the same
+    tunnel key as in the node's own zone, so the transit router spans the zones), and
+    the route to that gateway router's join address through it — upstream's
+    ``addRouterSetupForRemoteNodeGR``.  None on an OVN without transit routers (no
+    ``router_peering``), nor while the node's ID or chassis is not published."""
+    if not network.interconnect or not network.nb.router_peering or node.node_id is None \
+            or not node.chassis_id or not network.netinfo.transit_subnets:
+        return []
+    netinfo = network.netinfo
+    owner = node_owner(netinfo, node.name)
+    gr_name = gateway_router_name(netinfo, node.name)
+    trtor = f"trtor-{gr_name}"
+    tr_ref = router_ref(netinfo)
+    pairs = {s.version: (transit_pair(s, node.node_id), s) for s in netinfo.transit_subnets}
+    rows = [DesiredRow(
+        "Logical_Router_Port", row_ids(netinfo, owner, "TransitRouterToRouterPort", gr_name),
+        {"name": trtor,
+         "mac": mac_from_ip(_v4_first(pair[0] for pair, _ in pairs.values())[0]),
+         "networks": [f"{pair[0]}/{_pair_prefix(s)}" for pair, s in pairs.values()],
+         "options": {"requested-tnl-key": str(NODE_PORT_KEY_OFFSET + node.node_id),
+                     "requested-chassis": node.chassis_id},
+         "peer": []},
+        links=(Link(tr_ref, "ports"),), extra_external_ids={"node": node.name})]
+    for ip in gateway_router_join_ips(network, node.node_id):
+        pair = pairs.get(ip.version)
+        if pair is not None:
+            rows.append(DesiredRow(
+                "Logical_Router_Static_Route",
+                row_ids(netinfo, owner, "TransitRouterJoinRoute", f"{node.name}:{ip}"),
+                {"ip_prefix": str(ip), "nexthop": str(pair[0][1])},
+                links=(Link(tr_ref, "static_routes"),), extra_external_ids={"node": node.name}))
+    return rows
+
+
 # -- one pod -------------------------------------------------------------------------------------
 def build_pod_egress(network: NetworkState, pod: PodAttachment, owner: Owner
                      ) -> list[DesiredRow]:
@@ -343,8 +393,10 @@ def build_pod_egress(network: NetworkState, pod: PodAttachment, owner: Owner
     and a ``dst-ip`` route of the address to the switch: a /32 ``src-ip`` route would
     otherwise outrank the switch's connected /16 for traffic that comes back through the
     router to the network itself (a service's backend after the switch's load balancer
-    rewrote the destination), and take it out through the gateway router."""
-    if pod.node_id is None:
+    rewrote the destination), and take it out through the gateway router.  None with
+    interconnect: the zone's one node's gateway router takes the whole subnet's egress
+    (``build_gateway``'s ``src-ip`` route of the subnet, as upstream)."""
+    if pod.node_id is None or network.interconnect:
         return []
     netinfo = network.netinfo
     hops = pod_gateway_hops(network, pod.node_id)

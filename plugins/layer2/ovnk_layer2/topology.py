@@ -36,6 +36,8 @@ class Layer2Topology(Topology):
     renders = True
     renders_default_network = False  # one switch across nodes: not the default network's shape
     serves_services = True
+    interconnect = True  # the switch and the transit router span the zones
+    renders_remote_pods = True  # a pod of another zone is a remote port on the switch
 
     def service_attachment(self, network: NetworkState, node: NodeState
                            ) -> ServiceAttachment | None:
@@ -52,8 +54,17 @@ class Layer2Topology(Topology):
 
     def build_node(self, network: NetworkState, node: NodeState) -> list[DesiredRow]:
         """Nothing of a secondary network (its switch spans every node; ports are bound
-        where their pods run); a primary network's gateway on the node."""
-        return primary.build_gateway(network, node) if network.netinfo.is_primary else []
+        where their pods run); a primary network's gateway on the node, or, for another
+        zone's node, the transit router's remote port to that gateway."""
+        if not network.netinfo.is_primary:
+            return []
+        if node.remote:
+            return primary.build_remote_gateway(network, node)
+        return primary.build_gateway(network, node)
+
+    def build_remote_pod(self, network: NetworkState, pod: PodAttachment
+                         ) -> list[DesiredRow]:
+        return desired.build_remote_pod(network, pod)
 
     def build_pod(self, network: NetworkState, pod: PodAttachment) -> list[DesiredRow]:
         rows = desired.build_pod(network, pod)

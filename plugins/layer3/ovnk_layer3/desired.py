@@ -220,6 +220,38 @@ def _build_local_node(network: NetworkState, node: NodeState) -> list[DesiredRow
             links=(Link(Ref.to("Logical_Switch", switch), "ports"),)))
         if gateway_ready(node) and network.join_subnets:
             rows += build_gateway(network, node)
+        rows += build_management_port_snat(network, node, rtos)
+    return rows
+
+
+def build_management_port_snat(network: NetworkState, node: NodeState, rtos: str
+                               ) -> list[DesiredRow]:
+    """A user-defined network's SNAT of what its node's pods send to the node's management
+    port, to the network's management-port masquerade IP (upstream's
+    ``addOrUpdateUDNNodeSubnetEgressSNAT``: ``snat <masq> <node subnet>
+    logical_port=rtos-<P><node> match="eth.dst == <mgmt MAC>"`` on the cluster router): the
+    host then sees one address per network, never a pod address another network may reuse,
+    and answers it through the port.  Interconnect only (node owner): the row acts on a
+    distributed gateway port, which ``rtos-`` is only with its node's ``gateway_chassis``,
+    one node per zone; and only where NB has ``NAT.match``."""
+    netinfo = network.netinfo
+    if not network.interconnect or netinfo.is_default or not network.nb.nat_match \
+            or not node.chassis_id:
+        return []
+    mgmt_mac = mac_from_ip(_v4_first(management_ip(s) for s in node.subnets)[0])
+    rows = []
+    for subnet in node.subnets:
+        masquerade_subnet = _masquerade_subnet(network, subnet.version)
+        if masquerade_subnet is None:
+            continue
+        _, external = masquerade_ips(masquerade_subnet, network.network_id)
+        rows.append(DesiredRow(
+            "NAT", _ids(netinfo, node_owner(netinfo, node.name), "ManagementPortSNAT",
+                        f"{node.name}:{subnet}", False),
+            {"type": "snat", "external_ip": str(external), "logical_ip": str(subnet),
+             "logical_port": [rtos], "match": f"eth.dst == {mgmt_mac}",
+             "options": {"stateless": "false"}},
+            links=(Link(Ref.to("Logical_Router", router_ids(netinfo)), "nat"),)))
     return rows
 
 
