@@ -87,12 +87,13 @@ class AdmissionRegistry:
     def register_validating(self, group: str, resource: str, hook: ValidatingHook, *,
                             name: str = "", subresources: tuple[str, ...] = ("",),
                             operations: tuple[str, ...] = ("CREATE", "UPDATE", "DELETE"),
-                            with_user: bool = False) -> None:
+                            with_user: bool = False, path: str = "") -> None:
         """Call ``hook(operation, new, old)`` for writes of ``resource`` in ``group``.
 
         ``subresources`` lists which endpoints the hook covers: ``""`` is the main
         resource, add ``"status"`` to also see status writes.  ``with_user``: the hook
-        takes the requester (``UserInfo`` or None) as a fourth argument.
+        takes the requester (``UserInfo`` or None) as a fourth argument.  ``path`` (where
+        a webhook server serves it) means nothing in-process.
         """
         self._add(_Hook(name or getattr(hook, "__name__", "hook"), group, resource,
                         subresources, operations, validate=hook, with_user=with_user))
