@@ -48,6 +48,7 @@ from ovnk_local.apiserver.errors import (
 )
 from ovnk_local.apiserver.objectmeta import key_of
 from ovnk_local.apiserver.resources import ResourceType
+from ovnk_local.apiserver.webhook_calls import WebhookCaller
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +81,11 @@ class _Hook:
 class AdmissionRegistry:
     """Hooks registered at run time, called for every matching API write."""
 
-    def __init__(self) -> None:
+    def __init__(self, webhooks: WebhookCaller | None = None) -> None:
         self._lock = threading.Lock()
         self._hooks: list[_Hook] = []
+        # the ValidatingWebhookConfigurations' webhooks, called after the hooks
+        self.webhooks = webhooks
 
     def register_validating(self, group: str, resource: str, hook: ValidatingHook, *,
                             name: str = "", subresources: tuple[str, ...] = ("",),
@@ -140,8 +143,9 @@ class AdmissionRegistry:
         return obj
 
     def validate(self, rt: ResourceType, subresource: str, operation: str, obj: JSON | None,
-                 old: JSON | None, user: UserInfo | None = None) -> None:
-        """Run the validating hooks; raises the first rejection as an ``ApiStatusError``."""
+                 old: JSON | None, user: UserInfo | None = None, dry_run: bool = False) -> None:
+        """Run the validating hooks, then the webhooks of the ValidatingWebhookConfigurations
+        for a user's write; raises the first rejection as an ``ApiStatusError``."""
         subject = obj if obj is not None else old or {}
         name = str((subject.get("metadata") or {}).get("name") or "")
         for hook in self._matching(rt, subresource, operation):
@@ -165,6 +169,8 @@ class AdmissionRegistry:
                 continue
             log.info("admission: %s %s rejected by %s", operation, key_of(subject), hook.name)
             raise rejection(rt, name, result)
+        if self.webhooks is not None and user is not None:
+            self.webhooks.validate(rt, subresource, operation, obj, old, user, dry_run)
 
 
 def denial(denied: AdmissionDenied) -> ApiStatusError:
