@@ -20,6 +20,7 @@ import pytest
 from ovnk_local.apiserver.authn import AUTHENTICATED
 from ovnk_local.apiserver.pki import CertificateAuthority
 from ovnk_local.apiserver.server import ServerHandle
+from ovnk_local.apiserver.table import to_table
 from ovnk_local.apiserver.webhook_matching import Attributes, rule_matches, webhook_matches
 from ovnk_local.testing.apiserver_fixtures import client_for
 
@@ -390,3 +391,15 @@ def test_kubectl_style_json_roundtrip_of_ca_bundle(admin: KubeClient,
     body["webhooks"][0]["clientConfig"]["caBundle"] = "not base64!"
     err = refusal(lambda: admin.create(VWC, json.loads(json.dumps(body))))
     assert err.code == 400
+
+
+def test_kubectl_get_prints_the_number_of_webhooks(kube_apiserver: ServerHandle,
+                                                   admin: KubeClient,
+                                                   ca: CertificateAuthority) -> None:
+    admin.create(VWC, configuration("pods", "https://127.0.0.1:1/pod", ca))
+    rt = kube_apiserver.registry.get("admissionregistration.k8s.io", "v1",
+                                     "validatingwebhookconfigurations")
+    assert rt is not None and rt.short_names == ("vwc",)
+    table = to_table(rt, [admin.get(VWC, "pods")], {}, "None")
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Webhooks", "Age"]
+    assert table["rows"][0]["cells"][:2] == ["pods", 1]
