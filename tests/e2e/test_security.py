@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import ssl
 import stat
 import subprocess
@@ -27,6 +28,7 @@ from ovnk_core.identities import CLUSTER_MANAGER_USER, CONTROLLER_USER, NODES_GR
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
 from ovnk_core.kube.errors import ApiError
 from ovnk_core.kube.resources import NODES
+from ovnk_core.testing.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -234,6 +236,27 @@ def test_a_node_agent_cannot_forge_another_nodes_annotations_through_the_webhook
     # the webhook process decided it, from the identity in the review's userInfo
     log = (cluster.log_dir / "webhook.log").read_text()
     assert "UPDATE nodes/status ovn-worker by system:ovn-node:ovn-worker2 denied" in log
+
+
+def test_the_webhook_is_supervised(cluster: LocalCluster) -> None:
+    """Killed, ``ovnk webhook`` is started again by the supervisor on its port, and the
+    configurations reach it again."""
+    before = {s.name: s for s in cluster.status()}["webhook"]
+    record = cluster.state().processes["webhook"]
+    os.kill(record.pid, signal.SIGKILL)
+    back = wait_until(lambda: (lambda s: s if s.restarts == before.restarts + 1 and s.ready
+                               else None)({s.name: s for s in cluster.status()}["webhook"]),
+                      timeout=60, what="the webhook restarted and ready")
+    assert back.last_exit == "killed by signal 9 (SIGKILL)"
+    forged = '{"default":{"ip_addresses":["10.244.0.9/24"],"mac_address":"0a:58:0a:f4:00:09"}}'
+    admin(cluster, "create", "namespace", "teal")
+    admin(cluster, "create", "rolebinding", "bob-edits", "--clusterrole=edit", "--user=bob",
+          "-n", "teal")
+    admin(cluster, "run", "web", "-n", "teal", "--image=agnhost")
+    refused = kubectl(cluster.kubeconfig, "annotate", "pod", "web", "-n", "teal",
+                      f"k8s.ovn.org/pod-networks={forged}", "--overwrite", "--as", "bob")
+    assert 'admission webhook "ovn-kubernetes-admission-webhook-pod.k8s.io" denied the ' \
+           'request: user "bob" is not allowed' in refused.stderr
 
 
 def test_without_a_dataplane_pods_run_once_annotated(cluster: LocalCluster) -> None:
