@@ -109,6 +109,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: WebhookHTTPServer
     timeout = IDLE_TIMEOUT  # waiting for the next request of a keep-alive connection
+    disable_nagle_algorithm = True  # headers and body go out without waiting for an ACK
 
     def setup(self) -> None:
         if isinstance(self.request, ssl.SSLSocket):

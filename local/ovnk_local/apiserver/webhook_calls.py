@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import http.client
 import json
 import logging
@@ -82,6 +83,7 @@ class _Connection(http.client.HTTPSConnection):
 
     def connect(self) -> None:
         sock = socket.create_connection((self.host, self.port), self.timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as http.client does
         self.sock = self.tls_context.wrap_socket(sock, server_hostname=self.tls_name)
 
 
@@ -205,14 +207,19 @@ class WebhookCaller:
 
 def _trust(ca_bundle: object) -> ssl.SSLContext:
     """Trust ``caBundle`` (base64 PEM as stored), or the system's CAs when there is none."""
-    context = ssl.create_default_context()
-    if ca_bundle:
-        try:
-            pem = base64.b64decode(str(ca_bundle), validate=True).decode()
-            context = ssl.create_default_context(cadata=pem)
-        except (binascii.Error, UnicodeDecodeError, ssl.SSLError) as exc:
-            raise CallFailed(f"failed to call webhook: caBundle: {exc}") from None
-    return context
+    try:
+        return _context(str(ca_bundle or ""))
+    except (binascii.Error, UnicodeDecodeError, ssl.SSLError) as exc:
+        raise CallFailed(f"failed to call webhook: caBundle: {exc}") from None
+
+
+@functools.lru_cache(maxsize=64)
+def _context(ca_bundle: str) -> ssl.SSLContext:
+    """One client context per bundle (loading CAs costs more than the call itself)."""
+    if not ca_bundle:
+        return ssl.create_default_context()
+    pem = base64.b64decode(ca_bundle, validate=True).decode()
+    return ssl.create_default_context(cadata=pem)
 
 
 def _review(uid: str, attrs: Attributes) -> JSON:
