@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ovnk_local.apiserver import webhook_calls
 from ovnk_local.apiserver.authn import AUTHENTICATED
 from ovnk_local.apiserver.pki import CertificateAuthority
 from ovnk_local.apiserver.server import ServerHandle
@@ -403,3 +404,11 @@ def test_kubectl_get_prints_the_number_of_webhooks(kube_apiserver: ServerHandle,
     table = to_table(rt, [admin.get(VWC, "pods")], {}, "None")
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Webhooks", "Age"]
     assert table["rows"][0]["cells"][:2] == ["pods", 1]
+
+
+def test_a_ca_bundle_is_loaded_once_not_per_call(ca: CertificateAuthority) -> None:
+    """Building a context (with the system's CAs for an empty bundle) costs more than the
+    call: one per bundle, however many writes."""
+    bundle = base64.b64encode(ca.cert_pem).decode()
+    assert webhook_calls._trust(bundle) is webhook_calls._trust(bundle)
+    assert webhook_calls._trust("") is webhook_calls._trust(None)
