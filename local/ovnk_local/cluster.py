@@ -62,6 +62,7 @@ from ovnk_core.ovn.processes import ensure_database
 from ovnk_core.readiness import not_ready_reason
 from ovnk_core.udn.sections import sections_for
 from ovnk_local import zones
+from ovnk_local.admission_webhook import WEBHOOK, LocalWebhook
 from ovnk_local.apiserver.security import SecurityOptions, admin_kubeconfig
 from ovnk_local.cgroups import ensure_kubelet_cgroup, kubelet_cgroup_flags, remove_cluster_cgroups
 from ovnk_local.cni_runtime import install_cni_config
@@ -496,6 +497,11 @@ class LocalCluster:
             self._wait_infra(state, timeout)
             admin_kubeconfig(self.pki_dir, self.server_url(port), self.kubeconfig)
             client = KubeClient(api_client_from_kubeconfig(str(self.kubeconfig)))
+            # ovnk's annotation rules: the API server calls ovnk webhook for them
+            webhook = LocalWebhook(self.pki_dir / WEBHOOK, _free_port())
+            self._record(webhook.record(self.log_dir, self.ready_file(WEBHOOK)))
+            self._wait_ready([WEBHOOK], timeout)
+            webhook.configure(client)
             self._apply_crds(client, config)
             for namespace in SYSTEM_NAMESPACES:
                 try:

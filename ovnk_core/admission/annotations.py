@@ -6,8 +6,9 @@ it gets; a node's ``k8s.ovn.org/node-subnets``, ``node-id`` and gateway facts
 decide the whole topology.  RBAC cannot tell one annotation from another, nor
 node A's agent from node B's, so upstream OVN-Kubernetes runs validating
 webhooks (``go-controller/pkg/ovnwebhook``, served by ovnkube-identity) that
-do; these hooks are the same rules for an API server that runs ovnk's admission hooks
-(``admission.contract``; in development the local one of ``ovnk-local``):
+do; these hooks are the same rules, served by ``ovnk webhook`` (``ovnk_core.webhook``,
+registered through the ``ovnk.webhook`` entry point of ``admission.contract``) at
+upstream's paths ``/node`` and ``/pod``:
 
 * ``k8s.ovn.org/pod-networks``: only the cluster manager
   (``CLUSTER_MANAGER_USER``) may add, change or remove it.
@@ -33,7 +34,8 @@ the cluster manager allocates it, so no node agent may.  Lists in messages are
 sorted (upstream prints a Go set in random order).
 
 A denial reaches the client as a webhook denial does: HTTP 403, reason
-``Forbidden``, message ``admission webhook "<webhook>" denied the request: <why>``.
+``Forbidden``, message ``admission webhook "<webhook>" denied the request: <why>``
+(the webhook answers ``<why>``; the API server adds the rest).
 """
 
 from __future__ import annotations
@@ -44,9 +46,9 @@ from typing import Any
 
 from ovnk_core.admission.contract import (
     MASTERS,
-    AdmissionDenied,
     AdmissionRegistry,
     UserInfo,
+    WebhookDenied,
     go_quote,
 )
 from ovnk_core.annotations.node_encap_ips import NODE_ENCAP_IPS_ANNOTATION
@@ -176,11 +178,9 @@ def _name(obj: JSON) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
 
 
-def denied(webhook: str, message: str) -> AdmissionDenied:
-    """A webhook's denial as the API server returns it (controller-runtime's ``Denied``:
-    403 Forbidden, no details)."""
-    return AdmissionDenied(f"admission webhook {go_quote(webhook)} denied the request: "
-                           f"{message}")
+def denied(webhook: str, message: str) -> WebhookDenied:
+    """A webhook's denial (controller-runtime's ``Denied``: 403 Forbidden, no details)."""
+    return WebhookDenied(webhook, message)
 
 
 def is_master(user: UserInfo) -> bool:
@@ -263,17 +263,21 @@ def _without_annotations(obj: JSON) -> JSON:
     return {**obj, "metadata": meta}
 
 
+NODE_PATH, POD_PATH = "/node", "/pod"
+"""Where ``ovnk webhook`` serves each (upstream's ovnkube-identity paths)."""
+
+
 def register(registry: AdmissionRegistry) -> None:
-    """The ``ovnk.admission`` entry point: both hooks, on the main resource and ``/status``."""
+    """The ``ovnk.webhook`` entry point: both hooks, on the main resource and ``/status``."""
     registry.register_validating("", "pods", validate_pod, name=POD_WEBHOOK,
                                  subresources=("", "status"), operations=("CREATE", "UPDATE"),
-                                 with_user=True)
+                                 with_user=True, path=POD_PATH)
     registry.register_validating("", "nodes", validate_node, name=NODE_WEBHOOK,
                                  subresources=("", "status"), operations=("CREATE", "UPDATE"),
-                                 with_user=True)
+                                 with_user=True, path=NODE_PATH)
 
 
 __all__ = ["CLUSTER_MANAGER_NODE_ANNOTATIONS", "NODE_AGENT_CHECKS",
-           "NODE_AGENT_NODE_ANNOTATIONS", "NODE_WEBHOOK", "POD_ANNOTATIONS",
-           "POD_WEBHOOK", "annotation_changes", "go_list", "go_quote", "register",
+           "NODE_AGENT_NODE_ANNOTATIONS", "NODE_PATH", "NODE_WEBHOOK", "POD_ANNOTATIONS",
+           "POD_PATH", "POD_WEBHOOK", "annotation_changes", "go_list", "go_quote", "register",
            "validate_node", "validate_pod"]

@@ -18,8 +18,12 @@ sides share, so the core never imports a server:
 * ``FieldError``: one invalid field, printed as apimachinery's ``field.Error`` prints it
   (with ``go_quote``/``go_value``, Go's ``%q``/``%v``), and ``type_name`` (kube-openapi's
   JSON type names) for the messages a schema check prints.
-* ``AdmissionDenied``: a refusal that is not about a field (a webhook's denial: 403
-  Forbidden, the message as is).
+* ``AdmissionDenied``: a refusal that is not about a field (403 Forbidden, the message as
+  is); ``WebhookDenied``, one a webhook answers (``webhook_denial`` words it as
+  kube-apiserver does).
+* ``WEBHOOK_ENTRY_POINT_GROUP`` (``ovnk.webhook``): rules a real cluster runs as admission
+  webhooks (``ovnk webhook``, ``ovnk_core.webhook``), registered the same way; a hook's
+  ``path`` is where the webhook server serves it.
 """
 
 from __future__ import annotations
@@ -32,7 +36,12 @@ from typing import Any, Protocol
 JSON = dict[str, Any]
 
 ENTRY_POINT_GROUP = "ovnk.admission"
-"""Entry points ``name = "module:register"``, each called with an ``AdmissionRegistry``."""
+"""Entry points ``name = "module:register"``, each called with an ``AdmissionRegistry``:
+rules an API server runs itself (a real one as CEL)."""
+
+WEBHOOK_ENTRY_POINT_GROUP = "ovnk.webhook"
+"""Entry points ``name = "module:register"`` of the rules ``ovnk webhook`` serves over
+HTTPS (a real cluster calls them through a ValidatingWebhookConfiguration)."""
 
 MASTERS = "system:masters"
 """Kubernetes' break-glass group: its members pass RBAC (and ovnk's ownership rules)."""
@@ -178,6 +187,26 @@ class AdmissionDenied(Exception):
         self.reason = reason
 
 
+def webhook_denial(webhook: str, detail: str) -> str:
+    """How kube-apiserver words a webhook's denial for the client (``ToStatusErr``):
+    ``admission webhook "<webhook>" denied the request: <detail>``, or ``... denied the
+    request without explanation`` when the webhook gave none."""
+    if not detail:
+        return f"admission webhook {go_quote(webhook)} denied the request without explanation"
+    return f"admission webhook {go_quote(webhook)} denied the request: {detail}"
+
+
+class WebhookDenied(AdmissionDenied):
+    """A webhook's denial: ``detail`` is what the webhook answers
+    (``response.status.message``), ``message`` what the API server's client reads."""
+
+    def __init__(self, webhook: str, detail: str, code: int = 403,
+                 reason: str = "Forbidden") -> None:
+        super().__init__(webhook_denial(webhook, detail), code, reason)
+        self.webhook = webhook
+        self.detail = detail
+
+
 class PolicyDenied(Exception):
     """A refusal of a rule that upstream ships as a ValidatingAdmissionPolicy (CEL, evaluated
     by the API server itself).  A server words it as the real one does: ``<resource>
@@ -205,10 +234,11 @@ class AdmissionRegistry(Protocol):
     def register_validating(self, group: str, resource: str, hook: ValidatingHook, *,
                             name: str = "", subresources: tuple[str, ...] = ("",),
                             operations: tuple[str, ...] = ("CREATE", "UPDATE", "DELETE"),
-                            with_user: bool = False) -> None:
+                            with_user: bool = False, path: str = "") -> None:
         """Call ``hook`` for writes of ``resource`` in ``group`` (``""``: the core group);
         ``subresources`` lists the endpoints it covers (``""`` is the main resource, add
-        ``"status"`` to see status writes too)."""
+        ``"status"`` to see status writes too).  ``path``: where a webhook server serves
+        the hook (``/node``); a server that calls it in-process ignores it."""
 
     def register_mutating(self, group: str, resource: str, hook: MutatingHook, *,
                           name: str = "", subresources: tuple[str, ...] = ("",),
@@ -217,7 +247,7 @@ class AdmissionRegistry(Protocol):
         """Call ``hook`` before validation; a dict it returns replaces the new object."""
 
 
-__all__ = ["ENTRY_POINT_GROUP", "JSON", "MASTERS", "OMIT", "AdmissionDenied",
-           "AdmissionRegistry", "FieldError", "HookResult", "MutatingHook", "PolicyDenied",
-           "UserInfo",
-           "ValidatingHook", "go_quote", "go_value", "type_name"]
+__all__ = ["ENTRY_POINT_GROUP", "JSON", "MASTERS", "OMIT", "WEBHOOK_ENTRY_POINT_GROUP",
+           "AdmissionDenied", "AdmissionRegistry", "FieldError", "HookResult", "MutatingHook",
+           "PolicyDenied", "UserInfo", "ValidatingHook", "WebhookDenied", "go_quote",
+           "go_value", "type_name", "webhook_denial"]

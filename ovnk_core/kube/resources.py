@@ -57,6 +57,9 @@ NADS = Resource("k8s.cni.cncf.io", "v1", "network-attachment-definitions",
                 "NetworkAttachmentDefinition", True)
 IPAMCLAIMS = Resource("k8s.cni.cncf.io", "v1alpha1", "ipamclaims", "IPAMClaim", True)
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
+VALIDATING_WEBHOOK_CONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration", False)
 _RBAC = "rbac.authorization.k8s.io"
 ROLES = Resource(_RBAC, "v1", "roles", "Role", True)
 ROLE_BINDINGS = Resource(_RBAC, "v1", "rolebindings", "RoleBinding", True)

@@ -257,9 +257,11 @@ def test_service_in_a_udn_namespace_gets_a_mirrored_endpoint_slice(cluster: Loca
     def expected() -> dict[str, list[str]]:
         default, udn = [], []
         for item in get_json(cluster, "pods", "-n", "blue", "-l", "app=web-backend")["items"]:
-            networks = json.loads(item["metadata"]["annotations"][POD_NETWORKS])
-            if not item["status"].get("podIP") or item["metadata"].get("deletionTimestamp"):
-                continue
+            annotation = (item["metadata"].get("annotations") or {}).get(POD_NETWORKS)
+            if not annotation or not item["status"].get("podIP") or \
+                    item["metadata"].get("deletionTimestamp"):
+                continue  # (a pod just created has no pod-networks yet)
+            networks = json.loads(annotation)
             default.append(item["status"]["podIP"])
             udn.append(networks["blue/blue-network"]["ip_addresses"][0].split("/")[0])
         return {"endpointslice-controller.k8s.io": sorted(default),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import ssl
 import stat
 import subprocess
@@ -24,6 +25,10 @@ import yaml
 from ovnk_local.cluster import LocalCluster
 
 from ovnk_core.identities import CLUSTER_MANAGER_USER, CONTROLLER_USER, NODES_GROUP
+from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
+from ovnk_core.kube.errors import ApiError
+from ovnk_core.kube.resources import NODES
+from ovnk_core.testing.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -201,6 +206,57 @@ def test_pod_editors_cannot_forge_the_pod_networks_annotation(cluster: LocalClus
     assert "is not allowed to set the following annotations on pod" in at_create.stderr
     admin(cluster, "annotate", "pod", "web", "-n", "green", "team=dev", *dev)
     assert kubectl(cluster.kubeconfig, "get", "pod", "sneaky", "-n", "green").returncode != 0
+
+
+def test_a_node_agent_cannot_forge_another_nodes_annotations_through_the_webhook(
+        cluster: LocalCluster) -> None:
+    """The annotation rules run in ``ovnk webhook``, called over HTTPS through the
+    ValidatingWebhookConfigurations ``ovnk local`` creates: a node agent (its own client
+    certificate) that writes another node's annotations is refused in the webhook's words,
+    and the node is left as it was."""
+    configurations = json.loads(admin(cluster, "get", "validatingwebhookconfigurations",
+                                      "-o", "json"))["items"]
+    hooks = {hook["name"]: hook for item in configurations for hook in item["webhooks"]}
+    node_hook = hooks["ovn-kubernetes-admission-webhook-node.k8s.io"]
+    assert node_hook["clientConfig"]["url"].startswith("https://localhost:")
+    assert node_hook["clientConfig"]["caBundle"] and node_hook["failurePolicy"] == "Fail"
+    agent = KubeClient(api_client_from_kubeconfig(
+        str(cluster.component_kubeconfig("node-agent-ovn-worker2"))))
+    before = json.loads(admin(cluster, "get", "node", "ovn-worker", "-o", "json"))
+    with pytest.raises(ApiError) as refused:
+        agent.patch_status(NODES, "ovn-worker", {"metadata": {"annotations": {
+            "k8s.ovn.org/host-cidrs": '["172.18.0.99/16"]'}}})
+    assert (refused.value.code, refused.value.reason) == (403, "Forbidden")
+    assert str(refused.value) == (
+        'admission webhook "ovn-kubernetes-admission-webhook-node.k8s.io" denied the '
+        'request: ovnkube-node on node: "ovn-worker2" is not allowed to modify nodes '
+        '"ovn-worker" annotations')
+    after = json.loads(admin(cluster, "get", "node", "ovn-worker", "-o", "json"))
+    assert after["metadata"]["annotations"] == before["metadata"]["annotations"]
+    # the webhook process decided it, from the identity in the review's userInfo
+    log = (cluster.log_dir / "webhook.log").read_text()
+    assert "UPDATE nodes/status ovn-worker by system:ovn-node:ovn-worker2 denied" in log
+
+
+def test_the_webhook_is_supervised(cluster: LocalCluster) -> None:
+    """Killed, ``ovnk webhook`` is started again by the supervisor on its port, and the
+    configurations reach it again."""
+    before = {s.name: s for s in cluster.status()}["webhook"]
+    record = cluster.state().processes["webhook"]
+    os.kill(record.pid, signal.SIGKILL)
+    back = wait_until(lambda: (lambda s: s if s.restarts == before.restarts + 1 and s.ready
+                               else None)({s.name: s for s in cluster.status()}["webhook"]),
+                      timeout=60, what="the webhook restarted and ready")
+    assert back.last_exit == "killed by signal 9 (SIGKILL)"
+    forged = '{"default":{"ip_addresses":["10.244.0.9/24"],"mac_address":"0a:58:0a:f4:00:09"}}'
+    admin(cluster, "create", "namespace", "teal")
+    admin(cluster, "create", "rolebinding", "bob-edits", "--clusterrole=edit", "--user=bob",
+          "-n", "teal")
+    admin(cluster, "run", "web", "-n", "teal", "--image=agnhost")
+    refused = kubectl(cluster.kubeconfig, "annotate", "pod", "web", "-n", "teal",
+                      f"k8s.ovn.org/pod-networks={forged}", "--overwrite", "--as", "bob")
+    assert 'admission webhook "ovn-kubernetes-admission-webhook-pod.k8s.io" denied the ' \
+           'request: user "bob" is not allowed' in refused.stderr
 
 
 def test_without_a_dataplane_pods_run_once_annotated(cluster: LocalCluster) -> None:

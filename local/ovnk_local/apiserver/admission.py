@@ -48,6 +48,7 @@ from ovnk_local.apiserver.errors import (
 )
 from ovnk_local.apiserver.objectmeta import key_of
 from ovnk_local.apiserver.resources import ResourceType
+from ovnk_local.apiserver.webhook_calls import WebhookCaller
 
 log = logging.getLogger(__name__)
 
@@ -80,19 +81,22 @@ class _Hook:
 class AdmissionRegistry:
     """Hooks registered at run time, called for every matching API write."""
 
-    def __init__(self) -> None:
+    def __init__(self, webhooks: WebhookCaller | None = None) -> None:
         self._lock = threading.Lock()
         self._hooks: list[_Hook] = []
+        # the ValidatingWebhookConfigurations' webhooks, called after the hooks
+        self.webhooks = webhooks
 
     def register_validating(self, group: str, resource: str, hook: ValidatingHook, *,
                             name: str = "", subresources: tuple[str, ...] = ("",),
                             operations: tuple[str, ...] = ("CREATE", "UPDATE", "DELETE"),
-                            with_user: bool = False) -> None:
+                            with_user: bool = False, path: str = "") -> None:
         """Call ``hook(operation, new, old)`` for writes of ``resource`` in ``group``.
 
         ``subresources`` lists which endpoints the hook covers: ``""`` is the main
         resource, add ``"status"`` to also see status writes.  ``with_user``: the hook
-        takes the requester (``UserInfo`` or None) as a fourth argument.
+        takes the requester (``UserInfo`` or None) as a fourth argument.  ``path`` (where
+        a webhook server serves it) means nothing in-process.
         """
         self._add(_Hook(name or getattr(hook, "__name__", "hook"), group, resource,
                         subresources, operations, validate=hook, with_user=with_user))
@@ -139,8 +143,9 @@ class AdmissionRegistry:
         return obj
 
     def validate(self, rt: ResourceType, subresource: str, operation: str, obj: JSON | None,
-                 old: JSON | None, user: UserInfo | None = None) -> None:
-        """Run the validating hooks; raises the first rejection as an ``ApiStatusError``."""
+                 old: JSON | None, user: UserInfo | None = None, dry_run: bool = False) -> None:
+        """Run the validating hooks, then the webhooks of the ValidatingWebhookConfigurations
+        for a user's write; raises the first rejection as an ``ApiStatusError``."""
         subject = obj if obj is not None else old or {}
         name = str((subject.get("metadata") or {}).get("name") or "")
         for hook in self._matching(rt, subresource, operation):
@@ -164,6 +169,8 @@ class AdmissionRegistry:
                 continue
             log.info("admission: %s %s rejected by %s", operation, key_of(subject), hook.name)
             raise rejection(rt, name, result)
+        if self.webhooks is not None and user is not None:
+            self.webhooks.validate(rt, subresource, operation, obj, old, user, dry_run)
 
 
 def denial(denied: AdmissionDenied) -> ApiStatusError:

@@ -150,7 +150,7 @@ class Api:
         warnings = self._validate(rt, obj, None, options)
         m = meta(obj)
         self.admission.validate(rt, "", "CREATE", from_storage(rt, obj), None,
-                                 options.user)
+                                options.user, options.dry_run)
         with self.store.lock:
             self._check_namespace(rt, namespace, m["name"])
             if self.store.get(rt.storage, m.get("namespace") or "", m["name"]) is not None:
@@ -316,7 +316,8 @@ class Api:
                                          options.user)
             warnings = self._validate(rt, new, current, options)
             self.admission.validate(rt, subresource, "UPDATE", from_storage(rt, new),
-                                    from_storage(rt, current), options.user)
+                                    from_storage(rt, current), options.user,
+                                    options.dry_run)
             with self.store.lock:
                 latest = self._load(rt, namespace, name)
                 if latest["metadata"]["resourceVersion"] != current["metadata"][
@@ -357,7 +358,7 @@ class Api:
         current = self._load(rt, namespace, name)
         _check_preconditions(rt, current, preconditions)
         self.admission.validate(rt, "", "DELETE", None, from_storage(rt, current),
-                                 options.user)
+                                options.user, options.dry_run)
         with self.store.lock:
             latest = self._load(rt, namespace, name)
             _check_preconditions(rt, latest, preconditions)

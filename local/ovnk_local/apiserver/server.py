@@ -66,6 +66,7 @@ from ovnk_local.apiserver.store import Store
 from ovnk_local.apiserver.table import to_table
 from ovnk_local.apiserver.version import version_info
 from ovnk_local.apiserver.watch import WatchRequest, stream
+from ovnk_local.apiserver.webhook_calls import WebhookCaller
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ class ApiServer:
         self.options = options
         self.store = Store(options.history_size, options.max_watch_queue)
         self.registry = ResourceRegistry(builtin_types())
-        self.admission = AdmissionRegistry()
+        self.admission = AdmissionRegistry(WebhookCaller(self.store))
         self.api = Api(self.store, self.registry, self.admission,
                        ServiceAllocator(options.service_cidrs))
         self.security = Security(options.security, self.store)

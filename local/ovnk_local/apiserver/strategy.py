@@ -31,6 +31,7 @@ from ovnk_local.apiserver.objectmeta import meta, validate_annotations, validate
 from ovnk_local.apiserver.podspec import default_pod_spec, pod_spec_errors, qos_class
 from ovnk_local.apiserver.resources import ResourceType
 from ovnk_local.apiserver.secrets import prepare_secret, validate_secret
+from ovnk_local.apiserver.webhook_configs import default_configuration, validate_configuration
 
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
                  "deletionGracePeriodSeconds", "generation", "selfLink")
@@ -87,6 +88,7 @@ DEFAULTS: dict[tuple[str, str], Callable[[JSON], None]] = {
     ("apps", "Deployment"): default_deployment,
     ("apps", "DaemonSet"): default_daemonset,
     ("networking.k8s.io", "NetworkPolicy"): default_network_policy,
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): default_configuration,
 }
 
 
@@ -252,6 +254,7 @@ VALIDATORS: dict[tuple[str, str], Callable[[JSON, JSON | None], list[FieldError]
     ("apps", "Deployment"): validate_deployment,
     ("apps", "DaemonSet"): validate_daemonset,
     ("networking.k8s.io", "NetworkPolicy"): validate_network_policy,
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): validate_configuration,
 }
 
 

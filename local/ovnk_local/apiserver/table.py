@@ -4,7 +4,7 @@ Built-in kinds get the columns the real server prints (pods: READY,
 STATUS, RESTARTS, AGE and, for ``-o wide``, IP and NODE; nodes, services,
 namespaces, endpoints and endpoint slices, events, leases, config maps,
 secrets, service accounts, deployments, daemon sets, network policies,
-CRDs); custom
+validating webhook configurations, CRDs); custom
 resources get NAME plus their CRD's ``additionalPrinterColumns`` (or AGE
 when there are none), evaluated with the JSONPath subset in
 ``jsonpath.py``.  Ages use apimachinery's ``HumanDuration`` format.
@@ -262,6 +262,9 @@ _BUILTIN: dict[tuple[str, str], list[tuple[JSON, Cell]]] = {
         (_col("Ports"), lambda o: ",".join(str(p.get("port")) for p in o.get("ports") or [])
          or "<unset>"),
         (_col("Endpoints"), _slice_endpoints), (_col("Age"), _age)],
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): [
+        (_col("Webhooks", "integer"), lambda o: len(o.get("webhooks") or [])),
+        (_col("Age"), _age)],
     ("coordination.k8s.io", "Lease"): [
         (_col("Holder"), lambda o: dig(o, "spec.holderIdentity") or ""), (_col("Age"), _age)],
     ("apiextensions.k8s.io", "CustomResourceDefinition"): [

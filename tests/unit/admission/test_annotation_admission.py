@@ -41,6 +41,7 @@ from ovnk_core.manifests.rbac import RBAC_DIR
 from ovnk_core.plugins import PluginHost
 from ovnk_core.testing.configs import udn_config
 from ovnk_core.testing.waiting import wait_until
+from ovnk_core.webhook.endpoints import load_rules
 
 POD_WEBHOOK = 'admission webhook "ovn-kubernetes-admission-webhook-pod.k8s.io" denied the ' \
               "request: "
@@ -346,13 +347,15 @@ def test_denial_status_and_go_formatting() -> None:
     assert rules.go_list(["b", "a"]) == "[a b]" and rules.go_list([]) == "[]"
 
 
-def test_registered_by_the_entry_point() -> None:
+def test_registered_by_the_webhook_entry_point_not_in_process() -> None:
+    """The rules are ``ovnk webhook``'s (``ovnk.webhook``): an API server that loads the
+    in-process ``ovnk.admission`` hooks does not run them, a webhook configuration calls
+    them."""
+    assert load_rules().paths == [rules.NODE_PATH, rules.POD_PATH]
     registry = AdmissionRegistry()
     load_plugins(registry, use_entry_points=True)
     new = pod({POD_NETWORKS_ANNOTATION: NETWORKS})
-    assert refusal(registry, PODS_RT, "CREATE", new, None, ALICE) is not None
-    assert refusal(registry, NODES_RT, "UPDATE", annotated(node(), node_id="1"), node(),
-                   ALICE) is not None
+    assert refusal(registry, PODS_RT, "CREATE", new, None, ALICE) is None
 
 
 # -- against the local API server ------------------------------------------------------------

@@ -101,6 +101,14 @@ def cluster_objects(handle: ServerHandle, api: KubeClient, typed: client.ApiClie
         "spec": {"podSelector": {"matchLabels": {"app": "web"}},
                  "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/8"}}],
                               "ports": [{"port": 8080}]}]}})
+    client.AdmissionregistrationV1Api(typed).create_validating_webhook_configuration({
+        "metadata": {"name": "widgets"},
+        "webhooks": [{"name": "widgets.example.com", "sideEffects": "None",
+                      "admissionReviewVersions": ["v1"],
+                      "clientConfig": {"url": "https://127.0.0.1:1/validate",
+                                       "caBundle": "Y2E="},
+                      "rules": [{"operations": ["CREATE"], "apiGroups": ["example.com"],
+                                 "apiVersions": ["v1"], "resources": ["widgets"]}]}]})
     rbac = client.RbacAuthorizationV1Api(typed)
     rbac.create_namespaced_role(NS, {"metadata": {"name": "reader"}, "rules": [
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]})
