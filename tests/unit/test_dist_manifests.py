@@ -143,3 +143,11 @@ def test_a_broken_kustomization_is_a_clear_error(tmp_path: Path) -> None:
     from ovnk_core.errors import OvnkError
     with pytest.raises(OvnkError, match="kubectl kustomize .*gone.yaml"):
         render(tmp_path)
+
+
+def test_plugin_rbac_is_what_the_config_map_enables(objects: list[dict[str, Any]]) -> None:
+    from ovnk_core.manifests.dist import main as dist_main
+    assert dist_main(["--check"]) == 0, "run: python -m ovnk_core.manifests.dist"
+    networkpolicy = find(objects, "ClusterRole", "ovnk:feature:networkpolicy:zone")
+    assert networkpolicy["metadata"]["labels"][
+        "rbac.k8s.ovn.org/aggregate-to-ovnkube-controller"] == "true"
