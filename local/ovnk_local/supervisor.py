@@ -130,7 +130,9 @@ def spawn_process(record: ProcessRecord) -> subprocess.Popen[bytes]:
     if record.container:  # a container: its declared environment, its own mounts
         from ovnk_local.mount_ns import enter_mount_namespace
 
-        env, mounts = dict(record.env), [tuple(m) for m in record.mounts]
+        # the cluster's mark aside (how 'down' finds its processes), nothing inherited
+        marked = {CLUSTER_ENV: os.environ[CLUSTER_ENV]} if CLUSTER_ENV in os.environ else {}
+        env, mounts = {**record.env, **marked}, [tuple(m) for m in record.mounts]
 
         def preexec() -> None:
             enter_mount_namespace(mounts)

@@ -21,7 +21,7 @@ import yaml
 from kubernetes import client as k8s_client
 from ovnk_local.cluster import LocalCluster
 from ovnk_local.manifest_pods import SERVICE_ACCOUNT_MOUNT
-from ovnk_local.supervisor import LocalClusterError
+from ovnk_local.supervisor import CLUSTER_ENV, LocalClusterError
 from ovnk_local.testing.dataplane import (
     echo_requests_received,
     kubectl,
@@ -107,6 +107,16 @@ def test_components_run_as_the_manifests_declare(cluster: LocalCluster) -> None:
     assert "--k8s-kubeconfig" not in " ".join(manager.args)  # in-cluster configuration
     assert manager.env["KUBERNETES_SERVICE_PORT"] == str(cluster.state().api_port)
     assert {m[1] for m in manager.mounts} == {"/run/ovnkube-config", SERVICE_ACCOUNT_MOUNT}
+    # the running process: the declared environment (and the cluster's mark), its mounts
+    environ = dict(entry.split("=", 1) for entry in
+                   Path(f"/proc/{manager.pid}/environ").read_text().split("\0") if entry)
+    assert set(environ) == {*manager.env, CLUSTER_ENV}
+    mounted = {line.split()[4] for line in
+               Path(f"/proc/{manager.pid}/mountinfo").read_text().splitlines()}
+    tokens = os.path.realpath(SERVICE_ACCOUNT_MOUNT)  # /var/run is /run here
+    assert {"/run/ovnkube-config", tokens} <= mounted
+    assert tokens not in {line.split()[4] for line in
+                          Path("/proc/self/mountinfo").read_text().splitlines()}
     for node in NODE_NAMES:
         controller = records[f"{node}/controller"]
         assert controller.container and f"--zone={node}" in controller.args
