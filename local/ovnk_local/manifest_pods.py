@@ -4,9 +4,10 @@
 every object through the API as the administrator (``render_and_apply``): the
 namespace, CRDs, service accounts, roles and bindings, the ConfigMap, the Deployment
 and the DaemonSet.  ovnk's RBAC then comes from the manifests alone.  The cluster
-manager (the Deployment's container ``ovnkube-cluster-manager``) and every node's
-zone controller (the DaemonSet's ``ovnkube-controller``) are built from the objects
-the API server holds (``container_record``), as a kubelet builds a container:
+manager (the Deployment's container ``ovnkube-cluster-manager``), every node's zone
+controller and node agent (the DaemonSet's ``ovnkube-controller`` and ``ovnkube-node``)
+are built from the objects the API server holds (``container_record``), as a kubelet
+builds a container:
 
 * the command and args, ``$(VAR)`` expanded from the container's environment; the
   image's ``ovnk`` is this installation's;
@@ -15,13 +16,15 @@ the API server holds (``container_record``), as a kubelet builds a container:
   server, nothing inherited;
 * the volumes at their ``mountPath`` in the container's own mount namespace
   (``mount_ns``): a ConfigMap as its keys' files, a ``hostPath`` as that path of the
-  node's host (``DIR/nodes/<node>/host/<path>``, where ``provision_node_host`` puts
-  the zone's database sockets under upstream's names), and the pod's service account
-  as ``token``, ``ca.crt`` and ``namespace`` at
+  node's host (``Pod.host_root``, or one of ``Pod.host_paths``), and the pod's service
+  account as ``token``, ``ca.crt`` and ``namespace`` at
   ``/var/run/secrets/kubernetes.io/serviceaccount``: a TokenRequest token the API
   server authenticates as that account, so the roles of ``DIR`` are the ones enforced.
 
-One addition is ovnk local's own: ``--ready-file``, which the supervisor waits for.
+The additions are ovnk local's own: ``--ready-file``, which the supervisor waits for,
+and for the node agent the flags of ovnk local's wiring (``local_args``: the node's
+network namespace, since every node agent runs in the host's, its gateway's physical
+network, the kubelet's cgroup, the pods' namespace names).
 What a manifest asks for and this cannot give (a volume kind other than ConfigMap
 and hostPath, a ``valueFrom`` other than fieldRef/configMapKeyRef, a mount of an
 undeclared volume, a missing ConfigMap) is a ``ManifestError`` naming it, as a
@@ -33,7 +36,8 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +57,7 @@ IMAGE_ENTRY_POINTS = {"ovnk": [sys.executable, "-m", "ovnk_core.cli.main"]}
 IMAGE_ENVIRONMENT = ("PATH", "LANG", "OVNK_OVN")
 CLUSTER_MANAGER = ("Deployment", "ovnkube-control-plane", "ovnkube-cluster-manager")
 ZONE_CONTROLLER = ("DaemonSet", "ovnkube-node", "ovnkube-controller")
+NODE_AGENT = ("DaemonSet", "ovnkube-node", "ovnkube-node")
 _VARIABLE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
 
@@ -73,6 +78,9 @@ class Pod:
     api_host: str
     api_port: int
     ca_pem: bytes
+    # host paths that are somewhere else than under host_root (shared by every node of
+    # ovnk local, or the node's own directories)
+    host_paths: dict[str, Path] = field(default_factory=dict)
 
 
 def render_and_apply(admin: KubeClient, directory: Path) -> list[JSON]:
@@ -171,7 +179,8 @@ def _volume_source(admin: KubeClient, volume: JSON, pod: Pod) -> tuple[Path, boo
             (directory / key).write_text(text)
         return directory, True
     if "hostPath" in volume:
-        directory = pod.host_root / volume["hostPath"]["path"].lstrip("/")
+        path = volume["hostPath"]["path"]
+        directory = pod.host_paths.get(path.rstrip("/")) or pod.host_root / path.lstrip("/")
         directory.mkdir(parents=True, exist_ok=True)
         return directory, False
     kinds = sorted(set(volume) - {"name"})
@@ -211,9 +220,11 @@ def container_argv(container: JSON, env: dict[str, str]) -> list[str]:
 
 
 def container_record(admin: KubeClient, which: tuple[str, str, str], pod: Pod,
-                     record_name: str, log: Path, ready_file: Path) -> ProcessRecord:
+                     record_name: str, log: Path, ready_file: Path,
+                     local_args: Sequence[str] = ()) -> ProcessRecord:
     """The supervised process of one container of a workload (``CLUSTER_MANAGER``,
-    ``ZONE_CONTROLLER``), as the API server holds the workload now."""
+    ``ZONE_CONTROLLER``, ``NODE_AGENT``), as the API server holds the workload now;
+    ``local_args`` (what only ovnk local's wiring needs) go after the declared ones."""
     kind, workload_name, container_name = which
     resource = DEPLOYMENTS if kind == "Deployment" else DAEMONSETS
     try:
@@ -229,22 +240,23 @@ def container_record(admin: KubeClient, which: tuple[str, str, str], pod: Pod,
     env = container_env(admin, container, spec, pod)
     return ProcessRecord(
         record_name, "component",
-        [*container_argv(container, env), "--ready-file", str(ready_file)], str(log),
+        [*container_argv(container, env), *local_args, "--ready-file", str(ready_file)],
+        str(log),
         env=env, container=True, mounts=container_mounts(admin, container, spec, pod),
         supervised=True, ready_file=str(ready_file))
 
 
-def provision_node_host(host_root: Path, links: dict[str, Path]) -> None:
-    """Put ``links`` (a host path: what it points at) on the node's host file system, as
-    a node's own processes would have made them (the zone's database sockets)."""
-    for path, target in links.items():
-        link = host_root / path.lstrip("/")
+def provision_node_host(links: dict[Path, Path]) -> None:
+    """Put ``links`` (a path on the node's host: what it points at) in place, as a node's
+    own processes would have made them (the zone's database sockets)."""
+    for link, target in links.items():
         link.parent.mkdir(parents=True, exist_ok=True)
         if link.is_symlink() or link.exists():
             link.unlink()
         link.symlink_to(target)
 
 
-__all__ = ["CLUSTER_MANAGER", "SERVICE_ACCOUNT_MOUNT", "ZONE_CONTROLLER", "ManifestError",
-           "Pod", "container_argv", "container_env", "container_mounts", "container_record",
+__all__ = ["CLUSTER_MANAGER", "NODE_AGENT", "SERVICE_ACCOUNT_MOUNT", "ZONE_CONTROLLER",
+           "ManifestError", "Pod", "container_argv", "container_env", "container_mounts",
+           "container_record",
            "expand", "provision_node_host", "render_and_apply"]

@@ -1,7 +1,7 @@
 """``ovnk local up --from-manifests``: ovnk's components run as ``dist/`` declares them.
 
-The cluster manager (Deployment ovnkube-control-plane) and every node's zone controller
-(DaemonSet ovnkube-node) run with the manifests' args and env, the ConfigMap and their
+The cluster manager (Deployment ovnkube-control-plane), every node's zone controller and
+node agent (DaemonSet ovnkube-node) run with the manifests' args and env, the ConfigMap and their
 service account's token and CA mounted as files, and the RBAC of ``dist/`` alone: pods on
 a primary UDN across the two nodes get their network and ping each other.  A manifest
 with a rule, a flag or a mount taken away (a kustomize overlay) fails the way it would on
@@ -121,6 +121,11 @@ def test_components_run_as_the_manifests_declare(cluster: LocalCluster) -> None:
         controller = records[f"{node}/controller"]
         assert controller.container and f"--zone={node}" in controller.args
         assert controller.env["K8S_NODE"] == node
+        agent = records[f"{node}/node-agent"]  # with its node's certificate, from /etc/ovn
+        assert agent.container and f"--node-name={node}" in agent.args
+        assert "--k8s-kubeconfig=/etc/ovn/ovnkube-node-certs/kubeconfig" in agent.args
+        assert {"/etc/ovn", "/var/run/openvswitch", "/var/run/ovn-kubernetes",
+                "/var/run/netns"} <= {m[1] for m in agent.mounts}
     admin = KubeClient(api_client_from_kubeconfig(str(cluster.kubeconfig)))
     for node in NODE_NAMES:
         assert NODE_SUBNETS_ANNOTATION in admin.get(NODES, node)["metadata"]["annotations"]

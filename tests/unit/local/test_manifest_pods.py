@@ -132,3 +132,17 @@ def test_what_cannot_run_as_declared_is_named(kube_apiserver: ServerHandle, tmp_
     with pytest.raises(ManifestError, match=message):
         container_record(admin, ("Deployment", "cm", "main"), place(kube_apiserver, tmp_path),
                          "cluster-manager", tmp_path / "cm.log", tmp_path / "cm.ready")
+
+
+def test_a_host_path_can_be_elsewhere_and_local_args_follow(kube_apiserver: ServerHandle,
+                                                            tmp_path: Path) -> None:
+    admin = apply(kube_apiserver, DEPLOYMENT)
+    elsewhere = tmp_path / "ovs"
+    pod = place(kube_apiserver, tmp_path)
+    pod = Pod(*[getattr(pod, f) for f in ("name", "namespace", "node", "node_ip", "host_root",
+                                          "directory", "api_host", "api_port", "ca_pem")],
+              host_paths={"/var/run/thing": elsewhere})
+    record = container_record(admin, ("Deployment", "cm", "main"), pod, "cluster-manager",
+                              tmp_path / "cm.log", tmp_path / "cm.ready", ["--local=1"])
+    assert [elsewhere.as_posix(), "/var/run/thing", "ro"] in record.mounts
+    assert record.args[-3:] == ["--local=1", "--ready-file", str(tmp_path / "cm.ready")]
