@@ -580,7 +580,7 @@ class LocalCluster:
             # before the node agent starts: it finds the kubelet's cgroup in the node's dir
             ensure_kubelet_cgroup(dataplane.prefix, node.name, node.dir)
             # the node's CNI config, as ovnk's node side installs it
-            install_cni_config(node.dir, dataplane.cni_socket(node.name))
+            install_cni_config(node.dir, self._cni_socket(node.name))
             self._record(*dataplane.ovs_records(node))
         state = self.state()
         for node in nodes:  # each node's SB (one for all in the single zone)
@@ -635,24 +635,34 @@ class LocalCluster:
                                     f"({netns}); is it Ready?")
         return netns
 
+    def _cni_socket(self, node: str) -> Path:
+        """Where ``node``'s agent serves CNI (the DaemonSet's path with --from-manifests)."""
+        return manifest_components.cni_socket(self, node) if self.state().manifests \
+            else self.dataplane.cni_socket(node)
+
     def _agent_record(self, node: NodeDataplane) -> ProcessRecord:
         dataplane = self.dataplane
+        wiring = ["--pod-netns-prefix", dataplane.pod_netns_prefix(node.name),
+                  "--node-netns", node.netns, "--physical-network", GATEWAY_PHYSICAL_NETWORK,
+                  *kubelet_cgroup_flags(node.dir)]
+        ready, log = self.ready_file(f"node-agent-{node.name}"), \
+            self.log_dir / f"{node.name}-node-agent.log"
+        if self.state().manifests:  # the DaemonSet's container, with ovnk local's wiring
+            made = manifest_components.agent_record(self, node.name, wiring, ready, log)
+            made.requires, made.bound_to = dataplane.ovs_names(node), \
+                [f"{node.name}/ovs-vswitchd"]
+            return made
         return ProcessRecord(
             f"{node.name}/node-agent", "node",
             [sys.executable, "-m", "ovnk_core.cli.main", "node", "--config",
              str(self.config_file), "--k8s-kubeconfig",
              str(self.component_kubeconfig(f"node-agent-{node.name}")),
              "--node-name", node.name, "--ovs-db", str(node.ovs_db),
-             "--cni-socket", str(dataplane.cni_socket(node.name)),
-             "--pod-netns-prefix", dataplane.pod_netns_prefix(node.name),
-             "--node-netns", node.netns, "--physical-network", GATEWAY_PHYSICAL_NETWORK,
-             *kubelet_cgroup_flags(node.dir),
-             "--ready-file", str(self.ready_file(f"node-agent-{node.name}")),
-             *self.state().component_flags],
+             "--cni-socket", str(self._cni_socket(node.name)), *wiring,
+             "--ready-file", str(ready), *self.state().component_flags],
             # in the host's namespace, where the API server's loopback address is; it works
             # on the node's namespace by name (netlink) and on its OVS by socket
-            str(self.log_dir / f"{node.name}-node-agent.log"),
-            supervised=True, ready_file=str(self.ready_file(f"node-agent-{node.name}")),
+            str(log), supervised=True, ready_file=str(ready),
             # the flows it owns on breth0 are gone with a dead ovs-vswitchd: it starts again
             # after one, and fills them in again
             requires=dataplane.ovs_names(node), bound_to=[f"{node.name}/ovs-vswitchd"])
