@@ -455,6 +455,10 @@ class LocalCluster:
         if manifests is not None and zone_mode != zones.PER_NODE:
             raise LocalClusterError("--from-manifests runs the DaemonSet's zone controller on "
                                     "every node: it needs --zones per-node")
+        if manifests is not None and (settings.given or settings.source):
+            raise LocalClusterError("--from-manifests: the components' options are the "
+                                    "manifests' (the ConfigMap's ovnk.toml, the containers' "
+                                    "args); give them there, not to 'ovnk local up'")
         unavailable = dataplane_unavailable()
         if dataplane and unavailable:
             raise LocalClusterError(f"no real dataplane on this machine: {unavailable}")
