@@ -21,6 +21,7 @@ import yaml
 from kubernetes import client as k8s_client
 from ovnk_local.cluster import LocalCluster
 from ovnk_local.manifest_pods import SERVICE_ACCOUNT_MOUNT
+from ovnk_local.settings import ComponentSettings
 from ovnk_local.supervisor import CLUSTER_ENV, LocalClusterError
 from ovnk_local.testing.dataplane import (
     echo_requests_received,
@@ -213,3 +214,16 @@ def test_a_missing_rbac_rule_is_forbidden(tmp_path: Path) -> None:
     annotated, log = run_cluster_manager(tmp_path / "broken", overlay(tmp_path / "no-rule",
                                                                       rule))
     assert not annotated and refused in log
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"zone_mode": "single"}, "it needs --zones per-node"),
+    ({"zone_mode": PER_NODE, "settings": ComponentSettings({"mtu": "1300"})},
+     "the components' options are the manifests'"),
+])
+def test_what_from_manifests_refuses(tmp_path: Path, kwargs: dict[str, Any],
+                                     message: str) -> None:
+    local = LocalCluster(tmp_path / ".ovnk")
+    with pytest.raises(LocalClusterError, match=message):
+        local.up(nodes=1, dataplane=False, manifests=DIST_DIR, **kwargs)
+    assert not local.state().processes  # nothing was started
