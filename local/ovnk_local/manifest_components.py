@@ -16,7 +16,9 @@ host's).  The
 node agent's certificate kubeconfig (``system:ovn-node:<node>``) is put at the node's
 ``/etc/ovn/ovnkube-node-certs/kubeconfig``, where the DaemonSet expects it provisioned.
 Each pod's files are in ``DIR/manifest-pods/<pod>``; the cluster manager's pod is
-placed on the first node.
+placed on the first node.  The webhook's Service and ValidatingWebhookConfigurations
+(``dist/webhook``) are left out: ``ovnk local`` runs ``ovnk webhook`` itself, with a
+certificate of its own, and points the API server at it.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ if TYPE_CHECKING:
 
 JSON = dict[str, Any]
 API_HOST = "127.0.0.1"
+# the webhook's Service and configurations: ovnk local runs `ovnk webhook` itself and
+# configures the API server to call it (ovnk_local.admission_webhook)
+WEBHOOK_KINDS = ("Service", "ValidatingWebhookConfiguration")
 OVS_RUN = "/var/run/openvswitch"  # the DaemonSet mounts it at /var/run/ovn too
 NETNS = "/var/run/netns"
 NODE_KUBECONFIG = "/etc/ovn/ovnkube-node-certs/kubeconfig"
@@ -58,7 +63,7 @@ CNI_SOCKET = f"{CNI_RUN}/cni/ovn-cni-server.sock"
 def apply(cluster: LocalCluster, admin: KubeClient, state: ClusterState) -> list[JSON]:
     """Create or replace every object of ``state.manifests``; wait for the aggregated
     roles to hold the rules the manifests' plugin roles contribute."""
-    objects = render_and_apply(admin, Path(state.manifests))
+    objects = render_and_apply(admin, Path(state.manifests), WEBHOOK_KINDS)
     wait_for_aggregation(admin, objects)
     return objects
 

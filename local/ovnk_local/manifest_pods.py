@@ -83,10 +83,18 @@ class Pod:
     host_paths: dict[str, Path] = field(default_factory=dict)
 
 
-def render_and_apply(admin: KubeClient, directory: Path) -> list[JSON]:
-    """Render ``directory`` (``kubectl kustomize``) and create or replace every object."""
-    objects = render(directory)
-    apply_documents(admin, objects)
+def render_and_apply(admin: KubeClient, directory: Path,
+                     left_out: Sequence[str] = ()) -> list[JSON]:
+    """Render ``directory`` (``kubectl kustomize``) and create or replace every object but
+    those of the kinds ``left_out``; the objects applied.
+
+    :raises ManifestError: an object of a kind ovnk local cannot apply.
+    """
+    objects = [obj for obj in render(directory) if obj.get("kind") not in left_out]
+    try:
+        apply_documents(admin, objects)
+    except ValueError as exc:
+        raise ManifestError(f"{directory}: {exc}") from None
     return objects
 
 
