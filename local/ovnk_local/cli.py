@@ -13,6 +13,7 @@ from typing import Any
 
 from ovnk_core.config import add_config_arguments
 from ovnk_core.logsetup import setup_logging
+from ovnk_core.manifests.dist import DIST_DIR
 from ovnk_core.ovn import install
 from ovnk_local.cluster import (
     COMPONENTS,
@@ -68,10 +69,17 @@ def register(subparsers: Any) -> None:
                     help="physical networks for Localnet networks, each a VLAN-aware segment "
                          "with a host on it that every node bridges onto (br-NAME, mapped as "
                          "NAME:br-NAME); default physnet1; '' for none (real dataplane only)")
-    up.add_argument("--zones", choices=ZONE_MODES, default=SINGLE,
+    up.add_argument("--zones", choices=ZONE_MODES, default=None,
                     help="one OVN zone for every node (single, the default) or one per node "
                          "(per-node: its own NB, SB, ovn-northd and zone controller, as "
-                         "upstream's interconnect)")
+                         "upstream's interconnect; the default with --from-manifests)")
+    up.add_argument("--from-manifests", nargs="?", const=DIST_DIR, default=None, type=Path,
+                    metavar="DIR",
+                    help="create the objects of the kustomize directory DIR (default: dist/) "
+                         "and run the cluster manager and the zone controllers as its "
+                         "Deployment and DaemonSet declare them: args, env, the ConfigMap "
+                         "and the service account's token as files "
+                         "(docs/operations/install.md)")
     up.add_argument("--ovn", default=None, metavar="system|26.03|ROOT",
                     help="the OVN (and OVS) every process runs: 26.03, the one upstream runs "
                          "(a Debian root made by make bootstrap, run through its own loader); "
@@ -138,7 +146,9 @@ def run_up(args: argparse.Namespace) -> int:
         [name.strip() for name in args.physical_networks.split(",") if name.strip()]
     state = cluster.up(nodes=args.nodes, timeout=args.timeout, dataplane=args.dataplane,
                        settings=ComponentSettings.from_args(args), physical_networks=physical,
-                       ovn=args.ovn, zone_mode=args.zones)
+                       ovn=args.ovn, zone_mode=args.zones or (
+                           PER_NODE if args.from_manifests else SINGLE),
+                       manifests=args.from_manifests)
     print(f"local cluster up in {cluster.dir}: API server https://127.0.0.1:{state.api_port}, "
           f"nodes {', '.join(state.nodes)}")
     print(f"  {install.select(state.ovn).describe()}")

@@ -61,7 +61,7 @@ from ovnk_core.ovn.install import command
 from ovnk_core.ovn.processes import ensure_database
 from ovnk_core.readiness import not_ready_reason
 from ovnk_core.udn.sections import sections_for
-from ovnk_local import zones
+from ovnk_local import manifest_components, zones
 from ovnk_local.admission_webhook import WEBHOOK, LocalWebhook
 from ovnk_local.apiserver.security import SecurityOptions, admin_kubeconfig
 from ovnk_local.cgroups import ensure_kubelet_cgroup, kubelet_cgroup_flags, remove_cluster_cgroups
@@ -190,6 +190,7 @@ def build_node(name: str, index: int, families: tuple[int, ...] = (4,)) -> dict[
 def refresh(record: ProcessRecord, fresh: ProcessRecord) -> None:
     """Give ``record`` (with its history) how ``fresh`` is run today."""
     record.args, record.log, record.env = fresh.args, fresh.log, fresh.env
+    record.container, record.mounts = fresh.container, fresh.mounts
     record.supervised, record.ready_file = True, fresh.ready_file
     record.ready_socket, record.requires = fresh.ready_socket, fresh.requires
     record.bound_to = fresh.bound_to
@@ -360,6 +361,9 @@ class LocalCluster:
 
     def _component_record(self, name: str) -> ProcessRecord:
         node, _, daemon = name.partition("/")
+        if self.state().manifests and (name == "cluster-manager"
+                                       or daemon == zones.ZONE_CONTROLLER):
+            return manifest_components.record(self, name)
         if daemon == zones.ZONE_CONTROLLER:
             return zones.controller_record(
                 self.ovn_dir, self.log_dir, self.ready_file(f"{node}-controller"),
@@ -410,7 +414,7 @@ class LocalCluster:
     def up(self, nodes: int = 2, timeout: float = 60.0, dataplane: bool | None = None,
            settings: ComponentSettings | None = None,
            physical_networks: list[str] | None = None, ovn: str | None = None,
-           zone_mode: str = zones.SINGLE) -> ClusterState:
+           zone_mode: str = zones.SINGLE, manifests: Path | None = None) -> ClusterState:
         """Start everything; ``dataplane`` None means: a real one when the machine allows.
 
         ``ovn``: which OVN (and OVS) every process of the cluster runs
@@ -423,6 +427,9 @@ class LocalCluster:
         physical networks (``ovnk_local.physical_networks``) the real dataplane's nodes are
         on, besides the underlay; ``None``: ``physnet1``.  ``zone_mode``: one OVN zone for
         every node (``single``) or one per node (``per-node``: ``ovnk_local.zones``).
+        ``manifests``: a kustomize directory (``dist/``) whose objects are created and whose
+        Deployment and DaemonSet run the cluster manager and the zone controllers
+        (``ovnk_local.manifest_pods``; it needs per-node zones).
 
         :raises ConfigError: an invalid or inconsistent component option.
         """
@@ -445,6 +452,13 @@ class LocalCluster:
                                         else physical_networks), GATEWAY_PHYSICAL_NETWORK)
         except DataplaneError as exc:
             raise LocalClusterError(str(exc)) from None
+        if manifests is not None and zone_mode != zones.PER_NODE:
+            raise LocalClusterError("--from-manifests runs the DaemonSet's zone controller on "
+                                    "every node: it needs --zones per-node")
+        if manifests is not None and (settings.given or settings.source):
+            raise LocalClusterError("--from-manifests: the components' options are the "
+                                    "manifests' (the ConfigMap's ovnk.toml, the containers' "
+                                    "args); give them there, not to 'ovnk local up'")
         unavailable = dataplane_unavailable()
         if dataplane and unavailable:
             raise LocalClusterError(f"no real dataplane on this machine: {unavailable}")
@@ -471,6 +485,7 @@ class LocalCluster:
             state.component_flags, state.config_source = settings.flags, settings.source
             state.ovn = chosen.spec
             state.zones = zone_mode
+            state.manifests = str(manifests.resolve()) if manifests is not None else ""
             state.physical_networks = physical if dataplane else []
             state.ip_families = list(dict.fromkeys(
                 subnet.cidr.version for subnet in config.cluster_subnets))
@@ -502,13 +517,16 @@ class LocalCluster:
             self._record(webhook.record(self.log_dir, self.ready_file(WEBHOOK)))
             self._wait_ready([WEBHOOK], timeout)
             webhook.configure(client)
-            self._apply_crds(client, config)
+            from_manifests = self._apply_manifests(client, state) if manifests else None
+            if from_manifests is None:
+                self._apply_crds(client, config)
             for namespace in SYSTEM_NAMESPACES:
                 try:
                     client.create(NAMESPACES, {"metadata": {"name": namespace}})
                 except AlreadyExists:
                     pass
-            self.credentials(port).issue_all(client, state.nodes, config)
+            self.credentials(port).issue_all(client, state.nodes, config,
+                                             ovnk_rbac=from_manifests is None)
             for index, name in enumerate(state.nodes):
                 self._register_node(client, name, index, tuple(state.ip_families),
                                     zone=name if zone_mode == zones.PER_NODE else None)
@@ -566,7 +584,7 @@ class LocalCluster:
             # before the node agent starts: it finds the kubelet's cgroup in the node's dir
             ensure_kubelet_cgroup(dataplane.prefix, node.name, node.dir)
             # the node's CNI config, as ovnk's node side installs it
-            install_cni_config(node.dir, dataplane.cni_socket(node.name))
+            install_cni_config(node.dir, self._cni_socket(node.name))
             self._record(*dataplane.ovs_records(node))
         state = self.state()
         for node in nodes:  # each node's SB (one for all in the single zone)
@@ -621,24 +639,34 @@ class LocalCluster:
                                     f"({netns}); is it Ready?")
         return netns
 
+    def _cni_socket(self, node: str) -> Path:
+        """Where ``node``'s agent serves CNI (the DaemonSet's path with --from-manifests)."""
+        return manifest_components.cni_socket(self, node) if self.state().manifests \
+            else self.dataplane.cni_socket(node)
+
     def _agent_record(self, node: NodeDataplane) -> ProcessRecord:
         dataplane = self.dataplane
+        wiring = ["--pod-netns-prefix", dataplane.pod_netns_prefix(node.name),
+                  "--node-netns", node.netns, "--physical-network", GATEWAY_PHYSICAL_NETWORK,
+                  *kubelet_cgroup_flags(node.dir)]
+        ready, log = self.ready_file(f"node-agent-{node.name}"), \
+            self.log_dir / f"{node.name}-node-agent.log"
+        if self.state().manifests:  # the DaemonSet's container, with ovnk local's wiring
+            made = manifest_components.agent_record(self, node.name, wiring, ready, log)
+            made.requires, made.bound_to = dataplane.ovs_names(node), \
+                [f"{node.name}/ovs-vswitchd"]
+            return made
         return ProcessRecord(
             f"{node.name}/node-agent", "node",
             [sys.executable, "-m", "ovnk_core.cli.main", "node", "--config",
              str(self.config_file), "--k8s-kubeconfig",
              str(self.component_kubeconfig(f"node-agent-{node.name}")),
              "--node-name", node.name, "--ovs-db", str(node.ovs_db),
-             "--cni-socket", str(dataplane.cni_socket(node.name)),
-             "--pod-netns-prefix", dataplane.pod_netns_prefix(node.name),
-             "--node-netns", node.netns, "--physical-network", GATEWAY_PHYSICAL_NETWORK,
-             *kubelet_cgroup_flags(node.dir),
-             "--ready-file", str(self.ready_file(f"node-agent-{node.name}")),
-             *self.state().component_flags],
+             "--cni-socket", str(self._cni_socket(node.name)), *wiring,
+             "--ready-file", str(ready), *self.state().component_flags],
             # in the host's namespace, where the API server's loopback address is; it works
             # on the node's namespace by name (netlink) and on its OVS by socket
-            str(self.log_dir / f"{node.name}-node-agent.log"),
-            supervised=True, ready_file=str(self.ready_file(f"node-agent-{node.name}")),
+            str(log), supervised=True, ready_file=str(ready),
             # the flows it owns on breth0 are gone with a dead ovs-vswitchd: it starts again
             # after one, and fills them in again
             requires=dataplane.ovs_names(node), bound_to=[f"{node.name}/ovs-vswitchd"])
@@ -720,6 +748,10 @@ class LocalCluster:
                 return bool(rsp.status == 200)
         except (OSError, ssl.SSLError):
             return False
+
+    def _apply_manifests(self, admin: KubeClient, state: ClusterState) -> list[dict[str, Any]]:
+        """``--from-manifests``: create the manifests' objects (``manifest_components``)."""
+        return manifest_components.apply(self, admin, state)
 
     def _apply_crds(self, client: KubeClient, config: Config) -> None:
         """The project's CRDs, their UDN/CUDN topology sections those of the topology

@@ -25,14 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ovnk_cni import install as cni_install
 from ovnk_core.node.netns import NETNS_DIR
 
 log = logging.getLogger(__name__)
 
-CONFLIST_NAME = "10-ovn-kubernetes.conflist"
-NETWORK_NAME = "ovn-kubernetes"
-# Debian's containernetworking-plugins speaks up to 1.0.0, the version the chain shares
-CONFLIST_VERSION = "1.0.0"
+CONFLIST_NAME = cni_install.CONFLIST_NAME
+NETWORK_NAME = cni_install.NETWORK_NAME
 REFERENCE_PLUGINS_DIR = Path("/usr/lib/cni")
 TUNING_SYSCTL = "net.ipv4.conf.eth0.arp_notify"  # off by default; the chain turns it on
 TRY_AGAIN_LATER = 11
@@ -72,20 +71,14 @@ def cni_path() -> list[Path]:
 
 def build_conflist(server_socket: Path) -> dict[str, Any]:
     """The node's network configuration list: ovnk's plugin, then ``tuning``."""
-    return {"cniVersion": CONFLIST_VERSION, "name": NETWORK_NAME, "plugins": [
-        {"type": "ovn-k8s-cni-overlay", "server-socket": str(server_socket)},
-        {"type": "tuning", "sysctl": {TUNING_SYSCTL: "1"}}]}
+    return cni_install.build_conflist(server_socket, [{"type": "tuning",
+                                                       "sysctl": {TUNING_SYSCTL: "1"}}])
 
 
 def install_cni_config(node_dir: Path, server_socket: Path) -> Path:
     """Write the node's conflist (atomically); its path."""
-    directory = node_cni_conf_dir(node_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / CONFLIST_NAME
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(build_conflist(server_socket), indent=2) + "\n")
-    temporary.replace(path)
-    return path
+    return cni_install.write_conflist(node_cni_conf_dir(node_dir), server_socket,
+                                      build_conflist(server_socket)["plugins"][1:])
 
 
 def load_conflist(conf_dir: Path) -> dict[str, Any]:

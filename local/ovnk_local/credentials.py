@@ -124,10 +124,11 @@ class Credentials:
         return write_kubeconfig(self.path(component), config)
 
     def issue_all(self, admin: KubeClient, nodes: list[str],
-                  config: Config | None = None) -> dict[str, Path]:
+                  config: Config | None = None, ovnk_rbac: bool = True) -> dict[str, Path]:
         """Apply the RBAC manifests (and the plugins' ``config`` enables), then write every
-        process's kubeconfig."""
-        documents = rbac_documents(config)
+        process's kubeconfig.  ``ovnk_rbac=False``: only the stand-ins' roles (ovnk's came
+        from ``dist/``, ``ovnk local up --from-manifests``)."""
+        documents = rbac_documents(config) if ovnk_rbac else documents_in(LOCAL_RBAC_DIR)
         apply_documents(admin, documents)
         wait_for_aggregation(admin, documents)
         paths = {name: self.write_token(name, admin, identity.service_account)

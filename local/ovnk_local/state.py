@@ -39,6 +39,10 @@ class ProcessRecord:
     log_offset: int = 0  # the log's size when this run started: its own output follows
     netns: str = ""  # run inside this named network namespace
     env: dict[str, str] = field(default_factory=dict)  # added to the inherited environment
+    # a container's: its environment is ``env`` alone (nothing inherited), and it runs in its
+    # own mount namespace with each [source, target, "ro"|"rw"] bind-mounted (mount_ns)
+    container: bool = False
+    mounts: list[list[str]] = field(default_factory=list)
     # -- supervision (everything but the API server) -----------------------------------------
     supervised: bool = False  # the supervisor starts it, and restarts it when it dies
     ready_file: str = ""  # written by the process once ready; removed when it dies
@@ -75,6 +79,8 @@ class ClusterState:
     # IP versions of the cluster (its cluster subnets'), the primary first: the nodes'
     # underlay addresses (ovnk local up --ip-family)
     ip_families: list[int] = field(default_factory=lambda: [4])
+    # ovnk local up --from-manifests DIR: the kustomize directory its components run from
+    manifests: str = ""
     # the OVN every process runs (ovnk_core.ovn.install: "system" or a root's directory;
     # "" for a state written before it was recorded: the default)
     ovn: str = ""
@@ -95,7 +101,8 @@ class ClusterState:
                        config_source=str(raw.get("config_source", "")),
                        physical_networks=[str(n) for n in raw.get("physical_networks", [])],
                        ip_families=[int(v) for v in raw.get("ip_families", [4])],
-                       ovn=str(raw.get("ovn", "")), zones=str(raw.get("zones", "single")))
+                       ovn=str(raw.get("ovn", "")), zones=str(raw.get("zones", "single")),
+                       manifests=str(raw.get("manifests", "")))
         except (ValueError, TypeError, AttributeError) as exc:
             raise StateFileError(f"{path} is not a local cluster's state ({exc}); stop what "
                                  "it started by hand and remove it") from None
@@ -104,7 +111,7 @@ class ClusterState:
         return {"api_port": self.api_port, "nodes": self.nodes, "dataplane": self.dataplane,
                 "component_flags": self.component_flags, "config_source": self.config_source,
                 "physical_networks": self.physical_networks, "ip_families": self.ip_families,
-                "ovn": self.ovn, "zones": self.zones,
+                "ovn": self.ovn, "zones": self.zones, "manifests": self.manifests,
                 "processes": {name: asdict(record) for name, record in self.processes.items()}}
 
 

@@ -127,7 +127,16 @@ def spawn_process(record: ProcessRecord) -> subprocess.Popen[bytes]:
     Path(record.log).parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **record.env} if record.env else None
     preexec = None
-    if record.netns:
+    if record.container:  # a container: its declared environment, its own mounts
+        from ovnk_local.mount_ns import enter_mount_namespace
+
+        # the cluster's mark aside (how 'down' finds its processes), nothing inherited
+        marked = {CLUSTER_ENV: os.environ[CLUSTER_ENV]} if CLUSTER_ENV in os.environ else {}
+        env, mounts = {**record.env, **marked}, [tuple(m) for m in record.mounts]
+
+        def preexec() -> None:
+            enter_mount_namespace(mounts)
+    elif record.netns:
         from ovnk_core.node.netns import enter_netns
 
         netns = record.netns

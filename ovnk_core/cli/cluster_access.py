@@ -22,12 +22,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kubernetes.config.config_exception import ConfigException
-
 from ovnk_core.config import Config, load_config
 from ovnk_core.config.loader import CONFIG_FILE_ENV
 from ovnk_core.errors import OvnkError
 from ovnk_core.kube.client import KubeClient, api_client_from_kubeconfig
+from ovnk_core.kube.cluster_config import default_kubeconfig
 from ovnk_core.ovn.install import OVN_ENV
 from ovnk_core.ovn.nb import NbClient, NbConnectError
 
@@ -52,11 +51,7 @@ def kubeconfig_path(config: Config, environ: Mapping[str, str] | None = None) ->
     environ = os.environ if environ is None else environ
     if config.kubeconfig:
         return Path(config.kubeconfig)
-    listed = [p for p in environ.get("KUBECONFIG", "").split(os.pathsep) if p]
-    if listed:
-        return Path(listed[0])
-    default = Path(environ.get("HOME", "~")).expanduser() / ".kube" / "config"
-    return default if default.is_file() else None
+    return default_kubeconfig(environ)
 
 
 def local_config_file(cli: Mapping[str, Any], environ: Mapping[str, str]) -> Path | None:
@@ -92,12 +87,7 @@ def kube_client(config: Config, environ: Mapping[str, str] | None = None) -> Kub
         raise OvnkError("no kubeconfig: give --kubeconfig FILE or set KUBECONFIG (for a local "
                         "cluster: KUBECONFIG=.ovnk/kubeconfig, which also finds its OVN "
                         "databases)")
-    if not path.is_file():
-        raise OvnkError(f"kubeconfig {path} does not exist")
-    try:
-        return KubeClient(api_client_from_kubeconfig(str(path)))
-    except (ConfigException, OSError, ValueError) as exc:
-        raise OvnkError(f"kubeconfig {path} cannot be used: {exc}") from None
+    return KubeClient(api_client_from_kubeconfig(str(path)))  # a ConfigError says what is wrong
 
 
 @contextmanager

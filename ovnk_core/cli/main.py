@@ -44,7 +44,7 @@ from ovnk_core.logsetup import setup_logging
 # the core's subcommand modules; each one's word is its name without ``_cmd`` (``command_word``)
 SUBCOMMANDS = tuple(f"ovnk_core.cli.{name}" for name in (
     "plugins_cmd", "config_cmd", "cluster_manager_cmd", "controller_cmd", "node_cmd",
-    "reachability_cmd", "show_cmd", "version_cmd", "webhook_cmd"))
+    "reachability_cmd", "show_cmd", "version_cmd", "webhook_cmd", "cni_install_cmd"))
 
 READER_GONE_EXIT = 1
 """The exit code when the reader of standard output went away (Python's own on EPIPE)."""

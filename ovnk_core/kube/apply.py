@@ -1,5 +1,6 @@
 """Apply manifests: create each object, or replace the one that exists (``kubectl apply``'s
-effect for objects nobody else edits, such as CRDs and the RBAC ovnk ships).
+effect for objects nobody else edits, such as CRDs, the RBAC ovnk ships and ``dist/``'s
+ConfigMap, Deployment and DaemonSet).
 
 One field is someone else's: the ``rules`` of a ClusterRole with an
 ``aggregationRule`` belong to the API server's aggregation controller (a
@@ -16,7 +17,10 @@ from ovnk_core.kube.errors import AlreadyExists
 from ovnk_core.kube.resources import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
+    CONFIGMAPS,
     CRDS,
+    DAEMONSETS,
+    DEPLOYMENTS,
     NAMESPACES,
     ROLE_BINDINGS,
     ROLES,
@@ -25,7 +29,8 @@ from ovnk_core.kube.resources import (
 )
 
 KNOWN: tuple[Resource, ...] = (CRDS, NAMESPACES, SERVICE_ACCOUNTS, ROLES, ROLE_BINDINGS,
-                               CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS)
+                               CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, CONFIGMAPS, DEPLOYMENTS,
+                               DAEMONSETS)
 
 
 def resource_of(document: JSON) -> Resource:

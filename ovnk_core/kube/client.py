@@ -16,6 +16,7 @@ from typing import Any
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
+from ovnk_core.kube.cluster_config import cluster_configuration
 from ovnk_core.kube.decoding import Undecodable, decode_event, decode_list, decode_object
 from ovnk_core.kube.errors import ApiError, NotFound, error_from_response
 from ovnk_core.kube.resources import Resource
@@ -29,16 +30,9 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 
 def api_client_from_kubeconfig(kubeconfig: str = "") -> k8s_client.ApiClient:
-    """An ``ApiClient`` from a kubeconfig path, else in-cluster config, else ~/.kube/config."""
-    configuration = k8s_client.Configuration()
-    if kubeconfig:
-        k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
-    else:
-        try:
-            k8s_config.load_incluster_config(client_configuration=configuration)
-        except k8s_config.ConfigException:
-            k8s_config.load_kube_config(client_configuration=configuration)
-    return k8s_client.ApiClient(configuration)
+    """An ``ApiClient`` from a kubeconfig path, else in-cluster config, else $KUBECONFIG or
+    ~/.kube/config (``cluster_config``); a ``ConfigError`` says what is missing."""
+    return k8s_client.ApiClient(cluster_configuration(kubeconfig))
 
 
 def api_client_from_config(config: Mapping[str, Any]) -> k8s_client.ApiClient:

@@ -46,6 +46,8 @@ SERVICES = Resource("", "v1", "services", "Service", True)
 EVENTS = Resource("", "v1", "events", "Event", True)
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 ENDPOINTSLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True)
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True)
+DAEMONSETS = Resource("apps", "v1", "daemonsets", "DaemonSet", True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                 "CustomResourceDefinition", False)

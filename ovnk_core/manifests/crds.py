@@ -35,10 +35,19 @@ from ovnk_core.config import load_config
 from ovnk_core.config.defaults import BUNDLED_TOPOLOGIES
 from ovnk_core.errors import OvnkError
 from ovnk_core.manifests.crd_schemas import conditions_status, cudn_spec, udn_spec
+from ovnk_core.manifests.kustomize import (
+    KUSTOMIZATION,
+    listed_resources,
+    manifest_files,
+    render_kustomization,
+)
 from ovnk_core.udn.sections import UdnSections, installed_sections, sections_for
 
 JSON = dict[str, Any]
 CRD_DIR = Path(__file__).resolve().parent / "crds"
+KUSTOMIZE_COMMENT = """The CRDs ovnk needs, as kustomize sees them: dist/kustomization.yaml includes
+this directory, so a deployment installs these very files (python -m ovnk_core.manifests.crds
+writes them and this list; a test fails when they drift from their builders)."""
 
 
 def crd(group: str, kind: str, plural: str, singular: str, scope: str, version: str,
@@ -172,7 +181,9 @@ def write_crd_files(directory: Path = CRD_DIR,
         path = directory / crd_file_name(obj)
         path.write_text(render(obj))
         written.append(path)
-    return written
+    kustomization = directory / KUSTOMIZATION
+    kustomization.write_text(render_kustomization((p.name for p in written), KUSTOMIZE_COMMENT))
+    return [*written, kustomization]
 
 
 def crd_file_differences(directory: Path = CRD_DIR,
@@ -181,12 +192,14 @@ def crd_file_differences(directory: Path = CRD_DIR,
     ``sections`` (default: the checked-in files and ``shipped_sections``); empty: none."""
     sections = shipped_sections() if sections is None else sections
     built = {crd_file_name(obj): render(obj) for obj in build_crds(sections)}
-    present = {path.name for path in directory.glob("*.yaml")}
+    present = {path.name for path in manifest_files(directory)}
     problems = [f"{name}: missing" for name in sorted(set(built) - present)]
     problems += [f"{name}: not built by ovnk_core.manifests.crds"
                  for name in sorted(present - set(built))]
     problems += [f"{name}: differs from what the builders make" for name in sorted(built)
                  if name in present and (directory / name).read_text() != built[name]]
+    if listed_resources(directory) != sorted(built):
+        problems.append(f"{KUSTOMIZATION}: does not list exactly the CRD files")
     return problems
 
 

@@ -22,15 +22,17 @@ import yaml
 
 from ovnk_core.config import Config, add_config_arguments, load_config
 from ovnk_core.errors import OvnkError
+from ovnk_core.manifests.kustomize import manifest_files
 from ovnk_core.manifests.plugin_rbac import plugin_rbac_documents
 
 RBAC_DIR = Path(__file__).resolve().parent / "rbac"
 
 
 def documents_in(folder: Path) -> list[dict[str, Any]]:
-    """Every YAML document of every ``*.yaml`` file in ``folder``, in file-name order."""
+    """Every YAML document of every ``*.yaml`` file in ``folder``, in file-name order (its
+    ``kustomization.yaml`` left out)."""
     documents: list[dict[str, Any]] = []
-    for path in sorted(folder.glob("*.yaml")):
+    for path in manifest_files(folder):
         documents.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
     return documents
 

@@ -19,11 +19,12 @@ from ovnk_core.manifests.crds import (
     sections_of,
     shipped_sections,
 )
+from ovnk_core.manifests.kustomize import manifest_files
 
 
 def test_shipped_yaml_matches_builders() -> None:
     built = build_crds(shipped_sections())
-    assert sorted(p.name for p in CRD_DIR.glob("*.yaml")) == sorted(map(crd_file_name, built))
+    assert sorted(p.name for p in manifest_files(CRD_DIR)) == sorted(map(crd_file_name, built))
     for obj in built:
         assert (CRD_DIR / crd_file_name(obj)).read_text() == render(obj), (
             "run: python -m ovnk_core.manifests.crds")
