@@ -89,13 +89,15 @@ TOPOLOGY_MEMBERS: dict[str, str] = {
     "parse_netconf": PARSE, "pod_routing": ROUTES, "default_mtu": MTU,
     "build_network": RENDER, "build_node": RENDER, "build_pod": RENDER,
     "udn_section": UDN_SECTION, "service_attachment": SERVICES, "interconnect": INTERCONNECT,
+    "build_remote_pod": INTERCONNECT,
     "node_attachment_problem": NODE_CHECK,
 }
 """Known ``Topology`` members and what overriding one contributes; any other public member
 of the base class is shown by its name."""
 RENDER_METHODS = ("build_network", "build_node", "build_pod")
 TOPOLOGY_DECLARATIONS = frozenset({"name", "renders", "renders_default_network",
-                                   "serves_services", "supports_primary", "rbac_rules"})
+                                   "serves_services", "supports_primary", "rbac_rules",
+                                   "renders_remote_pods"})
 """``Topology`` class attributes that describe the topology rather than contribute to it."""
 
 API_RIGHTS = "API rights"

@@ -148,7 +148,7 @@ def test_plugins_show_what_each_contributes_and_never_enabled_for_nothing(
         "mirror": ["cluster-manager: controllers"],
         "networkpolicy": ["zone: controllers, pod ports, API rights"],
         "layer3": ["topology: parse, routes, render, udn section, services, interconnect"],
-        "layer2": ["topology: parse, routes, render, udn section, services"],
+        "layer2": ["topology: parse, routes, render, udn section, services, interconnect"],
         "localnet": ["topology: parse, mtu, render, udn section, node check"]}
     # A bare "enabled" is only ever shown for a plugin that contributes and renders.
     for name, row in rows.items():
