@@ -230,9 +230,9 @@ def test_bundled_plugins_contributions_and_status() -> None:
                                   ("node", ("controllers",)))),
         "mirror": ("enabled", ((CLUSTER_MANAGER, ("controllers",)),)),
         "networkpolicy": ("enabled", (("zone", ("controllers", "pod ports", "API rights")),)),
-        # layer3 also renders interconnect (Topology.interconnect)
+        # both also render interconnect (Topology.interconnect; layer2 its remote pods)
         "layer3": ("enabled", ((TOPOLOGY, (*RENDERING_TOPOLOGY, "interconnect")),)),
-        "layer2": ("enabled", ((TOPOLOGY, RENDERING_TOPOLOGY),)),
+        "layer2": ("enabled", ((TOPOLOGY, (*RENDERING_TOPOLOGY, "interconnect")),)),
         "localnet": ("enabled", ((TOPOLOGY, ("parse", "mtu", "render", "udn section",
                                              "node check")),)),
     }
