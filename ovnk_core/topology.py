@@ -167,7 +167,7 @@ class Topology(abc.ABC):
     renders_remote_pods: ClassVar[bool] = False
     """Whether, with ``NetworkState.interconnect``, the pods on the other zones' nodes get
     rows in this zone too (``build_remote_pod``): a topology whose one switch spans the
-    zones (Layer2: the switch is the zones' transit switch) needs a ``remote`` port per
+    zones (the switch is itself the zones' transit switch) needs a ``remote`` port per
     such pod.  A topology without it is given only the zone's own pods."""
 
     serves_services: ClassVar[bool] = False

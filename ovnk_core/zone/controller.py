@@ -46,7 +46,7 @@ With ``--zone NAME`` (interconnect, docs/design/interconnect.md) the zone
 renders only its own nodes (``k8s.ovn.org/zone-name`` = NAME) and their pods
 fully; the other zones' nodes are given to topologies that render
 interconnect as remote nodes (their transit switch port and the routes to
-them), their pods to topologies that render remote pods (a Layer2 switch spans
+them), their pods to topologies that render remote pods (a switch that spans
 the zones: ``remote`` ports), and a node whose zone annotation is missing or bad is rendered
 nowhere, with a Warning event ``InvalidNodeAnnotation`` on it.  Without
 ``--zone`` every node is the zone's own, as before.
