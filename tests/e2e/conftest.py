@@ -11,9 +11,15 @@ from collections.abc import Iterator
 import pytest
 from ovnk_local.apiserver.server import ServerHandle
 from ovnk_local.cluster import LocalCluster
+from ovnk_local.settings import ComponentSettings
 from ovnk_local.testing.control_plane import ControlPlane, cluster_with_nodes
 from ovnk_local.testing.dataplane import require_dataplane
-from ovnk_local.testing.shared_cluster import down_leaves_nothing, reset, snapshot
+from ovnk_local.testing.shared_cluster import (
+    SHARED_SETTINGS,
+    down_leaves_nothing,
+    reset,
+    snapshot,
+)
 
 from ovnk_core.kube.client import KubeClient
 from ovnk_core.testing.configs import udn_config
@@ -40,7 +46,8 @@ def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCl
     running must leave nothing behind."""
     require_dataplane()
     local = LocalCluster(tmp_path_factory.mktemp("shared-dataplane") / ".ovnk")
-    local.up(nodes=2, timeout=90, dataplane=True)
+    local.up(nodes=2, timeout=90, dataplane=True,
+             settings=ComponentSettings(given=dict(SHARED_SETTINGS)))
     yield local
     down_leaves_nothing(local)
 

@@ -37,8 +37,12 @@ from ovnk_local.cluster import LocalCluster
 SHARED_GROUP = "shared-dataplane"
 # the modules that use ``shared_dataplane`` (test ids are relative to the repository's root)
 SHARED_MODULES = frozenset(f"tests/e2e/{name}.py" for name in (
-    "test_isolation_dataplane", "test_localnet_dataplane", "test_services_dataplane",
-    "test_shared_cluster", "test_workloads"))
+    "test_cni_runtime", "test_isolation_dataplane", "test_layer2_dataplane",
+    "test_localnet_dataplane", "test_services_dataplane", "test_shared_cluster",
+    "test_workloads"))
+# what the shared cluster runs with (``tests/e2e/conftest.py``): the settings the docs'
+# walkthrough uses, so a module needing persistent IPs (a VM moving) shares it too
+SHARED_SETTINGS = {"enable_persistent_ips": "true"}
 # what a module may add to a namespace that was there before it (kube-system's services)
 NAMESPACED = (PODS, SERVICES)
 # the NB tables whose rows ovnk stamps with its owner and network (external_ids)
@@ -219,5 +223,6 @@ def reset(cluster: LocalCluster, before: Snapshot, timeout: float = RESET_TIMEOU
                              f"module's objects were deleted: {'; '.join(left)}") from None
 
 
-__all__ = ["NB_TABLES", "SHARED_GROUP", "SHARED_MODULES", "Snapshot", "alive", "container_pids",
-           "down_leaves_nothing", "leftovers", "nb_owned_rows", "reset", "snapshot"]
+__all__ = ["NB_TABLES", "SHARED_GROUP", "SHARED_MODULES", "SHARED_SETTINGS", "Snapshot", "alive",
+           "container_pids", "down_leaves_nothing", "leftovers", "nb_owned_rows", "reset",
+           "snapshot"]
