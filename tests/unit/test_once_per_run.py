@@ -11,6 +11,8 @@ import pytest
 
 from ovnk_core.testing.once_per_run import once_per_run, run_directory
 
+pytest_plugins = ["pytester"]
+
 
 class Factory:
     """A TempPathFactory's ``getbasetemp`` (what ``once_per_run`` uses of it)."""
@@ -66,3 +68,32 @@ def test_a_failed_build_is_redone_from_an_empty_directory(
     once_per_run(Factory(tmp_path), "sites",  # type: ignore[arg-type]
                  lambda directory: seen.append(sorted(p.name for p in directory.iterdir())))
     assert seen == [[]]
+
+
+def test_two_xdist_workers_build_once(pytester: pytest.Pytester,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real ``pytest -n 2`` run: tests on both workers ask, one build serves them."""
+    pytester.makepyfile(test_ask="""
+        import os, time
+        import pytest
+        from ovnk_core.testing.once_per_run import once_per_run
+
+        def build(directory):
+            with open(os.environ["BUILDS"], "a") as builds:
+                builds.write(str(directory) + "\\n")
+            time.sleep(0.5)
+
+        @pytest.mark.parametrize("n", range(4))
+        def test_ask(tmp_path_factory, worker_id, n):
+            once_per_run(tmp_path_factory, "site", build)
+            with open(os.environ["WORKERS"], "a") as workers:
+                workers.write(worker_id + "\\n")
+            time.sleep(0.3)
+    """)
+    builds, workers = pytester.path / "builds.txt", pytester.path / "workers.txt"
+    monkeypatch.setenv("BUILDS", str(builds))
+    monkeypatch.setenv("WORKERS", str(workers))
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", "-p", "no:ovnk")
+    result.assert_outcomes(passed=4)
+    assert len(set(workers.read_text().split())) == 2  # both workers asked
+    assert len(builds.read_text().splitlines()) == 1
