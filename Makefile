@@ -30,12 +30,13 @@ docs:
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 ## make pytest: every tier; the unit and ovsdb tiers in FAST_WORKERS pytest-xdist workers
-## (most of their time is waiting, so more workers than CPUs pay; the tests that install
-## demo distributions are marked xdist_group, which pytest-xdist 3.8 ignores under pytest 9.2),
+## (most of their time is waiting, so more workers than CPUs pay; the demo distributions
+## the third-party tests pip-install are built once per run for all workers, once_per_run),
 ## then the netns and e2e tiers in
 ## E2E_WORKERS workers, each module (or class) with its clusters in one worker (their clusters
 ## are apart: own directory, netns prefix, ports), and the modules that share one cluster
-## (ovnk_local/testing/shared_cluster.py) in one worker (E2E_WORKERS=0: in this process).
+## (ovnk_local/testing/shared_cluster.py: SCOPE_GROUPS) in one worker per shared cluster
+## (E2E_WORKERS=0: in this process).
 ## Both parts run even when the first fails.  With PYTEST_ARGS: one plain pytest run of those.
 FAST_WORKERS ?= 4
 E2E_WORKERS ?= 2

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,7 +19,7 @@ from ovnk_local.cni_runtime import (
     Sandbox,
     node_cni_conf_dir,
 )
-from ovnk_local.testing.dataplane import kubectl, pod_netns, require_dataplane
+from ovnk_local.testing.dataplane import kubectl, pod_netns
 
 from ovnk_cni import spec
 from ovnk_core.node import netlink
@@ -39,12 +38,10 @@ spec:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    require_dataplane()
-    local = LocalCluster(tmp_path_factory.mktemp("cni") / ".ovnk")
-    local.up(nodes=1, timeout=90, dataplane=True)
-    yield local
-    local.down()
+def cluster(shared_dataplane: LocalCluster) -> LocalCluster:
+    """The shared 2-node cluster: the test's pod runs on whichever node it lands on and is
+    deleted by the test (the reset checks that nothing of it is left)."""
+    return shared_dataplane
 
 
 def running_pod(cluster: LocalCluster) -> dict[str, Any]:

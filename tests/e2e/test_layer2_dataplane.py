@@ -14,20 +14,17 @@ import ipaddress
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from ovnk_local.cluster import LocalCluster
 from ovnk_local.dataplane import EXTERNAL_HOST_IP
-from ovnk_local.settings import ComponentSettings
 from ovnk_local.testing.dataplane import (
     echo_requests_received,
     kubectl,
     ping,
     pod_netns,
     real_reachability,
-    require_dataplane,
     wait_pods_ready,
 )
 
@@ -48,15 +45,10 @@ NODES = {"left": "ovn-worker", "right": "ovn-worker2"}
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    require_dataplane()
-    local = LocalCluster(tmp_path_factory.mktemp("layer2") / ".ovnk")
-    try:
-        local.up(nodes=2, timeout=90, dataplane=True, settings=ComponentSettings(
-            given={"enable_persistent_ips": "true"}))
-        yield local
-    finally:
-        local.down()
+def cluster(shared_dataplane: LocalCluster) -> LocalCluster:
+    """The shared 2-node cluster (it runs with ``enable_persistent_ips``, which the VM test
+    needs); this module's namespaces and networks are deleted after it."""
+    return shared_dataplane
 
 
 def apply(cluster: LocalCluster, *objects: dict[str, Any]) -> None:

@@ -19,11 +19,10 @@ from ovnk_core.testing.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    local = LocalCluster(tmp_path_factory.mktemp("typed") / ".ovnk")
-    local.up(nodes=2, timeout=90, dataplane=False)
-    yield local
-    local.down()
+def cluster(shared_control_plane: LocalCluster) -> LocalCluster:
+    """The shared 2-node cluster without a dataplane (``tests/e2e/conftest.py``); what this
+    module makes is deleted after it."""
+    return shared_control_plane
 
 
 @pytest.fixture(scope="module")

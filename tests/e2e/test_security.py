@@ -17,7 +17,6 @@ import stat
 import subprocess
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,11 +33,10 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    local = LocalCluster(tmp_path_factory.mktemp("secure") / ".ovnk")
-    local.up(nodes=2, timeout=90, dataplane=False)
-    yield local
-    local.down()
+def cluster(shared_control_plane: LocalCluster) -> LocalCluster:
+    """The shared 2-node cluster without a dataplane (``tests/e2e/conftest.py``); what this
+    module makes is deleted after it."""
+    return shared_control_plane
 
 
 def kubectl(kubeconfig: Path, *args: str, stdin: str = ""

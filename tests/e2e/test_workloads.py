@@ -144,8 +144,11 @@ def test_a_failing_liveness_probe_restarts_the_container(cluster: LocalCluster) 
     assert status["lastState"]["terminated"]["reason"] in ("Completed", "Error")
     [killing] = events(cluster, "unlucky", "Killing")
     assert killing["message"] == "Container netexec failed liveness probe, will be restarted"
-    assert "Liveness probe failed: HTTP probe failed with statuscode: 404" in {
-        e["message"] for e in events(cluster, "unlucky", "Unhealthy")}
+    # the kubelet's words for the 404; at load 40 the first probes can come before netexec
+    # listens (connection refused, which fails the probe too), so wait for the 404's event
+    wait_until(lambda: "Liveness probe failed: HTTP probe failed with statuscode: 404" in {
+        e["message"] for e in events(cluster, "unlucky", "Unhealthy")}, timeout=60,
+        what="an Unhealthy event for the probe's 404")
 
 
 def test_exec_probes_and_a_container_that_exits(cluster: LocalCluster) -> None:

@@ -5,7 +5,7 @@ into its virtualenv: ``ovnk-flat-demo`` (topology ``flat``, entry point in
 ``ovnk.topologies``) and ``ovnk-podset-demo`` (feature ``podset``, entry point in
 ``ovnk.features``).  ``third_party_sites`` copies each to a temporary directory and
 pip-installs it there with ``--target`` (no network: no dependencies, no build
-isolation), once per session; a test then puts a site on ``sys.path`` (``on_sys_path``,
+isolation), once per test run; a test then puts a site on ``sys.path`` (``on_sys_path``,
 for components run in the test process) or on ``PYTHONPATH`` (for processes it starts).
 """
 
@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from stevedore import ExtensionManager
 
+from ovnk_core.testing.once_per_run import once_per_run
+
 DISTS = Path(__file__).resolve().parent / "dists"
 PACKAGES = {"flat": ("ovnk-flat-demo", "ovnk_flat_demo"),
             "podset": ("ovnk-podset-demo", "ovnk_podset_demo")}
@@ -28,8 +30,13 @@ PACKAGES = {"flat": ("ovnk-flat-demo", "ovnk_flat_demo"),
 
 @pytest.fixture(scope="session")
 def third_party_sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """``{"flat": DIR, "podset": DIR}``: each demo distribution installed alone in DIR."""
-    root = tmp_path_factory.mktemp("third-party-sites")
+    """``{"flat": DIR, "podset": DIR}``: each demo distribution installed alone in DIR, once
+    per run (every pytest-xdist worker uses the same, ``once_per_run``)."""
+    root = once_per_run(tmp_path_factory, "third-party-sites", _install)
+    return {key: root / "site" / key for key in PACKAGES}
+
+
+def _install(root: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OVNK_", "PIP_"))}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     builds = {}
@@ -47,7 +54,6 @@ def third_party_sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pat
         output, _ = process.communicate(timeout=180)
         assert process.returncode == 0, f"pip could not install {PACKAGES[key][0]}:\n{output}"
         assert (target / PACKAGES[key][1]).is_dir()
-    return {key: target for key, (target, _process) in builds.items()}
 
 
 @pytest.fixture
@@ -70,12 +76,3 @@ def on_sys_path(third_party_sites: dict[str, Path], monkeypatch: pytest.MonkeyPa
     yield add
     for module in [m for m in sys.modules if m.split(".")[0] in added]:
         del sys.modules[module]
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``make test-fast``) one worker runs every test of this folder, so
-    ``third_party_sites`` is installed once."""
-    here = Path(__file__).parent
-    for item in items:
-        if here in item.path.parents:
-            item.add_marker(pytest.mark.xdist_group("third-party-dists"))

@@ -2,7 +2,7 @@
 
 Three throwaway distributions are written and pip-installed (no network: no
 dependencies, no build isolation) into separate ``--target`` directories, once
-per module; every check then runs ``ovnk`` or a short script in a fresh
+per test run (``once_per_run``); every check then runs ``ovnk`` or a short script in a fresh
 interpreter with ``PYTHONPATH`` pointing at one or more of those directories:
 
 * ``ovnk-evpn-demo``: topology ``evpn`` reading ``vni`` into ``NetInfo.extra``,
@@ -24,8 +24,7 @@ from typing import Any
 
 import pytest
 
-# under pytest-xdist (make test-fast) one worker runs them all: ``sites`` is built once
-pytestmark = pytest.mark.xdist_group("third-party-plugin")
+from ovnk_core.testing.once_per_run import once_per_run
 
 EVPN_VERSION = "0.3.1"
 
@@ -155,8 +154,13 @@ UDN = {"enable_multi_network": "true", "enable_network_segmentation": "true",
 
 @pytest.fixture(scope="module")
 def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Build and install each demo distribution once; returns its --target directory."""
-    root = tmp_path_factory.mktemp("third-party")
+    """Each demo distribution built and installed once per run (every pytest-xdist worker
+    uses the same, ``once_per_run``); returns its --target directory."""
+    root = once_per_run(tmp_path_factory, "third-party-plugin-sites", _install)
+    return {key: root / "site" / key for key in PACKAGES}
+
+
+def _install(root: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OVNK_", "PIP_"))}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
@@ -170,14 +174,13 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             (source / module / name).write_text(text)
         target = root / "site" / key
         command = [*pip, "--no-build-isolation", "--target", str(target), str(source)]
-        builds[key] = (source, module, target, subprocess.Popen(
+        builds[key] = (module, target, subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env))
-    for key, (_source, module, target, process) in builds.items():
+    for key, (module, target, process) in builds.items():
         output, _ = process.communicate(timeout=180)
         assert process.returncode == 0, (
             f"pip could not install the {key} demo distribution:\n{output}")
         assert (target / module).is_dir()
-    return {key: target for key, (_s, _m, target, _p) in builds.items()}
 
 
 def run(sites: dict[str, Path], tmp_path: Path, on_path: list[str],

@@ -2,6 +2,9 @@
 namespaces and cluster-scoped networks of their own to it, and the reset that hands it from
 one module to the next.
 
+A second cluster, without a dataplane, is shared the same way by the modules of
+``CONTROL_PLANE_MODULES`` (``shared_control_plane``).
+
 Starting a cluster costs ~15-25 s and stopping it ~5-8 s (2 CPUs, load 5-10); most dataplane
 modules started an identical one.  A module that shares it uses the ``shared_dataplane``
 fixture (``tests/e2e/conftest.py``) and is listed in ``SHARED_MODULES``, so that
@@ -37,8 +40,20 @@ from ovnk_local.supervisor import process_alive
 SHARED_GROUP = "shared-dataplane"
 # the modules that use ``shared_dataplane`` (test ids are relative to the repository's root)
 SHARED_MODULES = frozenset(f"tests/e2e/{name}.py" for name in (
-    "test_isolation_dataplane", "test_localnet_dataplane", "test_services_dataplane",
-    "test_shared_cluster", "test_workloads"))
+    "test_cni_runtime", "test_isolation_dataplane", "test_layer2_dataplane",
+    "test_localnet_dataplane", "test_services_dataplane", "test_shared_cluster",
+    "test_workloads"))
+# the modules that use ``shared_control_plane``: one 2-node cluster without a dataplane (no
+# node agents, no pod network namespaces), reset between them the same way
+CONTROL_PLANE_GROUP = "shared-control-plane"
+CONTROL_PLANE_MODULES = frozenset(f"tests/e2e/{name}.py" for name in (
+    "test_local_typed_client", "test_security"))
+# which xdist scope (worker) each shared module belongs to (``xdist_scopes``)
+SCOPE_GROUPS = {**{path: SHARED_GROUP for path in SHARED_MODULES},
+                **{path: CONTROL_PLANE_GROUP for path in CONTROL_PLANE_MODULES}}
+# what the shared cluster runs with (``tests/e2e/conftest.py``): the settings the docs'
+# walkthrough uses, so a module needing persistent IPs (a VM moving) shares it too
+SHARED_SETTINGS = {"enable_persistent_ips": "true"}
 # what a module may add to a namespace that was there before it (kube-system's services)
 NAMESPACED = (PODS, SERVICES)
 # the NB tables whose rows ovnk stamps with its owner and network (external_ids)
@@ -212,5 +227,7 @@ def reset(cluster: LocalCluster, before: Snapshot, timeout: float = RESET_TIMEOU
                              f"module's objects were deleted: {'; '.join(left)}") from None
 
 
-__all__ = ["NB_TABLES", "SHARED_GROUP", "SHARED_MODULES", "Snapshot", "container_pids",
-           "down_leaves_nothing", "leftovers", "nb_owned_rows", "reset", "snapshot"]
+__all__ = ["CONTROL_PLANE_GROUP", "CONTROL_PLANE_MODULES", "NB_TABLES", "SCOPE_GROUPS",
+           "SHARED_GROUP", "SHARED_MODULES", "SHARED_SETTINGS", "Snapshot",
+           "container_pids", "down_leaves_nothing", "leftovers", "nb_owned_rows", "reset",
+           "snapshot"]

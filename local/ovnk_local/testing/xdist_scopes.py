@@ -1,7 +1,8 @@
 """Which pytest-xdist worker runs what under ``--dist loadscope`` (``make pytest``'s netns and
 e2e tiers, ``make test-compat``): each module, or class, in one worker (xdist's loadscope),
-and the modules that share one ``ovnk local`` cluster (``shared_cluster.SHARED_MODULES``)
-all in one worker, which owns that cluster.
+and the modules that share one ``ovnk local`` cluster (``shared_cluster.SCOPE_GROUPS``: the
+dataplane cluster's ``SHARED_MODULES``, the control-plane cluster's
+``CONTROL_PLANE_MODULES``) all in one worker per cluster, which owns that cluster.
 
 This is done in the scheduler, from test ids alone, because the controller never imports the
 tests; the marker way (``xdist_group`` with ``--dist loadgroup``) does nothing with pytest 9.2
@@ -15,16 +16,15 @@ from typing import Any
 
 from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
-from ovnk_local.testing.shared_cluster import SHARED_GROUP, SHARED_MODULES
+from ovnk_local.testing.shared_cluster import SCOPE_GROUPS
 
 
 class SharedClusterScheduling(LoadScopeScheduling):  # type: ignore[misc]
-    """loadscope, with the shared-cluster modules as one scope."""
+    """loadscope, with the modules of each shared cluster as one scope."""
 
     def _split_scope(self, nodeid: str) -> str:
-        if nodeid.split("::", 1)[0] in SHARED_MODULES:
-            return SHARED_GROUP
-        return str(super()._split_scope(nodeid))
+        group = SCOPE_GROUPS.get(nodeid.split("::", 1)[0])
+        return group if group is not None else str(super()._split_scope(nodeid))
 
 
 def make_scheduler(config: Any, log: Any) -> SharedClusterScheduling | None:
