@@ -7,6 +7,13 @@ pod's namespace only: an index lookup), never from what the controller has done,
 a zone restart gives every port the links it already has and writes nothing.  Only groups
 already in Northbound are joined: a new policy's group is joined once its controller wrote
 it and asked the zone to reconcile the namespace's pods (``ZoneContext.reconcile_pods``).
+
+Every port on a network with NetworkPolicy's per-network rows also joins its
+``clusterPortGroup``, whose allow-hairpinning ACLs (``allow-related``) then sit on every
+switch holding the network's pods.  Upstream puts the nodes' management ports there, which
+has that effect because each of its pod switches holds one; ovnk's primary Layer2 switch
+holds none, and a switch without any stateful ACL tracks no connection: a reply to a pod
+in a default-deny group would be dropped as a new packet.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from ovnk_core.networks.netinfo import ROLE_PRIMARY, NetInfo
 from ovnk_core.ovn.declarative import Link
 from ovnk_core.pod_port import PodPortExtras
 from ovnk_core.render_state import PodAttachment
+from ovnk_networkpolicy import ids
 from ovnk_networkpolicy.policy_kinds import PolicyKind, usable_scopes
 from ovnk_networkpolicy.policy_spec import Policy, PolicyError, parse_policy
 from ovnk_networkpolicy.rows import pod_groups
@@ -95,6 +103,9 @@ def pod_port_links(cache: PolicyCache, row_exists: Callable[[str, str], bool],
         else cache.on_network(attachment.namespace, netinfo.name)
     groups = pod_groups(netinfo.name, labels, attachment.namespace, policies,
                         cache.kind.feature)
+    if cache.kind.network_rows:
+        groups.append(ids.pg_ref(ids.cluster_pg_ids(netinfo.name, ids.CLUSTER_PORT_GROUP,
+                                                    cache.kind.feature)))
     links = tuple(Link(group, "ports") for group in groups
                   if row_exists(group.table, group.primary_id))
     return PodPortExtras(links=links) if links else None

@@ -59,11 +59,24 @@ def test_port_joins_existing_groups_of_selecting_policies() -> None:
                                  netpol("bad", ingress=[{"from": [{"ipBlock": {"cidr": "x"}}]}])),
                         KIND)
     existing = {f"{CTRL}:NetworkPolicy:ns1:a", f"{CTRL}:NetpolNamespace:ns1:Ingress"}
+    # (clusterPortGroup not in NB here: not joined)
     extras = pod_port_links(cache, lambda _t, pid: pid in existing, POD, attachment(), DEFAULT)
     assert extras is not None
     # the egress default-deny group is not in NB yet: joined once it is (reconcile_pods)
     assert [(link.parent.primary_id, link.column) for link in extras.links] == [
         (f"{CTRL}:NetworkPolicy:ns1:a", "ports"), (f"{CTRL}:NetpolNamespace:ns1:Ingress", "ports")]
+
+
+def test_every_port_joins_the_networks_cluster_port_group() -> None:
+    """Whatever the policies, a primary port joins its network's ``clusterPortGroup``: its
+    allow-hairpinning ACLs (allow-related) are then on every switch with the network's pods,
+    so conntrack runs there (on a switch without a stateful ACL, the reply to a connection
+    a pod in a default-deny group opened is dropped: primary Layer2, no management port)."""
+    extras = pod_port_links(PolicyCache(Policies(), KIND), lambda *_: True, POD, attachment(),
+                            DEFAULT)
+    assert extras is not None
+    assert [(link.parent.primary_id, link.column) for link in extras.links] == [
+        (f"{CTRL}:Cluster:clusterPortGroup", "ports")]
 
 
 def test_only_primary_attachments_and_never_before_policies_are_listed() -> None:
@@ -113,6 +126,7 @@ class OnSecondary(NetworkPolicyKind):
 
     feature = "multinetworkpolicy"
     pod_role = "secondary"
+    network_rows = False
 
     def place(self, obj: dict[str, Any]) -> Placement:
         return Placement([NetworkScope("sec")] if obj["metadata"]["name"] == "a" else [])
