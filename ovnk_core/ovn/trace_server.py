@@ -130,13 +130,14 @@ class TraceServer:
             while True:
                 try:
                     reply, end = decoder.raw_decode(buffer[0])
-                    buffer[0] = buffer[0][end:].lstrip()
-                    break
                 except ValueError:
                     chunk = conn.recv(1 << 16)
                     if not chunk:
-                        raise TraceError("ovn-trace closed its socket")
+                        raise TraceError("ovn-trace closed its socket") from None
                     buffer[0] += chunk.decode()
+                    continue
+                buffer[0] = buffer[0][end:].lstrip()
+                break
         except OSError as exc:
             raise TraceError(f"ovn-trace did not answer: {exc}") from None
         if reply.get("error") is not None:
