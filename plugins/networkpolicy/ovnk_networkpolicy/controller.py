@@ -355,6 +355,12 @@ class PolicyController:
             for selector in policy_peer_selectors(policy):
                 sets[ids.address_set_owner(scope.network, selector.key, self.feature)] = \
                     self._address_set_rows(scope, selector)
+            if not self.kind.network_rows:
+                # a secondary network's clusterPortGroup, once it has a policy: the ports
+                # that join it make their switches stateful (membership.py); gone with the
+                # network (forget_network)
+                sets[ids.network_owner(scope.network, self.feature)] = build_network_rows(
+                    scope, self.hairpin_ips)
         self._converge(f"policy:{key}", rows, sets)
         signature = None if policy is None or not rows else (
             tuple(sorted(rows)), repr(policy.pod_selector), policy.is_ingress,

@@ -8,12 +8,14 @@ a zone restart gives every port the links it already has and writes nothing.  On
 already in Northbound are joined: a new policy's group is joined once its controller wrote
 it and asked the zone to reconcile the namespace's pods (``ZoneContext.reconcile_pods``).
 
-Every port on a network with NetworkPolicy's per-network rows also joins its
-``clusterPortGroup``, whose allow-hairpinning ACLs (``allow-related``) then sit on every
-switch holding the network's pods.  Upstream puts the nodes' management ports there, which
-has that effect because each of its pod switches holds one; ovnk's primary Layer2 switch
-holds none, and a switch without any stateful ACL tracks no connection: a reply to a pod
-in a default-deny group would be dropped as a new packet.
+Every port also joins its network's ``clusterPortGroup`` (once it exists: always on a
+primary network, on a secondary one once a MultiNetworkPolicy is on it), whose
+allow-hairpinning ACLs (``allow-related``) then sit on every switch holding the network's
+pods.  Upstream puts the nodes' management ports there, which has that effect because each
+of its primary networks' pod switches holds one; ovnk's primary Layer2 switch holds none,
+nor does any secondary network's, and a switch without any stateful ACL tracks no
+connection: the reply to a connection a pod in a default-deny group opened would be
+dropped as a new packet.
 """
 
 from __future__ import annotations
@@ -103,9 +105,8 @@ def pod_port_links(cache: PolicyCache, row_exists: Callable[[str, str], bool],
         else cache.on_network(attachment.namespace, netinfo.name)
     groups = pod_groups(netinfo.name, labels, attachment.namespace, policies,
                         cache.kind.feature)
-    if cache.kind.network_rows:
-        groups.append(ids.pg_ref(ids.cluster_pg_ids(netinfo.name, ids.CLUSTER_PORT_GROUP,
-                                                    cache.kind.feature)))
+    groups.append(ids.pg_ref(ids.cluster_pg_ids(netinfo.name, ids.CLUSTER_PORT_GROUP,
+                                                cache.kind.feature)))
     links = tuple(Link(group, "ports") for group in groups
                   if row_exists(group.table, group.primary_id))
     return PodPortExtras(links=links) if links else None

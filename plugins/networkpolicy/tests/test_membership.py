@@ -142,7 +142,8 @@ def test_secondary_attachments_join_the_groups_of_policies_on_their_network() ->
     assert extras is not None
     assert [link.parent.primary_id for link in extras.links] == [
         "sec-network-controller:NetworkPolicy:ns1:a",
-        "sec-network-controller:NetpolNamespace:ns1:Ingress"]
+        "sec-network-controller:NetpolNamespace:ns1:Ingress",
+        "sec-network-controller:Cluster:clusterPortGroup"]
     assert pod_port_links(cache, lambda *_: True, POD, attachment(), DEFAULT) is None
     assert pod_port_links(PolicyCache(Policies(netpol("a")), KIND),  # type: ignore[arg-type]
                           lambda *_: True, POD, attachment("secondary"), sec) is None
