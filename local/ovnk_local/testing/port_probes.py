@@ -85,7 +85,7 @@ def probe_from(netns: str, probes: Sequence[Probe], timeout: float = 2.0) -> lis
     targets = json.dumps([[p.ip, p.protocol, p.port] for p in probes])
     result = subprocess.run(["ip", "netns", "exec", netns, sys.executable, "-c", _CLIENT,
                              str(timeout), targets], capture_output=True, text=True,
-                            timeout=timeout * 3 + 30)
+                            timeout=timeout * 3 + 120)
     if result.returncode != 0:
         raise ProbeError(f"probing from {netns}: {result.stderr.strip()}")
     return [bool(ok) for ok in json.loads(result.stdout)]
