@@ -132,7 +132,11 @@ class ControlPlane:
         context = ZoneContext(config, client, informers, recorder, writer,
                               controller.rendered_network, writer.owners_with_key_prefix,
                               row_exists=lambda table, primary_id: writer.find(
-                                  table, primary_id) is not None)
+                                  table, primary_id) is not None,
+                              primary_network_of_namespace=(
+                                  controller.primary_network_of_namespace),
+                              reconcile_pods=lambda keys: [
+                                  controller.pod_controller.queue.add(key) for key in keys])
         controller.network_listeners.append(context.networks_changed)
         controller.capability_listeners.append(context.nb_capabilities_changed)
         plugin_controllers = host.contributed_controllers("ovnk_zone_controllers", context)

@@ -67,16 +67,20 @@ def test_port_joins_existing_groups_of_selecting_policies() -> None:
         (f"{CTRL}:NetworkPolicy:ns1:a", "ports"), (f"{CTRL}:NetpolNamespace:ns1:Ingress", "ports")]
 
 
-def test_every_port_joins_the_networks_cluster_port_group() -> None:
-    """Whatever the policies, a primary port joins its network's ``clusterPortGroup``: its
-    allow-hairpinning ACLs (allow-related) are then on every switch with the network's pods,
-    so conntrack runs there (on a switch without a stateful ACL, the reply to a connection
-    a pod in a default-deny group opened is dropped: primary Layer2, no management port)."""
+def test_ports_of_a_network_without_management_ports_join_its_cluster_port_group() -> None:
+    """Whatever the policies, a port on a primary Layer2 network (no management port on its
+    switch) joins its network's ``clusterPortGroup``: its allow-hairpinning ACLs
+    (allow-related) are then on the switch, so conntrack runs there (on a switch without a
+    stateful ACL, the reply to a connection a pod in a default-deny group opened is
+    dropped); on the default network (management ports) it does not."""
+    layer2 = NetInfo(name="l2", topology="layer2", role="primary", mtu=1400)
     extras = pod_port_links(PolicyCache(Policies(), KIND), lambda *_: True, POD, attachment(),
-                            DEFAULT)
+                            layer2)
     assert extras is not None
     assert [(link.parent.primary_id, link.column) for link in extras.links] == [
-        (f"{CTRL}:Cluster:clusterPortGroup", "ports")]
+        ("l2-network-controller:Cluster:clusterPortGroup", "ports")]
+    assert pod_port_links(PolicyCache(Policies(), KIND), lambda *_: True, POD, attachment(),
+                          DEFAULT) is None
 
 
 def test_only_primary_attachments_and_never_before_policies_are_listed() -> None:
