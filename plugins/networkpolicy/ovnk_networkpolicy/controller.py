@@ -144,8 +144,6 @@ class PolicyController:
             self.controller.watch(self.nodes, key_func=lambda _node: [
                 f"nodes:{scope.network}" for scope in self.networks()])
         self._node_switches: dict[str, set[str]] = {}  # network -> switches with node ACLs
-        # networks whose clusterPortGroup was written but whose pods are not linked again yet
-        self._relink: set[str] = set()
 
     # -- keys --------------------------------------------------------------------------
     def namespace_changed(self, _event: str, old: JSON | None, new: JSON | None) -> None:
@@ -281,24 +279,14 @@ class PolicyController:
         again (each joins ``clusterPortGroup``, membership.py): once per network, so that
         a restart finds every link made."""
         cluster = ids.cluster_pg_ids(scope.network, ids.CLUSTER_PORT_GROUP, self.feature)
-        if not self.context.row_exists("Port_Group", cluster.primary_id):
-            with self._lock:
-                self._relink.add(scope.network)
+        existed = self.context.row_exists("Port_Group", cluster.primary_id)
         apply(self.context.nb, ids.network_owner(scope.network, self.feature),
               build_network_rows(scope, self.hairpin_ips))
-        with self._lock:
-            if scope.network not in self._relink:
-                return
-        if not self.context.row_exists("Port_Group", cluster.primary_id):
-            # the pods' links are made only to groups the zone sees: retried until it does
-            raise NotReady(f"network {scope.network}: its clusterPortGroup is not in the "
-                           "zone's view of NB yet", backoff=True)
-        self.context.reconcile_pods([
-            key for namespace in self.namespaces.list_keys()
-            if self.kind.namespace_on(namespace, scope.network)
-            for key in self.pods.keys_by_index(NAMESPACE_INDEX, namespace)])
-        with self._lock:
-            self._relink.discard(scope.network)
+        if not existed:  # (the zone's writer knows its own commits: the group is seen now)
+            self.context.reconcile_pods([
+                key for namespace in self.namespaces.list_keys()
+                if self.kind.namespace_on(namespace, scope.network)
+                for key in self.pods.keys_by_index(NAMESPACE_INDEX, namespace)])
 
     def forget_network(self, network: str) -> None:
         """Every row of this feature on a network that is gone, in one transaction (the
