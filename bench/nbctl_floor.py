@@ -33,6 +33,8 @@ def _quote(value: Any) -> str:
 
 
 def _value(value: Any, ids: dict[tuple[str, str], str]) -> str:
+    if value is None:  # an optional column left empty
+        return "[]"
     if isinstance(value, _Raw):
         return str(value)
     if isinstance(value, Ref):

@@ -79,9 +79,14 @@ def trace(sb_remote: str, datapath: str, flow: str, ct: str | None = None,
     if lb_dst:
         options.append(f"--lb-dst={lb_dst}")
     text = _run_trace(sb_remote, datapath, flow, ["--minimal", *options], timeout)
-    # each port once: OVN 26.03's trace also shows the ARP/ND a router sends out of the
-    # port the packet leaves by while the next hop's MAC is not known yet
-    return TraceResult(datapath, flow, text, tuple(dict.fromkeys(_OUTPUT.findall(text))))
+    return TraceResult(datapath, flow, text, output_ports(text))
+
+
+def output_ports(minimal: str) -> tuple[str, ...]:
+    """The logical ports a ``--minimal`` trace outputs to, each once (OVN 26.03's trace also
+    shows the ARP/ND a router sends out of the port the packet leaves by while the next
+    hop's MAC is not known yet)."""
+    return tuple(dict.fromkeys(_OUTPUT.findall(minimal)))
 
 
 def trace_path(sb_remote: str, datapath: str, flow: str, timeout: float = 30.0) -> str:

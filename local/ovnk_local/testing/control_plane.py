@@ -8,6 +8,7 @@ objects, chaos), so that they all run the components the same way a deployment d
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ovnk_core.allocators.ids import IdAllocator
@@ -23,6 +24,7 @@ from ovnk_core.kube.controller import Controller
 from ovnk_core.kube.events import EventRecorder
 from ovnk_core.kube.factory import InformerFactory
 from ovnk_core.kube.resources import NODES
+from ovnk_core.kube.workqueue import WorkQueue
 from ovnk_core.networks.registry import NetworkRegistry
 from ovnk_core.ovn.nb import NbClient
 from ovnk_core.ovn.snapshot import Snapshot, snapshot
@@ -101,6 +103,11 @@ def cluster_with_nodes(handle: ServerHandle, nodes: int = 2) -> KubeClient:
     return admin
 
 
+def _queue_all(queue: WorkQueue, keys: Iterable[str]) -> None:
+    for key in keys:
+        queue.add(key)
+
+
 @dataclass
 class ControlPlane:
     """Starts components on ``handle`` and stops every one it started (``stop``)."""
@@ -132,7 +139,11 @@ class ControlPlane:
         context = ZoneContext(config, client, informers, recorder, writer,
                               controller.rendered_network, writer.owners_with_key_prefix,
                               row_exists=lambda table, primary_id: writer.find(
-                                  table, primary_id) is not None)
+                                  table, primary_id) is not None,
+                              primary_network_of_namespace=(
+                                  controller.primary_network_of_namespace),
+                              reconcile_pods=lambda keys: _queue_all(
+                                  controller.pod_controller.queue, keys))
         controller.network_listeners.append(context.networks_changed)
         controller.capability_listeners.append(context.nb_capabilities_changed)
         plugin_controllers = host.contributed_controllers("ovnk_zone_controllers", context)

@@ -268,12 +268,25 @@ class PolicyController:
     def reconcile_network(self, network: str) -> None:
         scope = self.scope_of(network)
         if scope is not None:
-            apply(self.context.nb, ids.network_owner(network, self.feature),
-                  build_network_rows(scope, self.hairpin_ips))
+            self._ensure_network_rows(scope)
         elif self.gone(network):
             self.forget_network(network)
         else:
             raise NotReady(f"network {network} is not rendered yet", backoff=True)
+
+    def _ensure_network_rows(self, scope: NetworkScope) -> None:
+        """The network's rows; when they are new, every pod port on the network is linked
+        again (each joins ``clusterPortGroup``, membership.py): once per network, so that
+        a restart finds every link made."""
+        cluster = ids.cluster_pg_ids(scope.network, ids.CLUSTER_PORT_GROUP, self.feature)
+        existed = self.context.row_exists("Port_Group", cluster.primary_id)
+        apply(self.context.nb, ids.network_owner(scope.network, self.feature),
+              build_network_rows(scope, self.hairpin_ips))
+        if not existed:  # (the zone's writer knows its own commits: the group is seen now)
+            self.context.reconcile_pods([
+                key for namespace in self.namespaces.list_keys()
+                if self.kind.namespace_on(namespace, scope.network)
+                for key in self.pods.keys_by_index(NAMESPACE_INDEX, namespace)])
 
     def forget_network(self, network: str) -> None:
         """Every row of this feature on a network that is gone, in one transaction (the
@@ -355,6 +368,11 @@ class PolicyController:
             for selector in policy_peer_selectors(policy):
                 sets[ids.address_set_owner(scope.network, selector.key, self.feature)] = \
                     self._address_set_rows(scope, selector)
+            if not self.kind.network_rows:
+                # a secondary network's clusterPortGroup, once it has a policy: the ports
+                # that join it make their switches stateful (membership.py); gone with the
+                # network (forget_network)
+                self._ensure_network_rows(scope)
         self._converge(f"policy:{key}", rows, sets)
         signature = None if policy is None or not rows else (
             tuple(sorted(rows)), repr(policy.pod_selector), policy.is_ingress,

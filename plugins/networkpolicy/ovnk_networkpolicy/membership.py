@@ -7,6 +7,16 @@ pod's namespace only: an index lookup), never from what the controller has done,
 a zone restart gives every port the links it already has and writes nothing.  Only groups
 already in Northbound are joined: a new policy's group is joined once its controller wrote
 it and asked the zone to reconcile the namespace's pods (``ZoneContext.reconcile_pods``).
+
+On a network whose pod switches hold no management port (ovnk's primary Layer2, every
+secondary network), every port also joins the network's ``clusterPortGroup`` (once it
+exists: always on a primary network, on a secondary one once a MultiNetworkPolicy is on
+it), whose allow-hairpinning ACLs (``allow-related``) then sit on the switches holding the
+network's pods.  Upstream puts the nodes' management ports there, which has that effect
+because each of its primary networks' pod switches holds one (ovnk's default network and
+primary Layer3 switches are stateful through their ``NetpolNode`` ACLs); a switch without
+any stateful ACL tracks no connection: the reply to a connection a pod in a default-deny
+group opened would be dropped as a new packet.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from ovnk_core.networks.netinfo import ROLE_PRIMARY, NetInfo
 from ovnk_core.ovn.declarative import Link
 from ovnk_core.pod_port import PodPortExtras
 from ovnk_core.render_state import PodAttachment
+from ovnk_networkpolicy import ids
 from ovnk_networkpolicy.policy_kinds import PolicyKind, usable_scopes
 from ovnk_networkpolicy.policy_spec import Policy, PolicyError, parse_policy
 from ovnk_networkpolicy.rows import pod_groups
@@ -78,6 +89,12 @@ def _parse(obj: JSON) -> Policy | None:
         return None
 
 
+def has_management_ports(netinfo: NetInfo) -> bool:
+    """Whether the network's pod switches hold the nodes' management ports (the default
+    network and primary Layer3 UDNs in ovnk)."""
+    return netinfo.is_default or (netinfo.role == ROLE_PRIMARY and netinfo.topology == "layer3")
+
+
 def pod_port_links(cache: PolicyCache, row_exists: Callable[[str, str], bool],
                    pod: dict[str, Any], attachment: PodAttachment, netinfo: NetInfo
                    ) -> PodPortExtras | None:
@@ -95,6 +112,9 @@ def pod_port_links(cache: PolicyCache, row_exists: Callable[[str, str], bool],
         else cache.on_network(attachment.namespace, netinfo.name)
     groups = pod_groups(netinfo.name, labels, attachment.namespace, policies,
                         cache.kind.feature)
+    if not has_management_ports(netinfo):
+        groups.append(ids.pg_ref(ids.cluster_pg_ids(netinfo.name, ids.CLUSTER_PORT_GROUP,
+                                                    cache.kind.feature)))
     links = tuple(Link(group, "ports") for group in groups
                   if row_exists(group.table, group.primary_id))
     return PodPortExtras(links=links) if links else None

@@ -84,6 +84,9 @@ class MultiNetworkPolicyFeature(_PolicyFeature):
 
     @hookimpl
     def ovnk_zone_controllers(self, context: ZoneContext) -> list[Controller]:
-        controller = self._start(context, MultiNetworkPolicyKind(context), [])
+        # the hairpin ACLs of a secondary network's clusterPortGroup (its first policy's):
+        # allow-related ACLs, so that its switches track connections (membership.py)
+        controller = self._start(context, MultiNetworkPolicyKind(context),
+                                 hairpin_ips(context))
         context.on_networks_changed(controller.network_changed)
         return [controller.controller]

@@ -59,11 +59,28 @@ def test_port_joins_existing_groups_of_selecting_policies() -> None:
                                  netpol("bad", ingress=[{"from": [{"ipBlock": {"cidr": "x"}}]}])),
                         KIND)
     existing = {f"{CTRL}:NetworkPolicy:ns1:a", f"{CTRL}:NetpolNamespace:ns1:Ingress"}
+    # (clusterPortGroup not in NB here: not joined)
     extras = pod_port_links(cache, lambda _t, pid: pid in existing, POD, attachment(), DEFAULT)
     assert extras is not None
     # the egress default-deny group is not in NB yet: joined once it is (reconcile_pods)
     assert [(link.parent.primary_id, link.column) for link in extras.links] == [
         (f"{CTRL}:NetworkPolicy:ns1:a", "ports"), (f"{CTRL}:NetpolNamespace:ns1:Ingress", "ports")]
+
+
+def test_ports_of_a_network_without_management_ports_join_its_cluster_port_group() -> None:
+    """Whatever the policies, a port on a primary Layer2 network (no management port on its
+    switch) joins its network's ``clusterPortGroup``: its allow-hairpinning ACLs
+    (allow-related) are then on the switch, so conntrack runs there (on a switch without a
+    stateful ACL, the reply to a connection a pod in a default-deny group opened is
+    dropped); on the default network (management ports) it does not."""
+    layer2 = NetInfo(name="l2", topology="layer2", role="primary", mtu=1400)
+    extras = pod_port_links(PolicyCache(Policies(), KIND), lambda *_: True, POD, attachment(),
+                            layer2)
+    assert extras is not None
+    assert [(link.parent.primary_id, link.column) for link in extras.links] == [
+        ("l2-network-controller:Cluster:clusterPortGroup", "ports")]
+    assert pod_port_links(PolicyCache(Policies(), KIND), lambda *_: True, POD, attachment(),
+                          DEFAULT) is None
 
 
 def test_only_primary_attachments_and_never_before_policies_are_listed() -> None:
@@ -113,6 +130,7 @@ class OnSecondary(NetworkPolicyKind):
 
     feature = "multinetworkpolicy"
     pod_role = "secondary"
+    network_rows = False
 
     def place(self, obj: dict[str, Any]) -> Placement:
         return Placement([NetworkScope("sec")] if obj["metadata"]["name"] == "a" else [])
@@ -128,7 +146,8 @@ def test_secondary_attachments_join_the_groups_of_policies_on_their_network() ->
     assert extras is not None
     assert [link.parent.primary_id for link in extras.links] == [
         "sec-network-controller:NetworkPolicy:ns1:a",
-        "sec-network-controller:NetpolNamespace:ns1:Ingress"]
+        "sec-network-controller:NetpolNamespace:ns1:Ingress",
+        "sec-network-controller:Cluster:clusterPortGroup"]
     assert pod_port_links(cache, lambda *_: True, POD, attachment(), DEFAULT) is None
     assert pod_port_links(PolicyCache(Policies(netpol("a")), KIND),  # type: ignore[arg-type]
                           lambda *_: True, POD, attachment("secondary"), sec) is None

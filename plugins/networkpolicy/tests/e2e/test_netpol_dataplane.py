@@ -9,12 +9,14 @@ import json
 import subprocess
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from ovnk_local.cluster import LocalCluster
 from ovnk_local.settings import ComponentSettings
 from ovnk_local.testing.dataplane import kubectl, require_dataplane
+from ovnk_local.testing.port_probes import Probe, probe_from
 
 from ovnk_core.testing.ovsdb_fixtures import read_rows
 from ovnk_core.testing.waiting import wait_until
@@ -327,3 +329,108 @@ def test_multi_network_policy_on_a_secondary_layer2_network(cluster: LocalCluste
             "allow-client")
     wait_until(lambda: answers(cluster, MNP_NAMESPACE, "other", side), timeout=60,
                what="everything back once the policies are gone")
+
+
+# -- MultiNetworkPolicy on secondary Layer3 and Localnet networks (fast TCP probes) ----------
+
+@dataclass(frozen=True)
+class Secondary:
+    """A secondary network for MultiNetworkPolicy: its namespace, the NAD's name there, the
+    object that makes it, and (no IPAM) the addresses its pods set themselves."""
+
+    namespace: str
+    nad: str
+    network: dict[str, Any]
+    static: tuple[str, ...] = ()  # server, allowed, other: set by hand (no IPAM)
+
+
+def localnet_cudn(name: str, namespace: str, localnet: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "k8s.ovn.org/v1", "kind": "ClusterUserDefinedNetwork",
+            "metadata": {"name": name},
+            "spec": {"namespaceSelector": {"matchLabels": {
+                "kubernetes.io/metadata.name": namespace}},
+                "network": {"topology": "Localnet", "localnet": {
+                    "role": "Secondary", "physicalNetworkName": "physnet1", **localnet}}}}
+
+
+SECONDARIES = {
+    "layer3": Secondary("mnp-l3", "side3", {
+        "apiVersion": "k8s.ovn.org/v1", "kind": "UserDefinedNetwork",
+        "metadata": {"name": "side3", "namespace": "mnp-l3"},
+        "spec": {"topology": "Layer3", "layer3": {"role": "Secondary", "subnets": [
+            {"cidr": "10.132.0.0/16", "hostSubnet": 24}]}}}),
+    "localnet": Secondary("mnp-ln", "mnp-vlan30", localnet_cudn(
+        "mnp-vlan30", "mnp-ln", {"vlan": {"mode": "Access", "access": {"id": 30}},
+                                 "subnets": ["10.100.30.0/24"]})),
+    "localnet-without-ipam": Secondary("mnp-raw", "mnp-vlan40", localnet_cudn(
+        "mnp-vlan40", "mnp-raw", {"vlan": {"mode": "Access", "access": {"id": 40}},
+                                  "ipam": {"mode": "Disabled"}}),
+        static=("10.100.40.10", "10.100.40.11", "10.100.40.12")),
+}
+SECONDARY_PODS = ("server", "allowed", "other")
+
+
+def reaches(cluster: LocalCluster, namespace: str, source: str, ip: str) -> bool:
+    return probe_from(cluster.pod_netns(namespace, source), [Probe(ip, "tcp", 8080)],
+                      timeout=2.0)[0]
+
+
+@pytest.mark.parametrize("kind", sorted(SECONDARIES))
+def test_multi_network_policy_on_secondary_layer3_and_localnet(cluster: LocalCluster,
+                                                               kind: str) -> None:
+    """A MultiNetworkPolicy on a secondary Layer3, a Localnet (VLAN 30, IPAM) and a Localnet
+    without IPAM (VLAN 40, the pods set their own addresses; only ipBlock peers there):
+    deny-all drops what reached the server on that network, while the server's own
+    connections out are still answered (stateful); an allow lets exactly one client back in;
+    deleting the policies restores everything."""
+    net = SECONDARIES[kind]
+    namespace = net.namespace
+    apply(cluster, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+          net.network)
+    apply(cluster, *(netexec_pod(namespace, name, node, networks=net.nad, **labels)
+                     for name, node, labels in (("server", "ovn-worker", {"app": "server"}),
+                                                ("allowed", "ovn-worker2", {"role": "client"}),
+                                                ("other", "ovn-worker", {}))))
+    nad = f"{namespace}/{net.nad}"
+    if net.static:
+        wait_until(lambda: all(ready(cluster, namespace, p) for p in SECONDARY_PODS),
+                   timeout=90, what="pods running")
+        for name, ip in zip(SECONDARY_PODS, net.static, strict=True):
+            subprocess.run(["ip", "netns", "exec", cluster.pod_netns(namespace, name), "ip",
+                            "addr", "add", f"{ip}/24", "dev", "net1"], check=True)
+        ips = dict(zip(SECONDARY_PODS, net.static, strict=True))
+    else:
+        wait_until(lambda: all(secondary_ip(cluster, namespace, p, nad)
+                               for p in SECONDARY_PODS),
+                   timeout=90, what="pods with secondary addresses")
+        ips = {p: secondary_ip(cluster, namespace, p, nad) for p in SECONDARY_PODS}
+    wait_until(lambda: reaches(cluster, namespace, "allowed", ips["server"]) and
+               reaches(cluster, namespace, "other", ips["server"]),
+               timeout=90, what=f"the server reachable on the secondary {kind} network")
+
+    def mnp(name: str, ingress: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"apiVersion": "k8s.cni.cncf.io/v1beta1", "kind": "MultiNetworkPolicy",
+                "metadata": {"name": name, "namespace": namespace,
+                             "annotations": {"k8s.v1.cni.cncf.io/policy-for": net.nad}},
+                "spec": {"podSelector": {"matchLabels": {"app": "server"}},
+                         "policyTypes": ["Ingress"], "ingress": ingress}}
+
+    apply(cluster, mnp("deny-all", []))
+    wait_until(lambda: not reaches(cluster, namespace, "allowed", ips["server"]) and
+               not reaches(cluster, namespace, "other", ips["server"]),
+               timeout=60, what=f"everything to the server on {kind} dropped by deny-all")
+    # the denied server's own connection out is answered: its reply is not a new packet
+    assert reaches(cluster, namespace, "server", ips["other"])
+
+    peer = ({"ipBlock": {"cidr": f"{ips['allowed']}/32"}} if net.static else
+            {"podSelector": {"matchLabels": {"role": "client"}}})
+    apply(cluster, mnp("allow-client", [{"from": [peer],
+                                         "ports": [{"port": 8080, "protocol": "TCP"}]}]))
+    wait_until(lambda: reaches(cluster, namespace, "allowed", ips["server"]), timeout=60,
+               what=f"the allowed client let in on {kind}")
+    assert not reaches(cluster, namespace, "other", ips["server"])
+
+    kubectl(cluster, "delete", "multi-networkpolicy", "-n", namespace, "deny-all",
+            "allow-client")
+    wait_until(lambda: reaches(cluster, namespace, "other", ips["server"]), timeout=60,
+               what=f"everything back on {kind} once the policies are gone")

@@ -151,8 +151,13 @@ def test_a_multi_network_policy_renders_on_the_networks_it_names(
                             if i.startswith("default-network-controller:NetworkPolicy")},
                timeout=30)
     assert acl in owned_ids(remote, "ACL")
+    # the network's clusterPortGroup (its pods' ports make its switches stateful) came with
+    # the first policy and stays with the network; nothing else of a deleted policy does
+    cluster = {f"{SEC}:Cluster:clusterPortGroup", f"{SEC}:Cluster:clusterRtrPortGroup"}
+    assert cluster <= set(owned_ids(remote, "Port_Group"))
     client.delete_if_exists(MULTI_NETWORK_POLICIES, "allow-web", namespace="ns1")
-    wait_until(lambda: not {i for i in owned_ids(remote, "Port_Group") if i.startswith(SEC)}
+    wait_until(lambda: {i for i in owned_ids(remote, "Port_Group") if i.startswith(SEC)}
+               == cluster
                and not {i for i in owned_ids(remote, "Address_Set") if i.startswith(SEC)},
                timeout=30)
 
@@ -195,6 +200,7 @@ def test_bad_multi_network_policies_get_warnings_and_block_nothing(
     # the namespace's on raw come from raw-block alone, and go with it
     assert f"{RAW}:NetpolNamespace:ns1:Ingress" in ids
     client.delete_if_exists(MULTI_NETWORK_POLICIES, "raw-block", namespace="ns1")
-    wait_until(lambda: not {i for i in owned_ids(remote, "Port_Group") if i.startswith(RAW)},
+    wait_until(lambda: {i for i in owned_ids(remote, "Port_Group") if i.startswith(RAW)} ==
+               {f"{RAW}:Cluster:clusterPortGroup", f"{RAW}:Cluster:clusterRtrPortGroup"},
                timeout=30)
     assert not warnings(client, "nowhere")
