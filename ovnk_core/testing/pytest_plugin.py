@@ -14,6 +14,8 @@ as the ``ovnk-local`` pytest plugin of the ``ovnk-local`` distribution.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -77,3 +79,25 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if capabilities.in_ci():
             pytest.fail(f"CI requires every tier to run: {reason}", pytrace=False)
         pytest.skip(reason)
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored() -> Iterator[None]:
+    """A test that runs ``ovnk`` in-process (``setup_logging``) points the root logger at the
+    test's captured stderr; put the root logger back after it, or every later log line of
+    the worker (other tests' controller threads) goes to a closed file ("Logging error").
+    pytest's own capture handlers come and go per phase and are left to pytest."""
+    root = logging.getLogger()
+    handlers, level = _own_handlers(root), root.level
+    yield
+    for handler in _own_handlers(root):
+        if handler not in handlers:
+            root.removeHandler(handler)
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(level)
+
+
+def _own_handlers(logger: logging.Logger) -> list[logging.Handler]:
+    return [h for h in logger.handlers if not type(h).__module__.startswith("_pytest")]
