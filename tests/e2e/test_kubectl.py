@@ -190,7 +190,7 @@ def test_invalid_udns_get_the_lines_a_real_cluster_prints(kubectl: Kubectl,
     keyword the value or count."""
     udn_admission.register(kube_apiserver.admission)
     kubectl("apply", "-f", "-", stdin=NAMESPACE)
-    kubectl("apply", "-f", str(CRD_DIR))
+    kubectl("apply", "-k", str(CRD_DIR))
     deadline = time.monotonic() + 20
     while kubectl("get", "udn", "-n", "blue", check=False).returncode != 0:
         assert time.monotonic() < deadline, "the UDN kind was never served"
@@ -366,7 +366,7 @@ def test_wait_for_condition_written_later(kubectl: Kubectl, api: client.ApiClien
 
 def test_api_resources_lists_project_crds(kubectl: Kubectl) -> None:
     assert CRD_DIR.is_dir(), f"the project's CRD manifests are expected in {CRD_DIR}"
-    kubectl("apply", "-f", str(CRD_DIR))
+    kubectl("apply", "-k", str(CRD_DIR))
     listing: dict[str, Any] = {}
     for row in rows(kubectl("api-resources").stdout)[1:]:
         listing[row[0]] = row

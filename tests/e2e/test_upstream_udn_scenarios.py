@@ -52,7 +52,7 @@ def kubectl(cluster_pki: SecurityOptions,
     try:
         udn_admission.register(handle.admission)
         run = Kubectl(handle, tmp_path_factory.mktemp("kubectl"))
-        applied = run("apply", "-f", str(CRD_DIR))
+        applied = run("apply", "-k", str(CRD_DIR))
         assert applied.returncode == 0, applied.stderr
         run("create", "namespace", "red")
         yield run
