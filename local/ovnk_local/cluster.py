@@ -875,6 +875,7 @@ class LocalCluster:
         for ready in self.run_dir.glob("*.ready") if self.run_dir.exists() else ():
             ready.unlink()
         self._remove_containers()
+        shutil.rmtree(manifest_components.cni_run_root(self), ignore_errors=True)
         removed = self.dataplane.destroy()
         if removed:
             log.info("removed network namespaces: %s", ", ".join(removed))

@@ -10,8 +10,8 @@ agent), from the Deployment and the DaemonSet the API server holds, and
 Each node's host file system is ``DIR/hosts/<node>``, except ``/var/run/openvswitch``,
 the node's own OVS directory (its ``db.sock``, its bridges' sockets, and the zone's
 ``ovnnb_db.sock``/``ovnsb_db.sock`` linked there, upstream's names),
-``/var/run/ovn-kubernetes``, ``DIR/run/ovnk-cni/<node>`` (the CNI socket's path must stay
-short), and ``/var/run/netns``, the host's (every node's network namespaces are the
+``/var/run/ovn-kubernetes``, ``/run/ovnk-local/<cluster prefix>/<node>`` (the CNI socket's
+path must stay short), and ``/var/run/netns``, the host's (every node's network namespaces are the
 host's).  The
 node agent's certificate kubeconfig (``system:ovn-node:<node>``) is put at the node's
 ``/etc/ovn/ovnkube-node-certs/kubeconfig``, where the DaemonSet expects it provisioned.
@@ -58,6 +58,7 @@ NETNS = "/var/run/netns"
 NODE_KUBECONFIG = "/etc/ovn/ovnkube-node-certs/kubeconfig"
 CNI_RUN = "/var/run/ovn-kubernetes"
 CNI_SOCKET = f"{CNI_RUN}/cni/ovn-cni-server.sock"
+CNI_RUN_ROOT = Path("/run/ovnk-local")
 
 
 def apply(cluster: LocalCluster, admin: KubeClient, state: ClusterState) -> list[JSON]:
@@ -79,9 +80,16 @@ def _node_ip(admin: KubeClient, node: str) -> str:
 
 def host_paths(cluster: LocalCluster, node: str) -> dict[str, Path]:
     """The node's host paths that are not under its ``host_root``."""
-    # the CNI socket's directory is short: a unix socket's path has at most 107 bytes
+    # the CNI socket's directory is short and does not grow with the cluster's directory: a
+    # unix socket's path has at most 107 bytes (under DIR it overflowed in a pytest-xdist
+    # worker's temporary directory)
     return {OVS_RUN: cluster.dataplane.dir / node, NETNS: Path(NETNS),
-            CNI_RUN: cluster.run_dir / "ovnk-cni" / node}
+            CNI_RUN: cni_run_root(cluster) / node}
+
+
+def cni_run_root(cluster: LocalCluster) -> Path:
+    """The nodes' ``/var/run/ovn-kubernetes`` directories of ``cluster`` (removed by ``down``)."""
+    return CNI_RUN_ROOT / cluster.dataplane.prefix
 
 
 def cni_socket(cluster: LocalCluster, node: str) -> Path:
